@@ -1,0 +1,1 @@
+"""dedup_store."""

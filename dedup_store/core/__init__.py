@@ -1,0 +1,42 @@
+"""The pure fingerprinting core: canonical text, shingles, MinHash, SimHash, block keys.
+
+Nothing here touches a database.
+"""
+
+from dedup_store.core.canonical import canonical_tokens, canonicalize, html_to_text, looks_like_html
+from dedup_store.core.fingerprint import (
+    DEFAULT_MAX_BYTES,
+    FeatureWeights,
+    Fingerprint,
+    FingerprintBatch,
+    fingerprint,
+    fingerprint_batch,
+    validate_text,
+)
+from dedup_store.core.lsh import band_keys
+from dedup_store.core.minhash import estimate_jaccard, minhash_signatures
+from dedup_store.core.params import FingerprintParams, optimal_bands
+from dedup_store.core.simhash import block_keys, block_masks, hamming, simhash_batch
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "FeatureWeights",
+    "Fingerprint",
+    "FingerprintBatch",
+    "FingerprintParams",
+    "band_keys",
+    "block_keys",
+    "block_masks",
+    "canonical_tokens",
+    "canonicalize",
+    "estimate_jaccard",
+    "fingerprint",
+    "fingerprint_batch",
+    "hamming",
+    "html_to_text",
+    "looks_like_html",
+    "minhash_signatures",
+    "optimal_bands",
+    "simhash_batch",
+    "validate_text",
+]

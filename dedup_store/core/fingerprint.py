@@ -1,0 +1,266 @@
+"""Fingerprints of documents, computed for a whole batch at once."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from functools import cached_property
+
+import numpy as np
+import numpy.typing as npt
+
+from dedup_store.core.canonical import canonical_tokens
+from dedup_store.core.hashing import U64, exact_hash
+from dedup_store.core.lsh import band_keys
+from dedup_store.core.minhash import U32, estimate_jaccard, minhash_signatures
+from dedup_store.core.params import FingerprintParams
+from dedup_store.core.shingles import (
+    I64,
+    Segments,
+    group_by_document,
+    shingle,
+    split_segments,
+    unique_per_document,
+)
+from dedup_store.core.simhash import block_keys, hamming, simhash_batch
+from dedup_store.core.winnow import winnow
+from dedup_store.errors import EmptyDocumentError, InvalidDocumentError
+
+#: Caller-supplied SimHash feature weights: a mapping or a function of the feature text.
+FeatureWeights = Mapping[str, float] | Callable[[str], float]
+
+#: Documents larger than this (UTF-8 bytes) are refused.
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+
+
+def validate_text(text: object, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    """Return ``text`` if it can be fingerprinted and stored, else raise a clear error.
+
+    Raises:
+        InvalidDocumentError: not a string, a lone surrogate (invalid UTF-8 decoded with
+            ``surrogateescape``), a NUL character, or more than ``max_bytes`` bytes.
+    """
+    if not isinstance(text, str):
+        raise InvalidDocumentError(f"document text must be str, got {type(text).__name__}")
+    if "\x00" in text:
+        raise InvalidDocumentError(f"document contains a NUL character at offset {text.index(chr(0))}")
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as e:
+        raise InvalidDocumentError(f"document is not valid UTF-8 (offset {e.start})") from None
+    if size > max_bytes:
+        raise InvalidDocumentError(f"document is {size} bytes, larger than the limit of {max_bytes}")
+    return text
+
+
+@dataclasses.dataclass(frozen=True)
+class Fingerprint:
+    """The fingerprint of one document. Comparisons refuse fingerprints of other params."""
+
+    params: FingerprintParams
+    canonical_text: str
+    exact_hash: bytes
+    token_count: int
+    shingles: U64
+    signature: U32
+    band_keys: I64
+    simhash: int
+    block_keys: I64
+    sample_keys: U64
+
+    def _same_params(self, other: Fingerprint) -> None:
+        self.params.require_same(other.params, "cannot compare fingerprints")
+
+    def jaccard(self, other: Fingerprint) -> float:
+        """Exact Jaccard similarity of the two shingle sets."""
+        self._same_params(other)
+        inter = len(np.intersect1d(self.shingles, other.shingles, assume_unique=True))
+        return inter / (len(self.shingles) + len(other.shingles) - inter)
+
+    def containment(self, other: Fingerprint) -> float:
+        """Share of the smaller shingle set that lies inside the larger one."""
+        self._same_params(other)
+        inter = len(np.intersect1d(self.shingles, other.shingles, assume_unique=True))
+        return inter / min(len(self.shingles), len(other.shingles))
+
+    def estimated_jaccard(self, other: Fingerprint) -> float:
+        """Jaccard similarity estimated from the MinHash signatures."""
+        self._same_params(other)
+        return estimate_jaccard(self.signature, other.signature)
+
+    def hamming(self, other: Fingerprint) -> int:
+        """Hamming distance of the two SimHashes."""
+        self._same_params(other)
+        return hamming(self.simhash, other.simhash)
+
+
+@dataclasses.dataclass(frozen=True)
+class FingerprintBatch:
+    """Fingerprints of a batch of documents, as arrays with one row per non-empty document.
+
+    Attributes:
+        params: the parameters used.
+        source_index: position in the input of each row.
+        empty_index: input positions of documents empty after canonicalization (no row).
+        canonical_texts, exact_hashes, token_counts: per row.
+        shingles, shingle_offsets: sorted distinct shingle hashes of row ``i`` are
+            ``shingles[shingle_offsets[i]:shingle_offsets[i + 1]]``.
+        signatures: ``(rows, num_perm)`` MinHash signatures.
+        band_keys: ``(rows, band_key_count)``.
+        simhashes: one per row.
+        block_keys: ``(rows, block_key_count)``.
+        sample_keys, sample_offsets: winnowed excerpt-index keys per row (empty when the excerpt
+            index is off).
+    """
+
+    params: FingerprintParams
+    source_index: I64
+    empty_index: list[int]
+    canonical_texts: list[str]
+    exact_hashes: list[bytes]
+    token_counts: I64
+    shingles: U64
+    shingle_offsets: I64
+    signatures: U32
+    band_keys: I64
+    simhashes: U64
+    block_keys: I64
+    sample_keys: U64
+    sample_offsets: I64
+
+    def __len__(self) -> int:
+        return len(self.source_index)
+
+    @cached_property
+    def shingle_counts(self) -> I64:
+        """Number of distinct shingles per row."""
+        return np.diff(self.shingle_offsets)
+
+    def row(self, i: int) -> Fingerprint:
+        """The fingerprint of row ``i``."""
+        s0, s1 = self.shingle_offsets[i], self.shingle_offsets[i + 1]
+        k0, k1 = self.sample_offsets[i], self.sample_offsets[i + 1]
+        return Fingerprint(
+            params=self.params,
+            canonical_text=self.canonical_texts[i],
+            exact_hash=self.exact_hashes[i],
+            token_count=int(self.token_counts[i]),
+            shingles=self.shingles[s0:s1],
+            signature=self.signatures[i],
+            band_keys=self.band_keys[i],
+            simhash=int(self.simhashes[i]),
+            block_keys=self.block_keys[i],
+            sample_keys=self.sample_keys[k0:k1],
+        )
+
+
+def fingerprint(
+    text: str, params: FingerprintParams | None = None, weights: FeatureWeights | None = None
+) -> Fingerprint:
+    """Fingerprint one document.
+
+    Raises:
+        InvalidDocumentError: the text cannot be stored (see :func:`validate_text`).
+        EmptyDocumentError: nothing is left after canonicalization.
+    """
+    batch = fingerprint_batch([text], params, weights)
+    if batch.empty_index:
+        raise EmptyDocumentError("document is empty after canonicalization (no words left)")
+    return batch.row(0)
+
+
+def fingerprint_batch(
+    texts: Sequence[str],
+    params: FingerprintParams | None = None,
+    weights: FeatureWeights | None = None,
+) -> FingerprintBatch:
+    """Fingerprint many documents at once (numpy across the whole batch).
+
+    Documents empty after canonicalization get no row; their input positions are listed in
+    ``empty_index``. Invalid text raises :class:`InvalidDocumentError` naming its position.
+    """
+    params = params or FingerprintParams()
+    for position, text in enumerate(texts):
+        try:
+            validate_text(text)
+        except InvalidDocumentError as e:
+            raise InvalidDocumentError(f"document {position}: {e}") from None
+    all_tokens = [canonical_tokens(t, params) for t in texts]
+    kept = [i for i, tokens in enumerate(all_tokens) if tokens]
+    token_lists = [all_tokens[i] for i in kept]
+    n = len(kept)
+    canonical = [" ".join(tokens) for tokens in token_lists]
+    words, chars = split_segments(token_lists, canonical)
+    word_shingles, word_owner = shingle(words, params.shingle_size)
+    char_shingles, char_owner = shingle(chars, params.cjk_shingle_size)
+    ordered = np.concatenate([word_shingles, char_shingles])
+    owner = np.concatenate([word_owner, char_owner])
+    shingles, shingle_offsets = unique_per_document(ordered, owner, n)
+    signatures = minhash_signatures(shingles, shingle_offsets, params.num_perm, params.seed)
+    simhashes = _simhashes(words, chars, char_shingles, char_owner, n, params, weights)
+    sample_keys, sample_offsets = _samples(ordered, owner, n, params)
+    return FingerprintBatch(
+        params=params,
+        source_index=np.asarray(kept, dtype=np.int64),
+        empty_index=[i for i, tokens in enumerate(all_tokens) if not tokens],
+        canonical_texts=canonical,
+        exact_hashes=[exact_hash(text) for text in canonical],
+        token_counts=np.fromiter(map(len, token_lists), dtype=np.int64, count=n),
+        shingles=shingles,
+        shingle_offsets=shingle_offsets,
+        signatures=signatures,
+        band_keys=band_keys(signatures, params),
+        simhashes=simhashes,
+        block_keys=block_keys(simhashes, params.simhash_blocks, params.simhash_k),
+        sample_keys=sample_keys,
+        sample_offsets=sample_offsets,
+    )
+
+
+def _simhashes(
+    words: Segments,
+    chars: Segments,
+    char_shingles: U64,
+    char_owner: I64,
+    n: int,
+    params: FingerprintParams,
+    weights: FeatureWeights | None,
+) -> U64:
+    """SimHash over word tokens and CJK character shingles, term-frequency weighted."""
+    word_owner = np.repeat(words.owner, words.lengths)
+    features = np.concatenate([words.hashes, char_shingles])
+    owner = np.concatenate([word_owner, char_owner])
+    grouped, offsets = group_by_document(features, owner, n)
+    if weights is None:
+        return simhash_batch(grouped, offsets)
+    texts = words.text + _char_shingle_texts(chars, params.cjk_shingle_size)
+    weight_of = _weight_function(weights)
+    feature_weights = np.fromiter(map(weight_of, texts), dtype=np.float32, count=len(texts))
+    order = np.argsort(owner, kind="stable")
+    return simhash_batch(grouped, offsets, feature_weights[order])
+
+
+def _weight_function(weights: FeatureWeights) -> Callable[[str], float]:
+    if isinstance(weights, Mapping):
+        table = weights
+        return lambda feature: float(table.get(feature, 1.0))
+    return weights
+
+
+def _char_shingle_texts(chars: Segments, n: int) -> list[str]:
+    """The text of each CJK shingle, in the order :func:`shingle` produces them."""
+    out: list[str] = []
+    start = 0
+    for length in chars.lengths.tolist():
+        run = "".join(chars.text[start : start + length])
+        out.extend([run] if length < n else [run[i : i + n] for i in range(length - n + 1)])
+        start += length
+    return out
+
+
+def _samples(ordered: U64, owner: I64, n: int, params: FingerprintParams) -> tuple[U64, I64]:
+    """Winnowed excerpt-index keys, or nothing when the excerpt index is off."""
+    if params.containment == 0:
+        return np.empty(0, dtype=np.uint64), np.zeros(n + 1, dtype=np.int64)
+    sequence, offsets = group_by_document(ordered, owner, n)
+    return winnow(sequence, offsets, params.winnow_window)

@@ -1,0 +1,44 @@
+"""Band keys (locality-sensitive hashing) folded from MinHash signatures.
+
+Two schemes:
+
+* ``threshold``: ``b`` bands of ``r`` min-hashes, ``(b, r)`` chosen for the target Jaccard
+  threshold; one key per band, and a pair is a candidate when any band key is equal.
+* ``broder``: 6 super-shingles of ``num_perm // 6`` min-hashes; near-duplicate when at least two
+  super-shingles are equal. Each of the 15 pairs of super-shingles is folded into one
+  *mega-shingle* key, so "at least 2 of 6 equal" is "any mega-shingle key equal".
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import numpy.typing as npt
+
+from dedup_store.core.hashing import as_int64, combine_columns
+from dedup_store.core.minhash import U32
+from dedup_store.core.params import FingerprintParams
+
+I64 = npt.NDArray[np.int64]
+_MEGA_SALT = 1 << 16
+
+
+def super_shingles(signatures: U32, bands: int, rows: int) -> npt.NDArray[np.uint64]:
+    """One 64-bit hash per band: shape ``(n_docs, bands)``."""
+    wide = signatures.astype(np.uint64)
+    columns = [combine_columns(wide[:, i * rows : (i + 1) * rows], salt=i + 1) for i in range(bands)]
+    return np.stack(columns, axis=1) if columns else np.empty((len(signatures), 0), np.uint64)
+
+
+def band_keys(signatures: U32, params: FingerprintParams) -> I64:
+    """The band keys of each signature, shape ``(n_docs, params.band_key_count)``."""
+    bands, rows = params.bands
+    supers = super_shingles(signatures, bands, rows)
+    if params.scheme == "threshold":
+        return as_int64(supers)
+    pairs = itertools.combinations(range(bands), 2)
+    mega = [
+        combine_columns(supers[:, [i, j]], salt=_MEGA_SALT + k) for k, (i, j) in enumerate(pairs)
+    ]
+    return as_int64(np.stack(mega, axis=1))

@@ -1,0 +1,210 @@
+"""Fingerprint parameters: every choice that changes a fingerprint or a match, in one value."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from functools import cached_property, lru_cache
+from typing import Any, Literal, get_args
+
+import numpy as np
+
+from dedup_store.errors import InvalidParamsError, ParamsMismatchError
+
+Scheme = Literal["threshold", "broder"]
+HtmlMode = Literal["auto", "always", "never"]
+VerifyMode = Literal["exact", "estimate"]
+
+BRODER_SUPER_SHINGLES = 6
+PARAMS_FORMAT = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class FingerprintParams:
+    """Everything that decides how a document is fingerprinted and when two documents match.
+
+    Attributes:
+        shingle_size: Words per shingle for non-CJK text.
+        cjk_shingle_size: Characters per shingle for Chinese/Japanese runs.
+        num_perm: Number of min-hashes in a MinHash signature.
+        scheme: ``threshold`` (bands chosen for ``threshold``) or ``broder`` (6 super-shingles,
+            near-duplicate when at least 2 are equal, looked up via the 15 pairwise keys).
+        threshold: Target Jaccard similarity: candidates must reach it to become matches.
+        false_negative_weight: Weight of the missed-pair area when choosing bands (0..1); the
+            false-positive area gets ``1 - false_negative_weight``. Candidates are verified, so a
+            false positive costs time, a false negative costs recall.
+        simhash_k: Hamming distance at or below which two SimHashes match.
+        simhash_blocks: Number of blocks the 64 bits are split into (must exceed ``simhash_k``).
+        containment: Containment threshold for excerpts (share of the smaller document inside the
+            larger one); ``0`` turns the excerpt index off.
+        winnow_window: Winnowing window (in shingles) for the excerpt index: any shared run of
+            ``winnow_window + shingle_size - 1`` words is guaranteed to share an index key.
+        stopwords: Drop English, Russian and Chinese stop words.
+        stem: Apply Snowball stemming (English and Russian).
+        html: Whether input is HTML: ``auto`` detects markup, ``always`` or ``never`` force it.
+        verify: ``exact`` scores candidates by exact Jaccard over stored shingle hashes;
+            ``estimate`` by MinHash signature agreement.
+        seed: Seed of the min-hash permutations.
+    """
+
+    shingle_size: int = 4
+    cjk_shingle_size: int = 3
+    num_perm: int = 84
+    scheme: Scheme = "threshold"
+    threshold: float = 0.8
+    false_negative_weight: float = 0.9
+    simhash_k: int = 3
+    simhash_blocks: int = 4
+    containment: float = 0.8
+    winnow_window: int = 16
+    stopwords: bool = True
+    stem: bool = False
+    html: HtmlMode = "auto"
+    verify: VerifyMode = "exact"
+    seed: int = 1
+
+    def __post_init__(self) -> None:
+        _check_int(self, "shingle_size", 1, 64)
+        _check_int(self, "cjk_shingle_size", 1, 64)
+        _check_int(self, "num_perm", 2, 1024)
+        _check_int(self, "simhash_k", 0, 16)
+        _check_int(self, "simhash_blocks", 2, 16)
+        _check_int(self, "winnow_window", 1, 1024)
+        _check_int(self, "seed", 0, 2**63 - 1)
+        _check_choice(self, "scheme", Scheme)
+        _check_choice(self, "html", HtmlMode)
+        _check_choice(self, "verify", VerifyMode)
+        _check_unit(self, "threshold", open_low=True)
+        _check_unit(self, "false_negative_weight", open_low=True)
+        _check_unit(self, "containment")
+        for name in ("stopwords", "stem"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidParamsError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if self.simhash_blocks <= self.simhash_k:
+            raise InvalidParamsError(
+                f"simhash_blocks must exceed simhash_k (pigeonhole rule), "
+                f"got simhash_blocks={self.simhash_blocks}, simhash_k={self.simhash_k}"
+            )
+        if self.scheme == "broder" and self.num_perm < BRODER_SUPER_SHINGLES:
+            raise InvalidParamsError(
+                f"scheme 'broder' needs num_perm >= {BRODER_SUPER_SHINGLES}, got {self.num_perm}"
+            )
+        if math.comb(self.simhash_blocks, self.simhash_k) > 256:
+            raise InvalidParamsError(
+                f"simhash_blocks={self.simhash_blocks}, simhash_k={self.simhash_k} gives "
+                f"{math.comb(self.simhash_blocks, self.simhash_k)} block keys per document (max 256)"
+            )
+
+    # -- derived values -------------------------------------------------------------------
+
+    @cached_property
+    def bands(self) -> tuple[int, int]:
+        """``(b, r)``: number of bands and min-hashes per band.
+
+        For ``broder`` these are the 6 super-shingles of ``num_perm // 6`` min-hashes.
+        """
+        if self.scheme == "broder":
+            return BRODER_SUPER_SHINGLES, self.num_perm // BRODER_SUPER_SHINGLES
+        return optimal_bands(self.threshold, self.num_perm, self.false_negative_weight)
+
+    @property
+    def band_key_count(self) -> int:
+        """How many band keys one document gets (15 mega-shingles for ``broder``)."""
+        b, _ = self.bands
+        return math.comb(b, 2) if self.scheme == "broder" else b
+
+    @property
+    def block_key_count(self) -> int:
+        """How many SimHash block keys one document gets: C(m, m - k)."""
+        return math.comb(self.simhash_blocks, self.simhash_blocks - self.simhash_k)
+
+    # -- serialization --------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The parameters as a plain dict (JSON-ready)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def to_json(self) -> str:
+        """The parameters as a JSON object with sorted keys and a format number."""
+        return json.dumps({"format": PARAMS_FORMAT, **self.to_dict()}, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FingerprintParams:
+        """Build parameters from :meth:`to_dict` output; unknown names are an error."""
+        data = {k: v for k, v in data.items() if k != "format"}
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise InvalidParamsError(f"unknown fingerprint parameters: {', '.join(unknown)}")
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, text: str) -> FingerprintParams:
+        """Parse :meth:`to_json` output."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise InvalidParamsError(f"fingerprint parameters are not valid JSON: {e}") from e
+        if not isinstance(data, dict):
+            raise InvalidParamsError("fingerprint parameters must be a JSON object")
+        return cls.from_dict(data)
+
+    # -- comparison -----------------------------------------------------------------------
+
+    def diff(self, other: FingerprintParams) -> dict[str, tuple[Any, Any]]:
+        """``{name: (ours, theirs)}`` for every parameter that differs."""
+        ours, theirs = self.to_dict(), other.to_dict()
+        return {k: (ours[k], theirs[k]) for k in ours if ours[k] != theirs[k]}
+
+    def require_same(self, other: FingerprintParams, context: str = "") -> None:
+        """Raise :class:`ParamsMismatchError` naming every difference, if there is one."""
+        differences = self.diff(other)
+        if differences:
+            raise ParamsMismatchError(differences, context)
+
+
+def _check_int(p: FingerprintParams, name: str, low: int, high: int) -> None:
+    value = getattr(p, name)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidParamsError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
+
+
+def _check_unit(p: FingerprintParams, name: str, open_low: bool = False) -> None:
+    value = getattr(p, name)
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok or not (0.0 < value <= 1.0 if open_low else 0.0 <= value <= 1.0):
+        bound = "(0, 1]" if open_low else "[0, 1]"
+        raise InvalidParamsError(f"{name} must be a number in {bound}, got {value!r}")
+
+
+def _check_choice(p: FingerprintParams, name: str, choices: Any) -> None:
+    value = getattr(p, name)
+    allowed = get_args(choices)
+    if value not in allowed:
+        raise InvalidParamsError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+
+
+def _area(curve: np.ndarray, xs: np.ndarray) -> float:
+    return float(np.sum((curve[1:] + curve[:-1]) * np.diff(xs)) / 2.0)
+
+
+@lru_cache(maxsize=64)
+def optimal_bands(threshold: float, num_perm: int, false_negative_weight: float) -> tuple[int, int]:
+    """Choose ``(b, r)`` with ``b * r <= num_perm`` minimizing the weighted error areas.
+
+    The probability that a pair of Jaccard ``s`` shares a band is ``1 - (1 - s**r)**b``; the
+    false-positive area is its integral over ``[0, threshold]``, the false-negative area the
+    integral of its complement over ``[threshold, 1]`` (as datasketch's MinHashLSH chooses).
+    """
+    low = np.linspace(0.0, threshold, 257)
+    high = np.linspace(threshold, 1.0, 257)
+    best: tuple[float, int, int] = (math.inf, 0, 0)
+    for b in range(1, num_perm + 1):
+        for r in range(1, num_perm // b + 1):
+            fp = _area(1.0 - (1.0 - low**r) ** b, low)
+            fn = _area((1.0 - high**r) ** b, high)
+            error = fp * (1.0 - false_negative_weight) + fn * false_negative_weight
+            if error < best[0]:
+                best = (error, b, r)
+    return best[1], best[2]

@@ -1,0 +1,146 @@
+"""Shingles for a whole batch of documents at once.
+
+Each document's canonical tokens are cut into *segments*: all its word tokens form one segment
+(shingled as ``shingle_size``-word n-grams), and each CJK run forms a segment of characters
+(shingled as ``cjk_shingle_size``-character n-grams). A segment shorter than ``n`` gives a single
+shingle of all its tokens, so every non-empty document has at least one shingle.
+
+Tokens are hashed once with xxh3; a shingle's hash combines its tokens' hashes, position by
+position, with :func:`~dedup_store.core.hashing.mix64` at the end. All of this runs in numpy
+over the concatenated tokens of the batch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import xxhash
+
+from dedup_store.core.canonical import has_cjk, is_cjk
+from dedup_store.core.hashing import COMBINE, U64, mix64
+
+I64 = npt.NDArray[np.int64]
+
+_TOKEN_CACHE: dict[str, int] = {}
+_TOKEN_CACHE_LIMIT = 1 << 20
+
+
+def hash_tokens(tokens: list[str]) -> U64:
+    """xxh3-64 of each token, through a bounded cache of the vocabulary seen so far."""
+    cache = _TOKEN_CACHE
+    missing = set(tokens).difference(cache)
+    if len(cache) + len(missing) > _TOKEN_CACHE_LIMIT:
+        cache.clear()
+        missing = set(tokens)
+    digest = xxhash.xxh3_64_intdigest
+    for token in missing:
+        cache[token] = digest(token.encode("utf-8"))
+    return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+
+
+@dataclasses.dataclass
+class Segments:
+    """Token hashes of a batch, cut into segments, each owned by one document.
+
+    Attributes:
+        hashes: token hashes, all segments concatenated.
+        lengths: tokens per segment.
+        owner: document index of each segment.
+        text: the tokens themselves (kept for caller-supplied feature weights).
+    """
+
+    hashes: U64
+    lengths: I64
+    owner: I64
+    text: list[str]
+
+    @classmethod
+    def build(cls, pieces: list[tuple[int, list[str]]]) -> Segments:
+        """Segments from ``(document index, tokens)`` pairs, in order."""
+        text = [token for _, tokens in pieces for token in tokens]
+        hashes = hash_tokens(text)
+        lengths = np.fromiter((len(t) for _, t in pieces), dtype=np.int64, count=len(pieces))
+        owner = np.fromiter((d for d, _ in pieces), dtype=np.int64, count=len(pieces))
+        return cls(hashes, lengths, owner, text)
+
+
+def split_segments(
+    token_lists: Sequence[list[str]], canonical_texts: Sequence[str]
+) -> tuple[Segments, Segments]:
+    """Word segments and CJK character segments of a batch of canonical token lists."""
+    words: list[tuple[int, list[str]]] = []
+    chars: list[tuple[int, list[str]]] = []
+    for doc, (tokens, text) in enumerate(zip(token_lists, canonical_texts, strict=True)):
+        if text.isascii() or not has_cjk(text):
+            words.append((doc, tokens))
+            continue
+        doc_words = []
+        for token in tokens:
+            if is_cjk(token):
+                chars.append((doc, list(token)))
+            else:
+                doc_words.append(token)
+        if doc_words:
+            words.append((doc, doc_words))
+    return Segments.build(words), Segments.build(chars)
+
+
+def shingle(segments: Segments, n: int) -> tuple[U64, I64]:
+    """Hash the n-gram shingles of every segment, in order.
+
+    Returns:
+        ``(hashes, owner)``: one hash per shingle and the document index it belongs to.
+    """
+    total = len(segments.hashes)
+    if total == 0:
+        return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
+    seg_of = np.repeat(np.arange(len(segments.lengths)), segments.lengths)
+    seg_start = np.cumsum(segments.lengths) - segments.lengths
+    pos_in_seg = np.arange(total) - seg_start[seg_of]
+    length = segments.lengths[seg_of]
+    starts = np.flatnonzero((pos_in_seg <= length - n) | ((pos_in_seg == 0) & (length < n)))
+    acc = np.zeros(len(starts), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(n):
+            idx = np.minimum(starts + j, total - 1)
+            inside = (starts + j < total) & (seg_of[idx] == seg_of[starts])
+            acc += np.where(inside, segments.hashes[idx] * COMBINE[j], np.uint64(0))
+    return mix64(acc), segments.owner[seg_of[starts]]
+
+
+def group_by_document(values: U64, owner: I64, n_docs: int) -> tuple[U64, I64]:
+    """Sort values by owner (stable), returning them with ``offsets`` of length ``n_docs + 1``."""
+    order = np.argsort(owner, kind="stable")
+    counts = np.bincount(owner, minlength=n_docs)
+    offsets = np.zeros(n_docs + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return values[order], offsets
+
+
+def unique_per_document(values: U64, owner: I64, n_docs: int) -> tuple[U64, I64]:
+    """Sorted distinct values of each document, concatenated, with offsets (``n_docs + 1``)."""
+    values, owner = _sort_by_owner_then_value(values, owner, n_docs)
+    keep = np.ones(len(values), dtype=bool)
+    keep[1:] = (values[1:] != values[:-1]) | (owner[1:] != owner[:-1])
+    counts = np.bincount(owner[keep], minlength=n_docs)
+    offsets = np.zeros(n_docs + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return values[keep], offsets
+
+
+def _sort_by_owner_then_value(values: U64, owner: I64, n_docs: int) -> tuple[U64, I64]:
+    """Sort by ``(owner, value)``: one sort of packed keys, lexsort only if prefixes collide."""
+    owner_bits = max(1, int(n_docs).bit_length())
+    if owner_bits <= 24 and len(values):
+        shift = np.uint64(owner_bits)
+        packed = (owner.astype(np.uint64) << np.uint64(64 - owner_bits)) | (values >> shift)
+        order = np.argsort(packed)
+        sorted_values, sorted_packed = values[order], packed[order]
+        ties = sorted_packed[1:] == sorted_packed[:-1]
+        if not np.any(ties & (sorted_values[1:] != sorted_values[:-1])):
+            return sorted_values, owner[order]
+    order = np.lexsort((values, owner))
+    return values[order], owner[order]

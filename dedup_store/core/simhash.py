@@ -1,0 +1,96 @@
+"""Weighted 64-bit SimHash and pigeonhole block keys.
+
+SimHash (Charikar): every feature votes on each of the 64 bits with its weight, ``+w`` when the
+feature hash has the bit set and ``-w`` otherwise; the fingerprint bit is set when the total is
+positive. Features are a document's word tokens and CJK character shingles, weighted by term
+frequency times an optional caller-supplied weight (for example idf).
+
+Block keys (Manku et al.): split the 64 bits into ``m`` blocks; if two fingerprints differ in at
+most ``k`` bits, at least ``m - k`` blocks are identical. Every combination of ``m - k`` blocks
+becomes one key (the masked bits hashed together with the combination's number), so two
+fingerprints within distance ``k`` always share at least one key.
+"""
+
+from __future__ import annotations
+
+import itertools
+from functools import lru_cache
+
+import numpy as np
+import numpy.typing as npt
+
+from dedup_store.core.hashing import MASK64, U64, as_int64, mix64
+
+I64 = npt.NDArray[np.int64]
+_FEATURES_PER_CHUNK = 1 << 17
+_COMBO_SALT = 0xD6E8FEB86659FD93
+
+
+def simhash_batch(features: U64, offsets: I64, weights: npt.NDArray[np.float32] | None = None) -> U64:
+    """SimHash of each document.
+
+    Args:
+        features: feature hashes of all documents, concatenated (repeats count as frequency).
+        offsets: document ``d`` owns ``features[offsets[d]:offsets[d + 1]]`` (non-empty).
+        weights: weight of each feature occurrence; ``None`` weighs every occurrence 1.
+
+    Returns:
+        One ``uint64`` per document.
+    """
+    n_docs = len(offsets) - 1
+    out = np.zeros(n_docs, dtype=np.uint64)
+    first = 0
+    while first < n_docs:
+        last = _chunk_end(offsets, first)
+        lo, hi = offsets[first], offsets[last]
+        starts = offsets[first:last] - lo
+        bits = np.unpackbits(features[lo:hi].view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+        if weights is None:
+            # integer votes: bit set by more than half of the occurrences
+            set_counts = np.add.reduceat(bits, starts, axis=0, dtype=np.int32)
+            positive = set_counts * 2 > np.diff(offsets[first : last + 1])[:, None]
+        else:
+            votes = (bits.astype(np.float32) * 2.0 - 1.0) * weights[lo:hi, None]
+            positive = np.add.reduceat(votes, starts, axis=0) > 0
+        out[first:last] = np.packbits(positive, axis=1, bitorder="little").view("<u8").ravel()
+        first = last
+    return out
+
+
+def _chunk_end(offsets: I64, first: int) -> int:
+    limit = offsets[first] + _FEATURES_PER_CHUNK
+    last = int(np.searchsorted(offsets, limit, side="right")) - 1
+    return max(last, first + 1)
+
+
+def hamming(a: int, b: int) -> int:
+    """Number of differing bits between two 64-bit fingerprints."""
+    return ((a ^ b) & 0xFFFF_FFFF_FFFF_FFFF).bit_count()
+
+
+def block_sizes(blocks: int) -> list[int]:
+    """Bit widths of the ``blocks`` contiguous blocks of a 64-bit value (wider ones first)."""
+    base, extra = divmod(64, blocks)
+    return [base + 1 if i < extra else base for i in range(blocks)]
+
+
+@lru_cache(maxsize=16)
+def block_masks(blocks: int, k: int) -> tuple[int, ...]:
+    """One bit mask per combination of ``blocks - k`` blocks, in ``itertools`` order."""
+    block_mask = []
+    shift = 0
+    for size in block_sizes(blocks):
+        block_mask.append(((1 << size) - 1) << shift)
+        shift += size
+    combos = itertools.combinations(range(blocks), blocks - k)
+    return tuple(sum(block_mask[i] for i in combo) for combo in combos)
+
+
+def block_keys(simhashes: U64, blocks: int, k: int) -> I64:
+    """Block keys of each SimHash, shape ``(n_docs, C(blocks, blocks - k))``."""
+    masks = block_masks(blocks, k)
+    columns = [
+        mix64((simhashes & np.uint64(mask)) ^ np.uint64(((combo + 1) * _COMBO_SALT) & MASK64))
+        for combo, mask in enumerate(masks)
+    ]
+    return as_int64(np.stack(columns, axis=1))

@@ -1,0 +1,54 @@
+"""Winnowing (Schleimer, Wilkerson, Aiken): a position-robust sample of a document's shingles.
+
+The minimum shingle hash of every window of ``w`` consecutive shingles is kept. Two documents
+that share a run of at least ``w`` consecutive shingles (``w + n - 1`` words) share the minimum
+of that window, so an excerpt copied out of a long article always shares a sample key with it,
+however low their Jaccard similarity.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dedup_store.core.hashing import U64
+from dedup_store.core.shingles import I64, unique_per_document
+
+_MAX = np.iinfo(np.uint64).max
+
+
+def sliding_min(values: U64, w: int) -> U64:
+    """Minimum of every window of ``w`` consecutive values (van Herk / Gil-Werman, O(n))."""
+    n = len(values)
+    if n < w:
+        return np.empty(0, dtype=np.uint64)
+    blocks = -(-n // w)
+    padded = np.full(blocks * w, _MAX, dtype=np.uint64)
+    padded[:n] = values
+    grid = padded.reshape(blocks, w)
+    prefix = np.minimum.accumulate(grid, axis=1).ravel()
+    suffix = np.minimum.accumulate(grid[:, ::-1], axis=1)[:, ::-1].ravel()
+    count = n - w + 1
+    return np.minimum(suffix[:count], prefix[w - 1 : w - 1 + count])
+
+
+def winnow(sequence: U64, offsets: I64, w: int) -> tuple[U64, I64]:
+    """Winnowed sample of each document's ordered shingle hashes.
+
+    Args:
+        sequence: every document's shingle hashes in document order, concatenated.
+        offsets: document ``d`` owns ``sequence[offsets[d]:offsets[d + 1]]`` (non-empty).
+        w: window size; a document with fewer than ``w`` shingles keeps its minimum.
+
+    Returns:
+        ``(keys, key_offsets)``: distinct sample hashes per document, sorted, concatenated.
+    """
+    n_docs = len(offsets) - 1
+    lengths = np.diff(offsets)
+    owner = np.repeat(np.arange(n_docs), lengths)
+    mins = sliding_min(sequence, w)
+    valid = np.flatnonzero(owner[: len(mins)] == owner[w - 1 : w - 1 + len(mins)])
+    short = np.flatnonzero(lengths < w)
+    short_mins = np.minimum.reduceat(sequence, offsets[:-1])[short] if len(short) else mins[:0]
+    values = np.concatenate([mins[valid], short_mins])
+    owners = np.concatenate([owner[valid], short])
+    return unique_per_document(values, owners, n_docs)

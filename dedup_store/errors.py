@@ -1,0 +1,99 @@
+"""The exception tree of dedup_store.
+
+Every error the package raises on purpose derives from :class:`DedupStoreError`, so a caller (and
+the CLI) can catch one class. This module imports nothing else of ours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+class DedupStoreError(Exception):
+    """Base class of every error raised by dedup_store."""
+
+    exit_code = 1
+
+
+class InvalidParamsError(DedupStoreError, ValueError):
+    """Fingerprint parameters that are out of range or inconsistent."""
+
+    exit_code = 2
+
+
+class ParamsMismatchError(DedupStoreError):
+    """Two sets of fingerprint parameters that must be equal differ.
+
+    Attributes:
+        differences: ``{name: (ours, theirs)}`` for every differing parameter.
+    """
+
+    exit_code = 3
+
+    def __init__(self, differences: Mapping[str, tuple[Any, Any]], context: str = "") -> None:
+        self.differences = dict(differences)
+        listed = ", ".join(f"{k}: {a!r} != {b!r}" for k, a, b in _rows(self.differences))
+        prefix = f"{context}: " if context else ""
+        super().__init__(f"{prefix}fingerprint parameters differ ({listed})")
+
+
+def _rows(diff: Mapping[str, tuple[Any, Any]]) -> list[tuple[str, Any, Any]]:
+    return [(k, a, b) for k, (a, b) in sorted(diff.items())]
+
+
+class InvalidDocumentError(DedupStoreError, ValueError):
+    """A document that cannot be fingerprinted: bad bytes, NUL characters, too large."""
+
+    exit_code = 4
+
+
+class EmptyDocumentError(InvalidDocumentError):
+    """A document with no tokens left after canonicalization.
+
+    Empty documents get no fingerprint at all: a zero fingerprint would match every other empty
+    document and nothing else meaningfully.
+    """
+
+
+class InputFormatError(DedupStoreError, ValueError):
+    """A malformed input record; names the file and line it came from."""
+
+    exit_code = 4
+
+    def __init__(self, message: str, source: str = "", line: int | None = None) -> None:
+        self.source = source
+        self.line = line
+        where = source if line is None else f"{source}:{line}"
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class UnknownDocumentError(DedupStoreError, KeyError):
+    """An external id that is not in the store."""
+
+    exit_code = 5
+
+    def __init__(self, external_id: str) -> None:
+        self.external_id = external_id
+        super().__init__(external_id)
+
+    def __str__(self) -> str:
+        return f"unknown document id: {self.external_id!r}"
+
+
+class StoreNotInitializedError(DedupStoreError):
+    """The database has no dedup_store schema yet."""
+
+    exit_code = 6
+
+
+class SchemaOutdatedError(DedupStoreError):
+    """The database schema is behind (or ahead of) this version of the code."""
+
+    exit_code = 6
+
+
+class DatabaseError(DedupStoreError):
+    """A database problem we could not handle (connection refused, permission denied...)."""
+
+    exit_code = 7
