@@ -1,0 +1,222 @@
+"""Plain value types returned by :class:`dedup_store.DedupStore` (no database code here)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+from collections.abc import Mapping
+from typing import Any
+
+
+class Status(str, enum.Enum):
+    """What adding (or checking) a document found."""
+
+    NEW = "new"
+    EXACT_DUPLICATE = "exact_duplicate"
+    NEAR_DUPLICATE = "near_duplicate"
+    SKIPPED = "skipped"
+    """The external id was already stored and ``update`` was not asked for."""
+    UPDATED = "updated"
+    """The external id was already stored and its text was replaced (``update=True``)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Method(str, enum.Enum):
+    """How a match was found and verified."""
+
+    EXACT = "exact"
+    MINHASH = "minhash"
+    SIMHASH = "simhash"
+    CONTAINMENT = "containment"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclasses.dataclass(frozen=True)
+class Document:
+    """One input record.
+
+    Attributes:
+        id: the caller's external id (unique in the store).
+        text: the document text (plain text or HTML).
+        meta: JSON-serializable metadata kept with the document.
+        source: where the record came from (file name), for error messages.
+        line: line (or record) number in ``source``.
+    """
+
+    id: str
+    text: str
+    meta: Mapping[str, Any] | None = None
+    source: str | None = None
+    line: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Match:
+    """A stored document that matches another one.
+
+    Attributes:
+        external_id: the matching document's id.
+        method: the first method that verified the pair (exact before minhash before simhash
+            before containment).
+        jaccard: Jaccard similarity of the shingle sets (exact or estimated, per the store's
+            ``verify`` mode).
+        containment: share of the smaller document's shingles inside the larger one.
+        hamming: Hamming distance of the two SimHashes.
+    """
+
+    external_id: str
+    method: Method
+    jaccard: float
+    containment: float
+    hamming: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {**dataclasses.asdict(self), "method": self.method.value}
+
+
+@dataclasses.dataclass(frozen=True)
+class AddResult:
+    """The outcome of adding one document.
+
+    Attributes:
+        external_id: the document's id.
+        status: new, exact or near duplicate, skipped or updated.
+        matches: the stored documents it matched, best first.
+        cluster_id: the id of its cluster (the internal id of the cluster's oldest member).
+    """
+
+    external_id: str
+    status: Status
+    matches: list[Match]
+    cluster_id: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "id": self.external_id,
+            "status": self.status.value,
+            "cluster_id": self.cluster_id,
+            "matches": [m.to_dict() for m in self.matches],
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordError:
+    """A record that could not be added (reported by :meth:`DedupStore.ingest`)."""
+
+    source: str | None
+    line: int | None
+    external_id: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.source}:{self.line}: " if self.source and self.line else ""
+        what = f"document {self.external_id!r}: " if self.external_id else ""
+        return f"{where}{what}{self.message}"
+
+
+@dataclasses.dataclass
+class IngestSummary:
+    """Counts of one :meth:`DedupStore.ingest` run."""
+
+    documents: int = 0
+    new: int = 0
+    exact_duplicates: int = 0
+    near_duplicates: int = 0
+    skipped: int = 0
+    updated: int = 0
+    errors: int = 0
+    clusters: int = 0
+    seconds: float = 0.0
+
+    def count(self, result: AddResult) -> None:
+        """Add one result to the counts."""
+        self.documents += 1
+        field = {
+            Status.NEW: "new",
+            Status.EXACT_DUPLICATE: "exact_duplicates",
+            Status.NEAR_DUPLICATE: "near_duplicates",
+            Status.SKIPPED: "skipped",
+            Status.UPDATED: "updated",
+        }[result.status]
+        setattr(self, field, getattr(self, field) + 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cluster:
+    """A cluster of near-duplicate documents.
+
+    Attributes:
+        cluster_id: internal id of the oldest member (stable while that member stays).
+        representative: external id of the oldest member.
+        members: external ids, oldest first.
+        first_seen, last_seen: creation times of the oldest and newest member.
+    """
+
+    cluster_id: int
+    representative: str
+    members: list[str]
+    first_seen: dt.datetime
+    last_seen: dt.datetime
+
+    @property
+    def size(self) -> int:
+        """Number of members."""
+        return len(self.members)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "cluster_id": self.cluster_id,
+            "representative": self.representative,
+            "size": self.size,
+            "members": self.members,
+            "first_seen": self.first_seen.isoformat(),
+            "last_seen": self.last_seen.isoformat(),
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class Pair:
+    """A stored match edge between two documents (``a`` is the older one)."""
+
+    a: str
+    b: str
+    method: Method
+    jaccard: float
+    containment: float
+    hamming: int
+    found_at: dt.datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {**dataclasses.asdict(self), "method": self.method.value,
+                "found_at": self.found_at.isoformat()}
+
+
+@dataclasses.dataclass(frozen=True)
+class Stats:
+    """Counts over the whole store."""
+
+    documents: int
+    clusters: int
+    duplicate_clusters: int
+    documents_in_duplicate_clusters: int
+    edges: int
+    edges_by_method: dict[str, int]
+    params: dict[str, Any]
+    schema: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return dataclasses.asdict(self)
