@@ -1,0 +1,208 @@
+"""Settings from arguments and ``DEDUP_STORE_*`` environment variables.
+
+The database is chosen in this order: an explicit URL (``--db-url``), the ``DEDUP_STORE_URL``
+environment variable, and finally the embedded PostgreSQL server (see
+:mod:`dedup_store.db.embedded`), which is started on demand.
+
+Passwords never leave this module in clear text: :func:`redact` hides the password of a URL and
+:func:`scrub` removes passwords from any message (an exception from the driver, for instance)
+before it is printed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from urllib.parse import quote, unquote
+
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+
+from dedup_store.errors import DatabaseError
+
+__all__ = [
+    "DEFAULT_SCHEMA",
+    "ENV_DATA_DIR",
+    "ENV_SCHEMA",
+    "ENV_URL",
+    "describe_source",
+    "normalize_url",
+    "redact",
+    "resolve_url",
+    "schema_name",
+    "scrub",
+    "scrub_exception",
+]
+
+ENV_URL = "DEDUP_STORE_URL"
+ENV_SCHEMA = "DEDUP_STORE_SCHEMA"
+ENV_DATA_DIR = "DEDUP_STORE_DATA_DIR"
+DEFAULT_SCHEMA = "dedup"
+
+_DRIVER = "postgresql+psycopg"
+_POSTGRES_SCHEMES = ("postgresql", "postgres")
+_MASK = "***"
+_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]{0,62}$")
+# scheme://user:password@ -- the password is anything up to the last "@" before the host.
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)(?P<pw>[^\s@/]*)@")
+# libpq key/value form and URL query strings: password=secret, password='se cret'.
+_KV_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<pw>'(?:[^'\\]|\\.)*'|[^\s&;,]+)", re.I)
+
+
+def resolve_url(db_url: str | None = None) -> str:
+    """Return the SQLAlchemy URL of the database to use.
+
+    Args:
+        db_url: An explicit URL (from ``--db-url`` or the caller); wins over everything else.
+
+    Returns:
+        A ``postgresql+psycopg://`` URL. Without ``db_url`` and ``DEDUP_STORE_URL`` the embedded
+        server is started (or attached to) and its URL returned.
+
+    Raises:
+        DatabaseError: The URL is not a PostgreSQL URL, or the embedded server cannot start.
+    """
+    explicit = db_url if db_url else os.environ.get(ENV_URL, "").strip()
+    if explicit:
+        return normalize_url(explicit)
+    from dedup_store.db.embedded import start as start_embedded
+
+    return start_embedded()
+
+
+def describe_source(db_url: str | None = None) -> str:
+    """Say where :func:`resolve_url` takes the database from, without starting anything.
+
+    Args:
+        db_url: The explicit URL, if any.
+
+    Returns:
+        ``"argument"``, ``"environment"`` (``DEDUP_STORE_URL``) or ``"embedded"``.
+    """
+    if db_url:
+        return "argument"
+    if os.environ.get(ENV_URL, "").strip():
+        return "environment"
+    return "embedded"
+
+
+def normalize_url(url: str) -> str:
+    """Point a PostgreSQL URL at the psycopg 3 driver.
+
+    ``postgresql://`` and ``postgres://`` become ``postgresql+psycopg://``; a URL that already names
+    a driver is kept as it is.
+
+    Args:
+        url: A database URL.
+
+    Returns:
+        The URL as SQLAlchemy should receive it.
+
+    Raises:
+        DatabaseError: The URL cannot be parsed or is not a PostgreSQL URL.
+    """
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        raise DatabaseError(f"invalid database URL: {redact(url)}") from None
+    backend = parsed.drivername.split("+", 1)[0]
+    if backend not in _POSTGRES_SCHEMES:
+        raise DatabaseError(
+            f"not a PostgreSQL URL: {redact(url)} (expected postgresql://user@host:port/database)"
+        )
+    if "+" not in parsed.drivername:
+        parsed = parsed.set(drivername=_DRIVER)
+    elif backend == "postgres":
+        parsed = parsed.set(drivername="postgresql" + parsed.drivername[len(backend) :])
+    return parsed.render_as_string(hide_password=False)
+
+
+def redact(url: str | URL) -> str:
+    """Return ``url`` with its password (also a ``password=`` query item) replaced by ``***``.
+
+    Args:
+        url: A database URL, as text or a SQLAlchemy ``URL``.
+
+    Returns:
+        The URL safe to print. Text that does not parse as a URL is scrubbed with :func:`scrub`.
+    """
+    try:
+        parsed = url if isinstance(url, URL) else make_url(url)
+    except (ArgumentError, ValueError):
+        return scrub(str(url))
+    if parsed.password:
+        parsed = parsed.set(password=_MASK)
+    if "password" in parsed.query:
+        parsed = parsed.update_query_dict({"password": _MASK})
+    return unquote(parsed.render_as_string(hide_password=False))
+
+
+def scrub(message: str, secrets: Iterable[str] = ()) -> str:
+    """Remove passwords from an arbitrary message.
+
+    Hides the password part of every ``scheme://user:password@`` URL, every ``password=...``
+    item, and every literal occurrence of ``secrets`` (raw and percent-encoded).
+
+    Args:
+        message: Text that may contain passwords, e.g. a driver's error message.
+        secrets: Passwords known to the caller (for instance the one in the URL it connected with).
+
+    Returns:
+        The message with each password replaced by ``***``.
+    """
+    for secret in secrets:
+        if secret:
+            for form in {secret, quote(secret, safe="")}:
+                message = message.replace(form, _MASK)
+    message = _URL_PASSWORD.sub(lambda m: m["head"] + (_MASK if m["pw"] else "") + "@", message)
+    return _KV_PASSWORD.sub(lambda m: m["head"] + _MASK, message)
+
+
+def scrub_exception(exc: BaseException, url: str | URL | None = None) -> str:
+    """Return the message of ``exc`` without passwords.
+
+    Args:
+        exc: Any exception, typically from SQLAlchemy or psycopg.
+        url: The URL that was used, so that its password is removed even where it appears bare.
+
+    Returns:
+        ``str(exc)`` scrubbed by :func:`scrub`.
+    """
+    return scrub(str(exc), _passwords_of(url))
+
+
+def _passwords_of(url: str | URL | None) -> list[str]:
+    if url is None:
+        return []
+    try:
+        parsed = url if isinstance(url, URL) else make_url(url)
+    except (ArgumentError, ValueError):
+        return []
+    found = [parsed.password] if parsed.password else []
+    query_pw = parsed.query.get("password")
+    if isinstance(query_pw, str):
+        found.append(query_pw)
+    elif query_pw:
+        found.extend(query_pw)
+    return [str(p) for p in found]
+
+
+def schema_name(schema: str | None = None) -> str:
+    """Return the PostgreSQL schema that holds the store's tables.
+
+    Args:
+        schema: An explicit name; otherwise ``DEDUP_STORE_SCHEMA``, otherwise ``"dedup"``.
+
+    Returns:
+        The schema name.
+
+    Raises:
+        DatabaseError: The name is not a plain SQL identifier (letters, digits, ``_``, ``$``).
+    """
+    name = schema or os.environ.get(ENV_SCHEMA, "").strip() or DEFAULT_SCHEMA
+    if not _SCHEMA_NAME.match(name):
+        raise DatabaseError(
+            f"invalid schema name {name!r}: use letters, digits and _ (at most 63 characters)"
+        )
+    return name
