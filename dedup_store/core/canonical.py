@@ -7,6 +7,7 @@ marks of non-CJK scripts; CJK tokens are whole runs of Han, Hiragana and Katakan
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from functools import lru_cache
@@ -26,7 +27,10 @@ _CJK_CHAR = regex.compile(rf"[{_CJK_CLASS}]")
 # Fast path for text without CJK: the standard library's word runs (letters, digits, marks).
 _ANY_CJK = regex.compile(rf"[{_CJK_CLASS}]")
 _WORD = re.compile(r"[^\W_]+")
-_ASCII_WORD = re.compile(r"[a-z0-9]+")
+# ASCII fast path: capitals to small letters, everything but letters and digits to a space.
+_ASCII_TABLE = str.maketrans(
+    {i: chr(i).lower() if chr(i).isalnum() else " " for i in range(128)}
+)
 _CYRILLIC = regex.compile(r"\p{Cyrillic}")
 _HTML_HINT = re.compile(
     r"<(?:!doctype|!--|html|head|body|p|div|br|span|a|b|i|em|strong|script|style|table|tr|td|"
@@ -86,19 +90,26 @@ def canonical_tokens(text: str, params: FingerprintParams) -> list[str]:
     """The canonical tokens of a document (see the module docstring)."""
     if params.html == "always" or (params.html == "auto" and looks_like_html(text)):
         text = html_to_text(text)
-    text = unicodedata.normalize("NFKC", text).casefold()
     if text.isascii():
-        tokens = _ASCII_WORD.findall(text)
-    elif _ANY_CJK.search(text) is None:
-        tokens = _WORD.findall(text)
+        # NFKC leaves ASCII alone and casefold is lower(): the table does both steps at once
+        tokens = text.translate(_ASCII_TABLE).split()
         if params.stopwords:
-            stops = stopwords()
-            tokens = [t for t in tokens if t not in stops]
+            tokens = _drop_stopwords(tokens)
     else:
-        tokens = _mixed_tokens(text, params.stopwords)
+        text = unicodedata.normalize("NFKC", text).casefold()
+        if _ANY_CJK.search(text) is None:
+            tokens = _WORD.findall(text)
+            if params.stopwords:
+                tokens = _drop_stopwords(tokens)
+        else:
+            tokens = _mixed_tokens(text, params.stopwords)
     if params.stem:
         tokens = _stem(tokens)
     return tokens
+
+
+def _drop_stopwords(tokens: list[str]) -> list[str]:
+    return list(itertools.filterfalse(stopwords().__contains__, tokens))
 
 
 def _mixed_tokens(text: str, drop_stopwords: bool) -> list[str]:

@@ -7,7 +7,6 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 
 import numpy as np
-import numpy.typing as npt
 
 from dedup_store.core.canonical import canonical_tokens
 from dedup_store.core.hashing import U64, exact_hash
@@ -43,13 +42,17 @@ def validate_text(text: object, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
     if not isinstance(text, str):
         raise InvalidDocumentError(f"document text must be str, got {type(text).__name__}")
     if "\x00" in text:
-        raise InvalidDocumentError(f"document contains a NUL character at offset {text.index(chr(0))}")
+        raise InvalidDocumentError(
+            f"document contains a NUL character at offset {text.index(chr(0))}"
+        )
     try:
         size = len(text.encode("utf-8"))
     except UnicodeEncodeError as e:
         raise InvalidDocumentError(f"document is not valid UTF-8 (offset {e.start})") from None
     if size > max_bytes:
-        raise InvalidDocumentError(f"document is {size} bytes, larger than the limit of {max_bytes}")
+        raise InvalidDocumentError(
+            f"document is {size} bytes, larger than the limit of {max_bytes}"
+        )
     return text
 
 
@@ -185,7 +188,20 @@ def fingerprint_batch(
             validate_text(text)
         except InvalidDocumentError as e:
             raise InvalidDocumentError(f"document {position}: {e}") from None
-    all_tokens = [canonical_tokens(t, params) for t in texts]
+    return fingerprint_tokens([canonical_tokens(t, params) for t in texts], params, weights)
+
+
+def fingerprint_tokens(
+    all_tokens: Sequence[list[str]],
+    params: FingerprintParams | None = None,
+    weights: FeatureWeights | None = None,
+) -> FingerprintBatch:
+    """Fingerprint documents given as canonical token lists (see :func:`canonical_tokens`).
+
+    This is :func:`fingerprint_batch` after canonicalization: callers that already hold canonical
+    tokens skip that step. Empty token lists are listed in ``empty_index``.
+    """
+    params = params or FingerprintParams()
     kept = [i for i, tokens in enumerate(all_tokens) if tokens]
     token_lists = [all_tokens[i] for i in kept]
     n = len(kept)

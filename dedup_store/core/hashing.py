@@ -59,7 +59,8 @@ def combine_columns(columns: U64, salt: int = 0) -> U64:
 def hash_strings(strings: list[str]) -> U64:
     """xxh3-64 of each string's UTF-8 bytes."""
     digest = xxhash.xxh3_64_intdigest
-    return np.fromiter((digest(s.encode("utf-8")) for s in strings), dtype=np.uint64, count=len(strings))
+    hashes = (digest(s.encode("utf-8")) for s in strings)
+    return np.fromiter(hashes, dtype=np.uint64, count=len(strings))
 
 
 def exact_hash(canonical_text: str) -> bytes:

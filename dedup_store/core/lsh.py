@@ -27,7 +27,9 @@ _MEGA_SALT = 1 << 16
 def super_shingles(signatures: U32, bands: int, rows: int) -> npt.NDArray[np.uint64]:
     """One 64-bit hash per band: shape ``(n_docs, bands)``."""
     wide = signatures.astype(np.uint64)
-    columns = [combine_columns(wide[:, i * rows : (i + 1) * rows], salt=i + 1) for i in range(bands)]
+    columns = [
+        combine_columns(wide[:, i * rows : (i + 1) * rows], salt=i + 1) for i in range(bands)
+    ]
     return np.stack(columns, axis=1) if columns else np.empty((len(signatures), 0), np.uint64)
 
 

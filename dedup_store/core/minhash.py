@@ -31,7 +31,9 @@ def permutations(num_perm: int, seed: int) -> tuple[U64, U64]:
     return a, b
 
 
-def minhash_signatures(shingles: U64, offsets: npt.NDArray[np.int64], num_perm: int, seed: int) -> U32:
+def minhash_signatures(
+    shingles: U64, offsets: npt.NDArray[np.int64], num_perm: int, seed: int
+) -> U32:
     """MinHash signatures of many shingle sets.
 
     Args:

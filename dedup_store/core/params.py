@@ -80,7 +80,8 @@ class FingerprintParams:
         _check_unit(self, "containment")
         for name in ("stopwords", "stem"):
             if not isinstance(getattr(self, name), bool):
-                raise InvalidParamsError(f"{name} must be true or false, got {getattr(self, name)!r}")
+                value = getattr(self, name)
+                raise InvalidParamsError(f"{name} must be true or false, got {value!r}")
         if self.simhash_blocks <= self.simhash_k:
             raise InvalidParamsError(
                 f"simhash_blocks must exceed simhash_k (pigeonhole rule), "
@@ -93,7 +94,8 @@ class FingerprintParams:
         if math.comb(self.simhash_blocks, self.simhash_k) > 256:
             raise InvalidParamsError(
                 f"simhash_blocks={self.simhash_blocks}, simhash_k={self.simhash_k} gives "
-                f"{math.comb(self.simhash_blocks, self.simhash_k)} block keys per document (max 256)"
+                f"{math.comb(self.simhash_blocks, self.simhash_k)} block keys per document "
+                "(max 256)"
             )
 
     # -- derived values -------------------------------------------------------------------

@@ -13,6 +13,7 @@ over the concatenated tokens of the batch.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -24,21 +25,48 @@ from dedup_store.core.hashing import COMBINE, U64, mix64
 
 I64 = npt.NDArray[np.int64]
 
-_TOKEN_CACHE: dict[str, int] = {}
-_TOKEN_CACHE_LIMIT = 1 << 20
+_VOCABULARY_LIMIT = 1 << 20
+
+
+class _Vocabulary(dict[str, int]):
+    """Token -> small integer id, with the xxh3-64 hash of every id in :attr:`table`.
+
+    Looking up a small integer and then gathering hashes in numpy is much cheaper than turning
+    millions of large Python integers into ``uint64`` one by one.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.table: U64 = np.empty(0, dtype=np.uint64)
+        self._pending: list[int] = []
+
+    def __missing__(self, token: str) -> int:
+        token_id = len(self)
+        self[token] = token_id
+        self._pending.append(xxhash.xxh3_64_intdigest(token.encode("utf-8")))
+        return token_id
+
+    def hashes(self, tokens: list[str]) -> U64:
+        """xxh3-64 of each token."""
+        ids = np.fromiter(map(self.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+        if self._pending:
+            added = np.array(self._pending, dtype=np.uint64)
+            self.table = np.concatenate([self.table, added])
+            self._pending.clear()
+        return self.table[ids]
+
+
+_VOCABULARY = _Vocabulary()
+_VOCABULARY_LOCK = threading.Lock()
 
 
 def hash_tokens(tokens: list[str]) -> U64:
-    """xxh3-64 of each token, through a bounded cache of the vocabulary seen so far."""
-    cache = _TOKEN_CACHE
-    missing = set(tokens).difference(cache)
-    if len(cache) + len(missing) > _TOKEN_CACHE_LIMIT:
-        cache.clear()
-        missing = set(tokens)
-    digest = xxhash.xxh3_64_intdigest
-    for token in missing:
-        cache[token] = digest(token.encode("utf-8"))
-    return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+    """xxh3-64 of each token's UTF-8 bytes, through a bounded cache of the vocabulary seen."""
+    global _VOCABULARY
+    with _VOCABULARY_LOCK:
+        if len(_VOCABULARY) > _VOCABULARY_LIMIT:
+            _VOCABULARY = _Vocabulary()
+        return _VOCABULARY.hashes(tokens)
 
 
 @dataclasses.dataclass

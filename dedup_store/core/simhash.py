@@ -23,10 +23,15 @@ from dedup_store.core.hashing import MASK64, U64, as_int64, mix64
 
 I64 = npt.NDArray[np.int64]
 _FEATURES_PER_CHUNK = 1 << 17
+_DOCS_PER_CHUNK = 1 << 12
+# average features per document from which byte digits beat nibbles (fewer passes, more bins)
+_BYTE_DIGITS_FROM = 224
 _COMBO_SALT = 0xD6E8FEB86659FD93
 
 
-def simhash_batch(features: U64, offsets: I64, weights: npt.NDArray[np.float32] | None = None) -> U64:
+def simhash_batch(
+    features: U64, offsets: I64, weights: npt.NDArray[np.float32] | None = None
+) -> U64:
     """SimHash of each document.
 
     Args:
@@ -43,24 +48,61 @@ def simhash_batch(features: U64, offsets: I64, weights: npt.NDArray[np.float32] 
     while first < n_docs:
         last = _chunk_end(offsets, first)
         lo, hi = offsets[first], offsets[last]
-        starts = offsets[first:last] - lo
-        bits = np.unpackbits(features[lo:hi].view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
-        if weights is None:
-            # integer votes: bit set by more than half of the occurrences
-            set_counts = np.add.reduceat(bits, starts, axis=0, dtype=np.int32)
-            positive = set_counts * 2 > np.diff(offsets[first : last + 1])[:, None]
+        chunk_offsets = offsets[first : last + 1] - lo
+        chunk_weights = None if weights is None else weights[lo:hi]
+        votes = bit_votes(features[lo:hi], chunk_offsets, chunk_weights)
+        # a bit is set when the features that have it outweigh those that do not
+        if chunk_weights is None:
+            totals = np.diff(chunk_offsets).astype(np.float64)
         else:
-            votes = (bits.astype(np.float32) * 2.0 - 1.0) * weights[lo:hi, None]
-            positive = np.add.reduceat(votes, starts, axis=0) > 0
+            totals = np.add.reduceat(chunk_weights.astype(np.float64), chunk_offsets[:-1])
+        positive = votes * 2 > totals[:, None]
         out[first:last] = np.packbits(positive, axis=1, bitorder="little").view("<u8").ravel()
         first = last
     return out
 
 
+def bit_votes(
+    features: U64, offsets: I64, weights: npt.NDArray[np.float32] | None = None
+) -> npt.NDArray[np.float64]:
+    """Per document and bit, the total weight of the features that have that bit set.
+
+    Rather than unpacking 64 bits per feature, the features are cut into digits (bytes for long
+    documents, 4-bit nibbles for short ones, whichever makes fewer histogram bins and passes),
+    each digit position is counted in a per-document histogram (one ``bincount``), and the
+    histograms become bit totals through one product with the table of the bits of every digit.
+
+    Returns:
+        shape ``(n_docs, 64)``; column ``j`` is bit ``j`` (least significant first).
+    """
+    n_docs = len(offsets) - 1
+    width = 8 if len(features) > _BYTE_DIGITS_FROM * n_docs else 4
+    bins = 1 << width
+    owner_bins = np.repeat(np.arange(0, n_docs * bins, bins, dtype=np.int64), np.diff(offsets))
+    votes = np.empty((n_docs, 64), dtype=np.float64)
+    table = _digit_bits(width)
+    as_bytes = features.view(np.uint8).reshape(-1, 8)
+    for k in range(64 // width):
+        if width == 8:
+            digit = owner_bins + as_bytes[:, k]
+        else:
+            digit = owner_bins + ((as_bytes[:, k // 2] >> (4 * (k % 2))) & 15)
+        histogram = np.bincount(digit, weights, minlength=n_docs * bins)
+        np.matmul(histogram.reshape(n_docs, bins), table, out=votes[:, width * k : width * (k + 1)])
+    return votes
+
+
+@lru_cache(maxsize=2)
+def _digit_bits(width: int) -> npt.NDArray[np.float64]:
+    """``table[v, j]`` is bit ``j`` of the digit value ``v`` (shape ``(2**width, width)``)."""
+    values = np.arange(1 << width, dtype=np.uint8)[:, None]
+    return np.unpackbits(values, axis=1, bitorder="little")[:, :width].astype(np.float64)
+
+
 def _chunk_end(offsets: I64, first: int) -> int:
     limit = offsets[first] + _FEATURES_PER_CHUNK
     last = int(np.searchsorted(offsets, limit, side="right")) - 1
-    return max(last, first + 1)
+    return min(max(last, first + 1), first + _DOCS_PER_CHUNK)
 
 
 def hamming(a: int, b: int) -> int:
