@@ -1,0 +1,255 @@
+"""Output of the command line interface: tables for people, JSON, JSON Lines and CSV for scripts.
+
+Tables are drawn with rich when standard output is a terminal and written as tab-separated text
+otherwise, which suits ``grep``, ``cut`` and ``sort``. JSON, JSON Lines and CSV stream row by row,
+so exporting a large store does not hold it in memory.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import enum
+import json
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import chain
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.progress import (
+    Progress,
+    ProgressColumn,
+    SpinnerColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+from rich.text import Text
+
+
+class OutputFormat(enum.StrEnum):
+    """How a command prints its result."""
+
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+    csv = "csv"
+
+
+def to_json(value: Any, indent: int | None = None) -> str:
+    """Serialize ``value``; datetimes become ISO 8601 strings and enums their values."""
+    return json.dumps(value, indent=indent, ensure_ascii=False, default=_json_default)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    return str(value)
+
+
+def cell(value: Any) -> str:
+    """One value as table text: floats to 3 decimals, lists comma-separated, None empty."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ", timespec="seconds")
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    if isinstance(value, list | tuple):
+        return ", ".join(cell(v) for v in value)
+    if isinstance(value, dict):
+        return to_json(value)
+    return str(value).replace("\t", " ").replace("\n", " ")
+
+
+def _csv_value(value: Any) -> Any:
+    if isinstance(value, dict | list | tuple):
+        return to_json(value)
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    if isinstance(value, enum.Enum):
+        return value.value
+    return value
+
+
+def flatten(obj: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested mappings as dotted keys: ``{"params": {"k": 3}}`` -> ``{"params.k": 3}``."""
+    flat: dict[str, Any] = {}
+    for key, value in obj.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+class Output:
+    """Writes results to one text stream in one format."""
+
+    def __init__(self, fmt: OutputFormat = OutputFormat.table, out: TextIO | None = None) -> None:
+        self.fmt = fmt
+        self.out = out if out is not None else sys.stdout
+        self.console = Console(file=self.out, highlight=False, soft_wrap=False)
+
+    @property
+    def rich(self) -> bool:
+        """Whether tables are drawn with rich (the output is a terminal)."""
+        return self.console.is_terminal
+
+    def line(self, text: str = "") -> None:
+        """Write one line of plain text."""
+        self.out.write(text + "\n")
+
+    def rows(
+        self, rows: Iterable[Mapping[str, Any]], columns: Sequence[str], title: str = ""
+    ) -> int:
+        """Write rows; ``columns`` are the ones a table shows (the other formats show all keys).
+
+        Returns:
+            The number of rows written.
+        """
+        if self.fmt is OutputFormat.json:
+            return self._json_rows(rows)
+        if self.fmt is OutputFormat.jsonl:
+            return self._jsonl_rows(rows)
+        if self.fmt is OutputFormat.csv:
+            return self._csv_rows(rows)
+        if self.rich:
+            return self._rich_rows(rows, columns, title)
+        return self._tsv_rows(rows, columns)
+
+    def record(self, obj: Mapping[str, Any], title: str = "") -> None:
+        """Write one object: key/value lines as a table, one JSON object, or a one-row CSV."""
+        if self.fmt is OutputFormat.json:
+            self.line(to_json(dict(obj), indent=2))
+        elif self.fmt is OutputFormat.jsonl:
+            self.line(to_json(dict(obj)))
+        elif self.fmt is OutputFormat.csv:
+            self._csv_rows([flatten(obj)])
+        else:
+            self._key_values(flatten(obj), title)
+
+    def _key_values(self, flat: Mapping[str, Any], title: str) -> None:
+        if self.rich:
+            table = Table(title=title or None, show_header=False, box=None, pad_edge=False)
+            table.add_column(style="bold")
+            table.add_column()
+            for key, value in flat.items():
+                table.add_row(key, cell(value))
+            self.console.print(table)
+            return
+        width = max((len(k) for k in flat), default=0)
+        for key, value in flat.items():
+            self.line(f"{key:<{width}}  {cell(value)}")
+
+    def _jsonl_rows(self, rows: Iterable[Mapping[str, Any]]) -> int:
+        count = 0
+        for row in rows:
+            self.line(to_json(dict(row)))
+            count += 1
+        return count
+
+    def _json_rows(self, rows: Iterable[Mapping[str, Any]]) -> int:
+        count = 0
+        self.out.write("[")
+        for row in rows:
+            self.out.write(("," if count else "") + "\n  " + to_json(dict(row)))
+            count += 1
+        self.out.write("\n]\n" if count else "]\n")
+        return count
+
+    def _csv_rows(self, rows: Iterable[Mapping[str, Any]]) -> int:
+        iterator: Iterator[Mapping[str, Any]] = iter(rows)
+        first = next(iterator, None)
+        if first is None:
+            return 0
+        writer = csv.DictWriter(self.out, fieldnames=list(first), extrasaction="ignore")
+        writer.writeheader()
+        count = 0
+        for row in chain([first], iterator):
+            writer.writerow({k: _csv_value(v) for k, v in row.items()})
+            count += 1
+        return count
+
+    def _tsv_rows(self, rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> int:
+        count = 0
+        for row in rows:
+            if not count:
+                self.line("\t".join(columns))
+            self.line("\t".join(cell(row.get(c)) for c in columns))
+            count += 1
+        return count
+
+    def _rich_rows(
+        self, rows: Iterable[Mapping[str, Any]], columns: Sequence[str], title: str
+    ) -> int:
+        table = Table(title=title or None)
+        for column in columns:
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            table.add_row(*(cell(row.get(c)) for c in columns))
+        if table.row_count:
+            self.console.print(table)
+        return table.row_count
+
+
+class RateColumn(ProgressColumn):
+    """Documents per second since the start."""
+
+    def render(self, task: Task) -> Text:
+        """The rate of ``task``."""
+        elapsed = task.elapsed or 0.0
+        rate = task.completed / elapsed if elapsed > 0 else 0.0
+        return Text(f"{rate:,.0f} docs/s", style="progress.data.speed")
+
+
+class IngestProgress:
+    """A progress line on standard error while documents are ingested (off when not a terminal).
+
+    Use it as a context manager and pass :meth:`on_batch` to :meth:`DedupStore.ingest`.
+    """
+
+    def __init__(self, enabled: bool = True, console: Console | None = None) -> None:
+        self.console = console if console is not None else Console(stderr=True, highlight=False)
+        self.enabled = enabled and self.console.is_terminal
+        self.done = 0
+        self._progress = Progress(
+            SpinnerColumn(),
+            TextColumn("[bold]ingesting"),
+            TextColumn("{task.completed:,} documents"),
+            RateColumn(),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=True,
+            disable=not self.enabled,
+        )
+        self._task = self._progress.add_task("ingest", total=None)
+
+    def __enter__(self) -> IngestProgress:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def on_batch(self, results: Sequence[object], errors: Sequence[object]) -> None:
+        """Advance by one stored batch (its results and its skipped records)."""
+        self.done += len(results) + len(errors)
+        self._progress.update(self._task, completed=self.done)
+        for error in errors:
+            self.warn(f"skipped: {error}")
+
+    def warn(self, message: str) -> None:
+        """Print a line on standard error above the progress line."""
+        self.console.print(Text(message, style="yellow"), soft_wrap=True)
