@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 
-class Status(str, enum.Enum):
+class Status(enum.StrEnum):
     """What adding (or checking) a document found."""
 
     NEW = "new"
@@ -24,7 +24,7 @@ class Status(str, enum.Enum):
         return self.value
 
 
-class Method(str, enum.Enum):
+class Method(enum.StrEnum):
     """How a match was found and verified."""
 
     EXACT = "exact"
@@ -200,8 +200,11 @@ class Pair:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {**dataclasses.asdict(self), "method": self.method.value,
-                "found_at": self.found_at.isoformat()}
+        return {
+            **dataclasses.asdict(self),
+            "method": self.method.value,
+            "found_at": self.found_at.isoformat(),
+        }
 
 
 @dataclasses.dataclass(frozen=True)

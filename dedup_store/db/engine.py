@@ -1,0 +1,140 @@
+"""Connections and transactions: our own engine from a URL, or the caller's Engine/Connection.
+
+Given a URL or an Engine, the store runs each operation in its own transaction and retries it on
+serialization failures and deadlocks. Given a Connection, it runs inside the caller's transaction
+(in a SAVEPOINT, so a failed call leaves none of its rows behind) and never commits or rolls back
+the caller's transaction.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any, TypeVar
+
+import psycopg
+from sqlalchemy import Connection, Engine, create_engine, exc
+from sqlalchemy.engine import make_url
+
+from dedup_store.errors import DatabaseError
+
+Bind = str | Engine | Connection
+T = TypeVar("T")
+
+_RETRY_SQLSTATES = {"40001", "40P01"}  # serialization_failure, deadlock_detected
+MAX_ATTEMPTS = 8
+
+
+def normalize_url(url: str) -> str:
+    """Use the psycopg 3 driver for plain ``postgresql://`` and ``postgres://`` URLs."""
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url[len("postgres://") :]
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url[len("postgresql://") :]
+    return url
+
+
+def redacted(url: str) -> str:
+    """The URL with its password hidden."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except exc.ArgumentError:
+        return "<invalid database URL>"
+
+
+class Database:
+    """Owns (or borrows) the way to the database for one store."""
+
+    def __init__(self, bind: Bind, schema: str) -> None:
+        self.schema = schema
+        self._owns_engine = isinstance(bind, str)
+        self.connection: Connection | None = bind if isinstance(bind, Connection) else None
+        self.engine: Engine | None
+        if isinstance(bind, str):
+            try:
+                self.engine = create_engine(normalize_url(bind), pool_pre_ping=True)
+            except (exc.ArgumentError, ImportError) as e:
+                raise DatabaseError(f"invalid database URL {redacted(bind)}: {e}") from None
+        elif isinstance(bind, Engine):
+            self.engine = bind
+        elif isinstance(bind, Connection):
+            self.engine = None
+        else:
+            raise TypeError(f"expected a URL, Engine or Connection, got {type(bind).__name__}")
+
+    @property
+    def url_for_messages(self) -> str:
+        """The database URL without its password."""
+        engine = self.engine or (self.connection.engine if self.connection else None)
+        return engine.url.render_as_string(hide_password=True) if engine else "?"
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """A connection in a transaction of ours, or in a savepoint of the caller's."""
+        try:
+            if self.connection is not None:
+                with self.connection.begin_nested():
+                    yield self.connection
+                return
+            assert self.engine is not None
+            with self.engine.begin() as conn:
+                yield conn
+        except exc.OperationalError as e:
+            if _sqlstate(e) in _RETRY_SQLSTATES:
+                raise
+            raise DatabaseError(f"database {self.url_for_messages}: {_first_line(e)}") from e
+
+    def run(self, work: Callable[[Connection], T]) -> T:
+        """Run ``work`` in a transaction, retrying on serialization failures and deadlocks.
+
+        Inside a caller's connection there is no retry: the caller owns the transaction.
+        """
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            try:
+                with self.transaction() as conn:
+                    return work(conn)
+            except exc.DBAPIError as e:
+                if self.connection is not None or _sqlstate(e) not in _RETRY_SQLSTATES:
+                    raise
+                if attempt == MAX_ATTEMPTS:
+                    raise DatabaseError(
+                        f"gave up after {attempt} attempts: {_first_line(e)}"
+                    ) from e
+                time.sleep(random.uniform(0, 0.05 * 2**attempt))
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        """Dispose of the engine if we created it."""
+        if self._owns_engine and self.engine is not None:
+            self.engine.dispose()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def driver_connection(conn: Connection) -> psycopg.Connection[Any]:
+    """The psycopg connection under a SQLAlchemy connection (for COPY)."""
+    raw = conn.connection.driver_connection
+    if not isinstance(raw, psycopg.Connection):
+        raise DatabaseError("dedup_store needs the psycopg (3) driver: use postgresql+psycopg://")
+    return raw
+
+
+def _sqlstate(e: exc.DBAPIError) -> str | None:
+    return getattr(e.orig, "sqlstate", None)
+
+
+def _first_line(e: BaseException) -> str:
+    orig = getattr(e, "orig", None) or e
+    return str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__

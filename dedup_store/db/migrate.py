@@ -1,0 +1,85 @@
+"""Schema migrations, with the Alembic configuration built in code.
+
+The migration scripts ship inside the package (``dedup_store.migrations``), so an installed wheel
+can create and upgrade stores. Migrations run on the store's connection, which may be a host
+application's connection inside its own transaction (as mlflow runs its migrations).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, inspect
+
+from dedup_store.db.engine import Bind, Database
+from dedup_store.db.schema import DEFAULT_SCHEMA, VERSION_TABLE
+from dedup_store.errors import SchemaOutdatedError, StoreNotInitializedError
+
+UPGRADE_HINT = "dedup-store db upgrade"
+
+
+def alembic_config(connection: Connection | None = None, schema: str = DEFAULT_SCHEMA) -> Config:
+    """An Alembic configuration pointing at the packaged migrations."""
+    config = Config()
+    config.set_main_option("script_location", str(resources.files("dedup_store.migrations")))
+    config.attributes["connection"] = connection
+    config.attributes["schema"] = schema
+    return config
+
+
+def head() -> str:
+    """The newest revision this version of the code knows."""
+    revision = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert revision is not None
+    return revision
+
+
+def current_revision(connection: Connection, schema: str) -> str | None:
+    """The revision of the store in ``schema``, or ``None`` when there is no store there."""
+    if not inspect(connection).has_table(VERSION_TABLE, schema=schema):
+        return None
+    context = MigrationContext.configure(
+        connection, opts={"version_table": VERSION_TABLE, "version_table_schema": schema}
+    )
+    return context.get_current_revision()
+
+
+def upgrade_connection(connection: Connection, schema: str, revision: str = "head") -> None:
+    """Upgrade the store in ``schema`` on ``connection`` (inside its transaction)."""
+    command.upgrade(alembic_config(connection, schema), revision)
+
+
+def verify_schema(connection: Connection, schema: str) -> None:
+    """Raise unless the store in ``schema`` exists and is at this code's head revision."""
+    revision = current_revision(connection, schema)
+    if revision is None:
+        raise StoreNotInitializedError(
+            f"no dedup_store schema {schema!r} in this database; run `dedup-store init`"
+        )
+    if revision != head():
+        raise SchemaOutdatedError(
+            f"the dedup_store schema {schema!r} is at revision {revision}, this code needs "
+            f"{head()}; run `{UPGRADE_HINT}` (with the same --db-url and --schema)"
+        )
+
+
+def upgrade(bind: Bind, schema: str = DEFAULT_SCHEMA, revision: str = "head") -> None:
+    """Create or upgrade the store's schema to ``revision``."""
+    with Database(bind, schema) as db, db.transaction() as conn:
+        upgrade_connection(conn, schema, revision)
+
+
+def downgrade(bind: Bind, schema: str = DEFAULT_SCHEMA, revision: str = "base") -> None:
+    """Downgrade the store's schema to ``revision`` (``base`` drops every table)."""
+    with Database(bind, schema) as db, db.transaction() as conn:
+        command.downgrade(alembic_config(conn, schema), revision)
+
+
+def current(bind: Bind, schema: str = DEFAULT_SCHEMA) -> str | None:
+    """The store's current revision, or ``None`` when the schema has no store."""
+    with Database(bind, schema) as db, db.transaction() as conn:
+        return current_revision(conn, schema)

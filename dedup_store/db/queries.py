@@ -1,0 +1,187 @@
+"""Reads: params, the one-statement candidate lookup of ``check``, and the reporting queries."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, text
+
+from dedup_store.core.fingerprint import Fingerprint
+from dedup_store.core.params import FingerprintParams
+from dedup_store.db.verify import score_parameters, scored_pairs_sql
+
+
+@dataclasses.dataclass(frozen=True)
+class MatchRow:
+    """A verified match of a query or stored document with a stored document."""
+
+    doc_id: int
+    external_id: str
+    cluster_id: int
+    method: str
+    jaccard: float
+    containment: float
+    hamming: int
+
+
+def load_params(conn: Connection, schema: str) -> FingerprintParams | None:
+    """The params the store was created with, or ``None`` before they are saved."""
+    row = conn.execute(text(f'SELECT params FROM "{schema}".params WHERE id = 1')).first()
+    return None if row is None else FingerprintParams.from_dict(row[0])
+
+
+def save_params(conn: Connection, schema: str, params: FingerprintParams) -> None:
+    """Record the store's params (once)."""
+    conn.execute(
+        text(f'INSERT INTO "{schema}".params (id, params) VALUES (1, CAST(:p AS jsonb))'),
+        {"p": params.to_json()},
+    )
+
+
+def check_matches(conn: Connection, schema: str, fp: Fingerprint) -> list[MatchRow]:
+    """Verified matches of an unstored fingerprint: ONE statement, candidates and scores."""
+    s = f'"{schema}"'
+    query = """(SELECT 0::bigint AS id, CAST(:exact AS bytea) AS exact_hash,
+                       CAST(:simhash AS bigint) AS simhash,
+                       CAST(:signature AS integer[]) AS signature,
+                       CAST(:shingles AS integer[]) AS shingles,
+                       CAST(:shingle_count AS integer) AS shingle_count) y"""
+    candidates = f"""(
+        SELECT o.doc_id AS a FROM {s}.band_keys o
+        JOIN unnest(CAST(:bb AS smallint[]), CAST(:bk AS bigint[])) AS n(band, key)
+             ON o.band = n.band AND o.key = n.key
+        UNION SELECT o.doc_id FROM {s}.block_keys o
+        JOIN unnest(CAST(:kb AS smallint[]), CAST(:kk AS bigint[])) AS n(block, key)
+             ON o.block = n.block AND o.key = n.key
+        UNION SELECT o.doc_id FROM {s}.sample_keys o WHERE o.key = ANY(CAST(:sk AS integer[]))
+        UNION SELECT o.id FROM {s}.documents o WHERE o.exact_hash = CAST(:exact AS bytea)
+    ) cand"""
+    scored = scored_pairs_sql(
+        f"{candidates} JOIN {s}.documents x ON x.id = cand.a CROSS JOIN {query}"
+    )
+    statement = f"""
+        SELECT j.a, d.external_id, d.cluster_id, j.method, j.jaccard, j.containment, j.hamming
+        FROM ({scored}) j JOIN {s}.documents d ON d.id = j.a
+        WHERE j.method IS NOT NULL
+    """
+    shingles = (fp.shingles >> np.uint64(32)).astype(np.uint32).view(np.int32)
+    samples = (fp.sample_keys >> np.uint64(32)).astype(np.uint32).view(np.int32)
+    parameters = {
+        "exact": fp.exact_hash,
+        "simhash": int(np.uint64(fp.simhash).view(np.int64)),
+        "signature": fp.signature.view(np.int32).tolist(),
+        "shingles": shingles.tolist(),
+        "shingle_count": len(fp.shingles),
+        "bb": list(range(len(fp.band_keys))),
+        "bk": fp.band_keys.tolist(),
+        "kb": list(range(len(fp.block_keys))),
+        "kk": fp.block_keys.tolist(),
+        "sk": samples.tolist(),
+        **score_parameters(fp.params),
+    }
+    return [MatchRow(*row) for row in conn.execute(text(statement), parameters)]
+
+
+def stored_matches(conn: Connection, schema: str, doc_id: int) -> list[MatchRow]:
+    """The stored edges of one document, from either side."""
+    s = f'"{schema}"'
+    rows = conn.execute(
+        text(
+            f"""SELECT o.id, o.external_id, o.cluster_id, e.method, e.jaccard, e.containment,
+                   e.hamming
+            FROM {s}.edges e
+            JOIN {s}.documents o ON o.id = CASE WHEN e.a = :id THEN e.b ELSE e.a END
+            WHERE e.a = :id OR e.b = :id"""
+        ),
+        {"id": doc_id},
+    )
+    return [MatchRow(*row) for row in rows]
+
+
+def find_documents(conn: Connection, schema: str, external_ids: Sequence[str]) -> dict[str, int]:
+    """``{external id: internal id}`` for the stored ones among ``external_ids``."""
+    rows = conn.execute(
+        text(f'SELECT external_id, id FROM "{schema}".documents WHERE external_id = ANY(:ids)'),
+        {"ids": list(external_ids)},
+    )
+    return dict(rows.tuples().all())
+
+
+def cluster_ids(conn: Connection, schema: str, doc_ids: Sequence[int]) -> dict[int, int]:
+    """``{document id: cluster id}``."""
+    if not doc_ids:
+        return {}
+    rows = conn.execute(
+        text(f'SELECT id, cluster_id FROM "{schema}".documents WHERE id = ANY(:ids)'),
+        {"ids": list(doc_ids)},
+    )
+    return dict(rows.tuples().all())
+
+
+def cluster_rows(conn: Connection, schema: str, label: int | None, min_size: int) -> Iterator[Any]:
+    """Members of one cluster (``label``) or of every cluster of ``min_size`` or more.
+
+    Rows ``(cluster_id, representative, external_id, created_at)``, grouped by cluster, oldest
+    member first.
+    """
+    s = f'"{schema}"'
+    where = "m.cluster_id = :label" if label is not None else "z.size >= :min_size"
+    statement = f"""
+        SELECT m.cluster_id, m.representative, m.external_id, m.created_at
+        FROM {s}.cluster_members m JOIN {s}.cluster_sizes z ON z.cluster_id = m.cluster_id
+        WHERE {where}
+        ORDER BY z.first_seen, m.cluster_id, m.doc_id
+    """
+    result = conn.execution_options(yield_per=5000).execute(
+        text(statement), {"label": label, "min_size": min_size}
+    )
+    yield from result
+
+
+def pair_rows(conn: Connection, schema: str) -> Iterator[Any]:
+    """Every stored edge with both external ids, oldest first."""
+    result = conn.execution_options(yield_per=5000).execute(
+        text(
+            "SELECT a, b, method, jaccard, containment, hamming, found_at "
+            f'FROM "{schema}".duplicate_pairs ORDER BY a_doc_id, b_doc_id'
+        )
+    )
+    yield from result
+
+
+def export_rows(conn: Connection, schema: str) -> Iterator[Any]:
+    """Every document with its cluster: ``(id, cluster_id, representative, created_at, meta)``."""
+    s = f'"{schema}"'
+    result = conn.execution_options(yield_per=5000).execute(
+        text(
+            f"""SELECT d.external_id, d.cluster_id, r.external_id, d.created_at, d.meta
+            FROM {s}.documents d JOIN {s}.documents r ON r.id = d.cluster_id ORDER BY d.id"""
+        )
+    )
+    yield from result
+
+
+def stats_row(conn: Connection, schema: str) -> dict[str, Any]:
+    """Counts over the whole store."""
+    s = f'"{schema}"'
+    documents, clusters, dup_clusters, dup_docs = conn.execute(
+        text(
+            f"""SELECT coalesce(sum(size), 0), count(*), count(*) FILTER (WHERE size > 1),
+                       coalesce(sum(size) FILTER (WHERE size > 1), 0)
+                FROM (SELECT count(*) AS size FROM {s}.documents GROUP BY cluster_id) c"""
+        )
+    ).one()
+    by_method: dict[str, int] = dict(
+        conn.execute(text(f"SELECT method, count(*) FROM {s}.edges GROUP BY method")).tuples().all()
+    )
+    return {
+        "documents": int(documents),
+        "clusters": int(clusters),
+        "duplicate_clusters": int(dup_clusters),
+        "documents_in_duplicate_clusters": int(dup_docs),
+        "edges": sum(by_method.values()),
+        "edges_by_method": by_method,
+    }

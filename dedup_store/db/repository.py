@@ -1,0 +1,319 @@
+"""Writes: a whole batch of documents in a handful of set-based statements.
+
+Per batch: lock out other writers of the store (so every batch sees all batches committed before
+it, and concurrent writers end with the clusters a sequential run gives), allocate ids, COPY the
+documents and their keys, find + verify + store the match edges in one statement, then merge the
+clusters the new edges join.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import Connection, text
+
+from dedup_store.clustering import components, merge_labels
+from dedup_store.core.fingerprint import FingerprintBatch
+from dedup_store.core.lsh import band_keys
+from dedup_store.core.params import FingerprintParams
+from dedup_store.core.simhash import block_keys
+from dedup_store.db import copy
+from dedup_store.db.verify import score_parameters, scored_pairs_sql
+
+I64 = npt.NDArray[np.int64]
+DOCUMENT_COLUMNS = (
+    "id", "external_id", "exact_hash", "simhash", "signature", "shingles", "shingle_count",
+    "token_count", "length", "language", "meta", "body", "cluster_id",
+)  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class EdgeRow:
+    """A match edge stored by a batch: ``a`` (older) matched ``b`` (newer)."""
+
+    a: int
+    b: int
+    method: str
+    jaccard: float
+    containment: float
+    hamming: int
+    a_external_id: str
+    a_cluster_id: int
+
+
+def lock_writers(conn: Connection, schema: str) -> None:
+    """Serialize writers of this store until the transaction ends."""
+    conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:name))"), {"name": f"dedup:{schema}"})
+
+
+def allocate_ids(conn: Connection, schema: str, count: int) -> I64:
+    """``count`` new document ids, increasing (so "older" means "smaller id")."""
+    rows = conn.execute(
+        text(f"SELECT nextval('\"{schema}\".document_ids') FROM generate_series(1, :n)"),
+        {"n": count},
+    )
+    return np.sort(np.fromiter((r[0] for r in rows), dtype=np.int64, count=count))
+
+
+def _top32(values: npt.NDArray[np.uint64]) -> npt.NDArray[np.int32]:
+    return (values >> np.uint64(32)).astype(np.uint32).view(np.int32)
+
+
+@dataclasses.dataclass(frozen=True)
+class NewRows:
+    """The rows of a fingerprint batch that a transaction inserts, with their new ids."""
+
+    batch: FingerprintBatch
+    rows: I64
+    ids: I64
+
+    def key_columns(self) -> dict[str, npt.NDArray[Any]]:
+        """Band, block and sample key rows of the selected documents, as columns."""
+        bands, band_docs, band_values = _key_columns(self.ids, self.batch.band_keys[self.rows])
+        blocks, block_docs, block_values = _key_columns(self.ids, self.batch.block_keys[self.rows])
+        offsets = self.batch.sample_offsets
+        starts, ends = offsets[self.rows], offsets[self.rows + 1]
+        take = _ranges(starts, ends)
+        return {
+            "bb": bands, "bk": band_values, "bd": band_docs,
+            "kb": blocks, "kk": block_values, "kd": block_docs,
+            "sk": _top32(self.batch.sample_keys[take]),
+            "sd": np.repeat(self.ids, ends - starts),
+        }  # fmt: skip
+
+
+def insert_documents(
+    conn: Connection,
+    schema: str,
+    new: NewRows,
+    external_ids: Sequence[str],
+    metas: Sequence[Mapping[str, Any] | None],
+    bodies: Sequence[str | None],
+    languages: Sequence[str],
+) -> None:
+    """COPY the selected documents of a batch and their keys (other arguments per new row)."""
+    batch = new.batch
+    shingles = _top32(batch.shingles)
+    offsets = batch.shingle_offsets
+    signatures = batch.signatures.view(np.int32)
+    records = []
+    for i, (row, doc_id) in enumerate(zip(new.rows.tolist(), new.ids.tolist(), strict=True)):
+        body = bodies[i]
+        records.append(
+            copy.record(
+                [
+                    copy.field(doc_id.to_bytes(8, "big", signed=True)),
+                    copy.field(external_ids[i].encode("utf-8")),
+                    copy.field(batch.exact_hashes[row]),
+                    copy.field(int(batch.simhashes[row]).to_bytes(8, "big", signed=False)),
+                    copy.field(copy.int4_array(signatures[row])),
+                    copy.field(copy.int4_array(shingles[offsets[row] : offsets[row + 1]])),
+                    copy.field(int(offsets[row + 1] - offsets[row]).to_bytes(4, "big")),
+                    copy.field(int(batch.token_counts[row]).to_bytes(4, "big")),
+                    copy.field(len(batch.canonical_texts[row]).to_bytes(4, "big")),
+                    copy.field(languages[i].encode("utf-8")),
+                    copy.field(copy.jsonb(metas[i])),
+                    copy.field(None if body is None else body.encode("utf-8")),
+                    copy.field(doc_id.to_bytes(8, "big", signed=True)),
+                ]
+            )
+        )
+    copy.copy_records(conn, schema, "documents", DOCUMENT_COLUMNS, records)
+    keys = new.key_columns()
+    copy.copy_fixed_rows(
+        conn, schema, "band_keys", ("band", "key", "doc_id"), [keys["bb"], keys["bk"], keys["bd"]]
+    )
+    copy.copy_fixed_rows(
+        conn, schema, "block_keys", ("block", "key", "doc_id"), [keys["kb"], keys["kk"], keys["kd"]]
+    )
+    copy.copy_fixed_rows(conn, schema, "sample_keys", ("key", "doc_id"), [keys["sk"], keys["sd"]])
+
+
+def _ranges(starts: I64, ends: I64) -> I64:
+    """``concatenate([arange(s, e) for s, e in zip(starts, ends)])``, vectorized."""
+    lengths = ends - starts
+    firsts = np.cumsum(lengths) - lengths
+    positions: I64 = np.arange(int(lengths.sum()), dtype=np.int64)
+    return positions + np.repeat(starts - firsts, lengths)
+
+
+def _key_columns(ids: I64, keys: I64) -> tuple[npt.NDArray[np.int16], I64, I64]:
+    """Flatten an ``(n, slots)`` key matrix into (slot, doc id, key) columns."""
+    n, slots = keys.shape
+    slot = np.tile(np.arange(slots, dtype=np.int16), n)
+    return slot, np.repeat(ids, slots), keys.reshape(-1)
+
+
+def store_edges(conn: Connection, schema: str, new: NewRows) -> list[EdgeRow]:
+    """Find, verify and store the matches of the documents ``ids`` with older documents.
+
+    One statement: candidates are the union of equal exact hashes, band keys, block keys and
+    sample keys (each an index probe per key of the new documents), scored in SQL.
+    """
+    s = f'"{schema}"'
+    new_keys = f"""
+        nd AS (SELECT id, exact_hash FROM {s}.documents WHERE id = ANY(:ids)),
+        nb AS (SELECT o.doc_id AS a, n.doc_id AS b
+               FROM unnest(CAST(:bb AS smallint[]), CAST(:bk AS bigint[]), CAST(:bd AS bigint[]))
+                    AS n(band, key, doc_id)
+               JOIN {s}.band_keys o ON o.band = n.band AND o.key = n.key AND o.doc_id < n.doc_id),
+        nk AS (SELECT o.doc_id AS a, n.doc_id AS b
+               FROM unnest(CAST(:kb AS smallint[]), CAST(:kk AS bigint[]), CAST(:kd AS bigint[]))
+                    AS n(block, key, doc_id)
+               JOIN {s}.block_keys o
+                    ON o.block = n.block AND o.key = n.key AND o.doc_id < n.doc_id),
+        ns AS (SELECT o.doc_id AS a, n.doc_id AS b
+               FROM unnest(CAST(:sk AS integer[]), CAST(:sd AS bigint[])) AS n(key, doc_id)
+               JOIN {s}.sample_keys o ON o.key = n.key AND o.doc_id < n.doc_id),
+        ne AS (SELECT o.id AS a, nd.id AS b FROM nd
+               JOIN {s}.documents o ON o.exact_hash = nd.exact_hash AND o.id < nd.id),
+        cand AS (SELECT * FROM nb UNION SELECT * FROM nk UNION SELECT * FROM ns
+                 UNION SELECT * FROM ne)
+    """
+    scored = scored_pairs_sql(
+        f"cand JOIN {s}.documents x ON x.id = cand.a JOIN {s}.documents y ON y.id = cand.b"
+    )
+    statement = f"""
+        WITH {new_keys},
+        judged AS ({scored}),
+        ins AS (INSERT INTO {s}.edges (a, b, method, jaccard, containment, hamming)
+                SELECT a, b, method, jaccard, containment, hamming FROM judged
+                WHERE method IS NOT NULL
+                ON CONFLICT DO NOTHING
+                RETURNING a, b, method, jaccard, containment, hamming)
+        SELECT ins.*, d.external_id, d.cluster_id FROM ins JOIN {s}.documents d ON d.id = ins.a
+    """
+    return [EdgeRow(*row) for row in conn.execute(text(statement), _key_parameters(new))]
+
+
+def _key_parameters(new: NewRows) -> dict[str, Any]:
+    columns = {name: values.tolist() for name, values in new.key_columns().items()}
+    return {"ids": new.ids.tolist(), **columns, **score_parameters(new.batch.params)}
+
+
+def merge_clusters(conn: Connection, schema: str, edges: Sequence[EdgeRow]) -> dict[int, int]:
+    """Merge the clusters joined by new edges; returns ``{old label: new label}``."""
+    if not edges:
+        return {}
+    label_of = {e.a: e.a_cluster_id for e in edges}
+    label_of.update({e.b: e.b for e in edges})
+    labels = sorted(set(label_of.values()))
+    sizes = conn.execute(
+        text(
+            f'SELECT cluster_id, count(*) FROM "{schema}".documents '
+            "WHERE cluster_id = ANY(:labels) GROUP BY cluster_id"
+        ),
+        {"labels": labels},
+    )
+    size_of: dict[int, int] = dict(sizes.tuples().all())
+    mapping = merge_labels(((e.a, e.b) for e in edges), label_of, size_of)
+    relabel(conn, schema, mapping)
+    return mapping
+
+
+def relabel(conn: Connection, schema: str, mapping: Mapping[int, int]) -> None:
+    """Move every member of cluster ``old`` to cluster ``new`` for each item of ``mapping``."""
+    if mapping:
+        conn.execute(
+            text(
+                f'UPDATE "{schema}".documents d SET cluster_id = m.new '
+                "FROM unnest(CAST(:old AS bigint[]), CAST(:new AS bigint[])) AS m(old, new) "
+                "WHERE d.cluster_id = m.old"
+            ),
+            {"old": list(mapping), "new": list(mapping.values())},
+        )
+
+
+def delete_documents(
+    conn: Connection, schema: str, params: FingerprintParams, doc_ids: Sequence[int]
+) -> None:
+    """Delete documents with their keys and edges, and split the clusters they held together.
+
+    Key rows are found through their lookup indexes: band and block keys are recomputed from the
+    stored signature and SimHash, sample keys are a subset of the stored shingles.
+    """
+    s = f'"{schema}"'
+    rows = conn.execute(
+        text(f"SELECT id, signature, simhash, cluster_id FROM {s}.documents WHERE id = ANY(:ids)"),
+        {"ids": list(doc_ids)},
+    ).all()
+    if not rows:
+        return
+    ids = np.array([r[0] for r in rows], dtype=np.int64)
+    signatures = np.array([r[1] for r in rows], dtype=np.int32).view(np.uint32)
+    simhashes = np.array([r[2] for r in rows], dtype=np.int64).view(np.uint64)
+    bands, band_docs, band_values = _key_columns(ids, band_keys(signatures, params))
+    blocks, block_docs, block_values = _key_columns(
+        ids, block_keys(simhashes, params.simhash_blocks, params.simhash_k)
+    )
+    conn.execute(
+        text(
+            f"DELETE FROM {s}.band_keys t USING unnest(CAST(:slot AS smallint[]), "
+            "CAST(:key AS bigint[]), CAST(:doc AS bigint[])) AS g(slot, key, doc) "
+            "WHERE t.band = g.slot AND t.key = g.key AND t.doc_id = g.doc"
+        ),
+        {"slot": bands.tolist(), "key": band_values.tolist(), "doc": band_docs.tolist()},
+    )
+    conn.execute(
+        text(
+            f"DELETE FROM {s}.block_keys t USING unnest(CAST(:slot AS smallint[]), "
+            "CAST(:key AS bigint[]), CAST(:doc AS bigint[])) AS g(slot, key, doc) "
+            "WHERE t.block = g.slot AND t.key = g.key AND t.doc_id = g.doc"
+        ),
+        {"slot": blocks.tolist(), "key": block_values.tolist(), "doc": block_docs.tolist()},
+    )
+    conn.execute(
+        text(
+            f"DELETE FROM {s}.sample_keys t USING (SELECT d.id, unnest(d.shingles) AS key "
+            f"FROM {s}.documents d WHERE d.id = ANY(:ids)) g "
+            "WHERE t.key = g.key AND t.doc_id = g.id"
+        ),
+        {"ids": ids.tolist()},
+    )
+    conn.execute(text(f"DELETE FROM {s}.documents WHERE id = ANY(:ids)"), {"ids": ids.tolist()})
+    split_clusters(conn, schema, {r[3] for r in rows})
+
+
+def split_clusters(conn: Connection, schema: str, labels: set[int]) -> None:
+    """Recompute the connected components of clusters ``labels`` from their remaining edges.
+
+    A component that still holds the document whose id is the cluster's label keeps it; any
+    other component is labelled by its oldest member.
+    """
+    s = f'"{schema}"'
+    members = (
+        conn.execute(
+            text(f"SELECT id, cluster_id FROM {s}.documents WHERE cluster_id = ANY(:labels)"),
+            {"labels": sorted(labels)},
+        )
+        .tuples()
+        .all()
+    )
+    if not members:
+        return
+    label_of: dict[int, int] = dict(members)
+    edges = (
+        conn.execute(
+            text(f"SELECT a, b FROM {s}.edges WHERE a = ANY(:ids)"), {"ids": list(label_of)}
+        )
+        .tuples()
+        .all()
+    )
+    changed: dict[int, int] = {}
+    for component in components(label_of, edges):
+        old = label_of[component[0]]
+        label = old if old in component else component[0]
+        changed.update({doc: label for doc in component if label_of[doc] != label})
+    if changed:
+        conn.execute(
+            text(
+                f"UPDATE {s}.documents d SET cluster_id = m.label "
+                "FROM unnest(CAST(:ids AS bigint[]), CAST(:labels AS bigint[])) AS m(id, label) "
+                "WHERE d.id = m.id"
+            ),
+            {"ids": list(changed), "labels": list(changed.values())},
+        )

@@ -1,0 +1,76 @@
+"""The SQL that scores candidate pairs and decides which become matches.
+
+Both sides of a pair are relations with the columns of ``documents`` (``x`` the stored, older
+document; ``y`` the new one or the query). Scores are computed in the database:
+
+* Hamming distance of the SimHashes with ``bit_count``;
+* Jaccard similarity, exact (``verify="exact"``: the size of the intersection of the stored
+  shingle sets) or estimated (``verify="estimate"``: the share of equal signature positions);
+* containment, ``|X ∩ Y| / min(|X|, |Y|)`` (estimated from Jaccard and the set sizes in
+  ``estimate`` mode).
+
+A pair becomes a match by the first method that accepts it: ``exact`` (same canonical text),
+``minhash`` (Jaccard >= threshold), ``simhash`` (Hamming <= k), ``containment`` (containment >=
+the containment threshold, when that index is on).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dedup_store.core.params import FingerprintParams
+
+_EXACT_INTERSECTION = (
+    "(SELECT count(*) FROM (SELECT unnest(x.shingles) INTERSECT SELECT unnest(y.shingles)) i)"
+)
+_SIGNATURE_AGREEMENT = (
+    "(SELECT count(*) FROM unnest(x.signature, y.signature) s(p, q) WHERE p = q)::float8"
+    " / cardinality(x.signature)"
+)
+
+
+def scored_pairs_sql(pairs_from: str) -> str:
+    """A query of ``(a, b, hamming, jaccard, containment, method)`` over candidate pairs.
+
+    Args:
+        pairs_from: a FROM clause that binds ``x`` (stored document, id ``a``) and ``y`` (new
+            document or query, id ``b``), e.g. a join of a candidate CTE with ``documents``.
+            It may use the bind parameters of :func:`score_parameters`.
+    """
+    return f"""
+    SELECT a, b, hamming, jaccard, containment,
+           CASE WHEN same THEN 'exact'
+                WHEN jaccard >= :tau THEN 'minhash'
+                WHEN hamming <= :simhash_k THEN 'simhash'
+                WHEN :containment > 0 AND containment >= :containment THEN 'containment'
+           END AS method
+    FROM (
+        SELECT a, b, same, hamming,
+               CASE WHEN same THEN 1.0 ELSE inter / nullif(nx + ny - inter, 0) END AS jaccard,
+               CASE WHEN same THEN 1.0 ELSE inter / nullif(least(nx, ny), 0) END AS containment
+        FROM (
+            SELECT a, b, same, hamming, nx, ny,
+                   CASE WHEN :exact_mode THEN exact_inter
+                        ELSE est / (1 + est) * (nx + ny) END AS inter
+            FROM (
+                SELECT x.id AS a, y.id AS b,
+                       x.exact_hash = y.exact_hash AS same,
+                       bit_count((x.simhash # y.simhash)::bit(64)) AS hamming,
+                       x.shingle_count::float8 AS nx, y.shingle_count::float8 AS ny,
+                       CASE WHEN :exact_mode THEN {_EXACT_INTERSECTION}::float8 END AS exact_inter,
+                       CASE WHEN NOT :exact_mode THEN {_SIGNATURE_AGREEMENT} END AS est
+                FROM {pairs_from}
+            ) raw
+        ) counted
+    ) scored
+    """
+
+
+def score_parameters(params: FingerprintParams) -> dict[str, Any]:
+    """Bind parameters used by :func:`scored_pairs_sql`."""
+    return {
+        "tau": params.threshold,
+        "simhash_k": params.simhash_k,
+        "containment": params.containment,
+        "exact_mode": params.verify == "exact",
+    }

@@ -1,0 +1,328 @@
+"""The service facade: :class:`DedupStore`."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+from sqlalchemy import Connection
+
+from dedup_store.core.fingerprint import DEFAULT_MAX_BYTES, fingerprint
+from dedup_store.core.params import FingerprintParams
+from dedup_store.db import migrate, queries, repository
+from dedup_store.db.engine import Bind, Database
+from dedup_store.db.queries import MatchRow
+from dedup_store.db.schema import DEFAULT_SCHEMA
+from dedup_store.errors import InvalidDocumentError, UnknownDocumentError
+from dedup_store.ingest_batch import BatchOutcome, PreparedBatch, prepare_batch
+from dedup_store.results import (
+    AddResult,
+    Cluster,
+    Document,
+    IngestSummary,
+    Match,
+    Method,
+    Pair,
+    RecordError,
+    Stats,
+    Status,
+)
+
+Record = Document | tuple[str, str] | tuple[str, str, Mapping[str, Any] | None]
+OnBatch = Callable[[list[AddResult], list[RecordError]], None]
+_METHOD_ORDER = {m.value: i for i, m in enumerate(Method)}
+
+
+def _match(row: MatchRow) -> Match:
+    return Match(row.external_id, Method(row.method), row.jaccard, row.containment, row.hamming)
+
+
+def sorted_matches(rows: Iterable[MatchRow]) -> list[Match]:
+    """Matches best first: exact, then by method order and decreasing Jaccard."""
+    ordered = sorted(rows, key=lambda r: (_METHOD_ORDER[r.method], -r.jaccard, r.external_id))
+    return [_match(r) for r in ordered]
+
+
+class DedupStore:
+    """Near-duplicate detection backed by PostgreSQL.
+
+    Args:
+        bind: a database URL, a SQLAlchemy Engine, or a Connection. With a Connection the store
+            works inside the caller's transaction (in savepoints) and never commits or rolls it
+            back; with a URL or Engine every call is its own transaction.
+        params: fingerprint parameters. A new store records them; an existing store refuses
+            different ones (:class:`~dedup_store.errors.ParamsMismatchError`); ``None`` uses the
+            stored ones (or the defaults for a new store).
+        schema: the PostgreSQL schema holding the store's tables.
+        create: create the store when the schema has none (otherwise
+            :class:`~dedup_store.errors.StoreNotInitializedError`).
+        keep_text: also store each document's original text.
+        max_bytes: largest accepted document, in UTF-8 bytes.
+    """
+
+    def __init__(
+        self,
+        bind: Bind,
+        params: FingerprintParams | None = None,
+        schema: str = DEFAULT_SCHEMA,
+        *,
+        create: bool = True,
+        keep_text: bool = False,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
+        self.schema = schema
+        self.keep_text = keep_text
+        self.max_bytes = max_bytes
+        self._db = Database(bind, schema)
+        try:
+            self.params = self._db.run(lambda conn: self._open(conn, params, create))
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _open(
+        self, conn: Connection, params: FingerprintParams | None, create: bool
+    ) -> FingerprintParams:
+        repository.lock_writers(conn, self.schema)
+        if create and migrate.current_revision(conn, self.schema) is None:
+            migrate.upgrade_connection(conn, self.schema)
+        migrate.verify_schema(conn, self.schema)
+        stored = queries.load_params(conn, self.schema)
+        if stored is None:
+            stored = params or FingerprintParams()
+            queries.save_params(conn, self.schema, stored)
+        elif params is not None:
+            stored.require_same(params, f"store {self.schema!r} was created with other parameters")
+        return stored
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def add(
+        self, id: str, text: str, meta: Mapping[str, Any] | None = None, *, update: bool = False
+    ) -> AddResult:
+        """Add one document; returns whether it is new or a duplicate, its matches and cluster.
+
+        Raises:
+            InvalidDocumentError: bad text (NUL, invalid UTF-8, too large) or id.
+            EmptyDocumentError: no words left after canonicalization.
+        """
+        return self.add_many([Document(id, text, meta)], update=update)[0]
+
+    def add_many(
+        self, records: Iterable[Record], *, batch_size: int = 2000, update: bool = False
+    ) -> list[AddResult]:
+        """Add many documents in batches; the first bad record raises (earlier batches stay)."""
+        results: list[AddResult] = []
+        self.ingest(
+            records,
+            batch_size=batch_size,
+            update=update,
+            on_error="stop",
+            on_batch=lambda done, _errors: results.extend(done),
+        )
+        return results
+
+    def ingest(
+        self,
+        records: Iterable[Record],
+        *,
+        batch_size: int = 2000,
+        update: bool = False,
+        on_error: Literal["skip", "stop"] = "stop",
+        on_batch: OnBatch | None = None,
+    ) -> IngestSummary:
+        """Stream records into the store, one transaction per batch, in bounded memory.
+
+        Known ids are skipped (``Status.SKIPPED``) unless ``update`` replaces them, so running
+        the same input twice is harmless. A bad record raises with ``on_error="stop"`` (nothing
+        of its batch is written) or is reported and skipped with ``on_error="skip"``.
+        """
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        summary = IngestSummary()
+        started = time.perf_counter()
+        iterator = iter(records)
+        while chunk := list(itertools.islice(iterator, batch_size)):
+            outcome = self._add_batch([_as_document(r) for r in chunk], update, on_error)
+            for result in outcome.results:
+                summary.count(result)
+            summary.errors += len(outcome.errors)
+            if on_batch is not None:
+                on_batch(outcome.results, outcome.errors)
+        summary.seconds = time.perf_counter() - started
+        summary.clusters = self.stats().clusters
+        return summary
+
+    def _add_batch(
+        self, documents: list[Document], update: bool, on_error: Literal["skip", "stop"]
+    ) -> BatchOutcome:
+        known = self._run(
+            lambda c: queries.find_documents(c, self.schema, [d.id for d in documents])
+        )
+        prepared = prepare_batch(documents, self.params, known, update, self.max_bytes)
+        if prepared.errors and on_error == "stop":
+            raise prepared.first_error()
+        return self._db.run(lambda conn: self._write_batch(conn, prepared))
+
+    def _write_batch(self, conn: Connection, prepared: PreparedBatch) -> BatchOutcome:
+        repository.lock_writers(conn, self.schema)
+        known = queries.find_documents(conn, self.schema, prepared.candidate_ids())
+        if prepared.update and known:
+            repository.delete_documents(conn, self.schema, self.params, list(known.values()))
+            known = {}
+        rows = prepared.rows_to_insert(known)
+        ids = repository.allocate_ids(conn, self.schema, len(rows))
+        new = repository.NewRows(prepared.batch, np.asarray(rows, dtype=np.int64), ids)
+        docs = [prepared.document_of_row(r) for r in rows]
+        repository.insert_documents(
+            conn,
+            self.schema,
+            new,
+            [d.id for d in docs],
+            [d.meta for d in docs],
+            [d.text if self.keep_text else None for d in docs],
+            [prepared.language_of_row(r) for r in rows],
+        )
+        edges = repository.store_edges(conn, self.schema, new)
+        mapping = repository.merge_clusters(conn, self.schema, edges)
+        twin_clusters = queries.cluster_ids(conn, self.schema, prepared.twin_ids(known))
+        return prepared.outcome(ids.tolist(), edges, mapping, known, twin_clusters)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def check(self, text: str) -> AddResult:
+        """What :meth:`add` would answer for ``text``, without writing anything.
+
+        Raises:
+            InvalidDocumentError, EmptyDocumentError: as :meth:`add`.
+        """
+        fp = fingerprint(text, self.params)
+        rows = self._run(lambda conn: queries.check_matches(conn, self.schema, fp))
+        matches = sorted_matches(rows)
+        status = _status(matches)
+        best = min(rows, key=lambda r: (_METHOD_ORDER[r.method], -r.jaccard), default=None)
+        return AddResult("", status, matches, best.cluster_id if best else None)
+
+    def similar(self, id: str) -> list[Match]:
+        """The stored matches of document ``id`` (older and newer), best first."""
+
+        def work(conn: Connection) -> list[MatchRow]:
+            return queries.stored_matches(conn, self.schema, self._doc_id(conn, id))
+
+        return sorted_matches(self._run(work))
+
+    def cluster(self, id: str) -> Cluster:
+        """The cluster of document ``id``."""
+
+        def work(conn: Connection) -> Cluster:
+            label = queries.cluster_ids(conn, self.schema, [self._doc_id(conn, id)])
+            rows = queries.cluster_rows(conn, self.schema, next(iter(label.values())), 1)
+            return next(_group_clusters(rows))
+
+        result: Cluster = self._run(work)
+        return result
+
+    def clusters(self, min_size: int = 2) -> Iterator[Cluster]:
+        """Every cluster with at least ``min_size`` members, oldest first (streamed)."""
+        with self._db.transaction() as conn:
+            yield from _group_clusters(queries.cluster_rows(conn, self.schema, None, min_size))
+
+    def pairs(self) -> Iterator[Pair]:
+        """Every stored match edge (streamed)."""
+        with self._db.transaction() as conn:
+            for a, b, method, jaccard, containment, hamming, found_at in queries.pair_rows(
+                conn, self.schema
+            ):
+                yield Pair(a, b, Method(method), jaccard, containment, hamming, found_at)
+
+    def export(self) -> Iterator[dict[str, Any]]:
+        """Every document with its cluster (streamed)."""
+        with self._db.transaction() as conn:
+            for external_id, cluster_id, representative, created_at, meta in queries.export_rows(
+                conn, self.schema
+            ):
+                yield {
+                    "id": external_id,
+                    "cluster_id": cluster_id,
+                    "representative": representative,
+                    "created_at": created_at.isoformat(),
+                    "meta": meta,
+                }
+
+    def stats(self) -> Stats:
+        """Counts over the whole store."""
+        counts = self._run(lambda conn: queries.stats_row(conn, self.schema))
+        return Stats(**counts, params=self.params.to_dict(), schema=self.schema)
+
+    # -- deleting ---------------------------------------------------------------------------
+
+    def delete(self, ids: str | Iterable[str]) -> int:
+        """Delete documents, their keys and edges; clusters they bridged are split.
+
+        Raises:
+            UnknownDocumentError: some id is not stored (then nothing is deleted).
+        """
+        wanted = [ids] if isinstance(ids, str) else list(dict.fromkeys(ids))
+
+        def work(conn: Connection) -> int:
+            repository.lock_writers(conn, self.schema)
+            found = queries.find_documents(conn, self.schema, wanted)
+            missing = [i for i in wanted if i not in found]
+            if missing:
+                raise UnknownDocumentError(missing[0])
+            repository.delete_documents(conn, self.schema, self.params, list(found.values()))
+            return len(found)
+
+        return self._db.run(work)
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _run(self, work: Callable[[Connection], Any]) -> Any:
+        return self._db.run(work)
+
+    def _doc_id(self, conn: Connection, external_id: str) -> int:
+        found = queries.find_documents(conn, self.schema, [external_id])
+        if external_id not in found:
+            raise UnknownDocumentError(external_id)
+        return found[external_id]
+
+    def close(self) -> None:
+        """Release the engine the store created (a caller's Engine or Connection is left open)."""
+        self._db.close()
+
+    def __enter__(self) -> DedupStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _status(matches: Sequence[Match]) -> Status:
+    if any(m.method is Method.EXACT for m in matches):
+        return Status.EXACT_DUPLICATE
+    return Status.NEAR_DUPLICATE if matches else Status.NEW
+
+
+def _as_document(record: Record) -> Document:
+    if isinstance(record, Document):
+        return record
+    if isinstance(record, tuple) and len(record) in (2, 3):
+        return Document(*record)
+    raise InvalidDocumentError(
+        f"expected a Document or an (id, text[, meta]) tuple, got {type(record).__name__}"
+    )
+
+
+def _group_clusters(rows: Iterable[Any]) -> Iterator[Cluster]:
+    for cluster_id, group in itertools.groupby(rows, key=lambda r: r[0]):
+        members = list(group)
+        yield Cluster(
+            cluster_id=cluster_id,
+            representative=members[0][1],
+            members=[m[2] for m in members],
+            first_seen=min(m[3] for m in members),
+            last_seen=max(m[3] for m in members),
+        )
