@@ -69,9 +69,8 @@ def build() -> dict[str, Any]:
     cases = []
     for name, overrides, text in CASES:
         params = FingerprintParams(**overrides)
-        cases.append(
-            {"name": name, "params": params.to_dict(), "text": text, "expected": record(text, params)}
-        )
+        expected = record(text, params)
+        cases.append({"name": name, "params": params.to_dict(), "text": text, "expected": expected})
     return {"regenerate_with": "python -m tests.core.regen_golden", "cases": cases}
 
 
