@@ -107,7 +107,7 @@ def find_documents(conn: Connection, schema: str, external_ids: Sequence[str]) -
         text(f'SELECT external_id, id FROM "{schema}".documents WHERE external_id = ANY(:ids)'),
         {"ids": list(external_ids)},
     )
-    return dict(rows.tuples().all())
+    return {row[0]: row[1] for row in rows}
 
 
 def cluster_ids(conn: Connection, schema: str, doc_ids: Sequence[int]) -> dict[int, int]:
@@ -118,7 +118,7 @@ def cluster_ids(conn: Connection, schema: str, doc_ids: Sequence[int]) -> dict[i
         text(f'SELECT id, cluster_id FROM "{schema}".documents WHERE id = ANY(:ids)'),
         {"ids": list(doc_ids)},
     )
-    return dict(rows.tuples().all())
+    return {row[0]: row[1] for row in rows}
 
 
 def cluster_rows(conn: Connection, schema: str, label: int | None, min_size: int) -> Iterator[Any]:
@@ -174,9 +174,8 @@ def stats_row(conn: Connection, schema: str) -> dict[str, Any]:
                 FROM (SELECT count(*) AS size FROM {s}.documents GROUP BY cluster_id) c"""
         )
     ).one()
-    by_method: dict[str, int] = dict(
-        conn.execute(text(f"SELECT method, count(*) FROM {s}.edges GROUP BY method")).tuples().all()
-    )
+    by_method_rows = conn.execute(text(f"SELECT method, count(*) FROM {s}.edges GROUP BY method"))
+    by_method: dict[str, int] = {row[0]: row[1] for row in by_method_rows}
     return {
         "documents": int(documents),
         "clusters": int(clusters),

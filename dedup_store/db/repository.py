@@ -138,7 +138,8 @@ def _ranges(starts: I64, ends: I64) -> I64:
     lengths = ends - starts
     firsts = np.cumsum(lengths) - lengths
     positions: I64 = np.arange(int(lengths.sum()), dtype=np.int64)
-    return positions + np.repeat(starts - firsts, lengths)
+    positions += np.repeat(starts - firsts, lengths)
+    return positions
 
 
 def _key_columns(ids: I64, keys: I64) -> tuple[npt.NDArray[np.int16], I64, I64]:
@@ -209,7 +210,7 @@ def merge_clusters(conn: Connection, schema: str, edges: Sequence[EdgeRow]) -> d
         ),
         {"labels": labels},
     )
-    size_of: dict[int, int] = dict(sizes.tuples().all())
+    size_of: dict[int, int] = {row[0]: row[1] for row in sizes}
     mapping = merge_labels(((e.a, e.b) for e in edges), label_of, size_of)
     relabel(conn, schema, mapping)
     return mapping
@@ -285,26 +286,18 @@ def split_clusters(conn: Connection, schema: str, labels: set[int]) -> None:
     other component is labelled by its oldest member.
     """
     s = f'"{schema}"'
-    members = (
-        conn.execute(
-            text(f"SELECT id, cluster_id FROM {s}.documents WHERE cluster_id = ANY(:labels)"),
-            {"labels": sorted(labels)},
-        )
-        .tuples()
-        .all()
-    )
+    members = conn.execute(
+        text(f"SELECT id, cluster_id FROM {s}.documents WHERE cluster_id = ANY(:labels)"),
+        {"labels": sorted(labels)},
+    ).all()
     if not members:
         return
-    label_of: dict[int, int] = dict(members)
-    edges = (
-        conn.execute(
-            text(f"SELECT a, b FROM {s}.edges WHERE a = ANY(:ids)"), {"ids": list(label_of)}
-        )
-        .tuples()
-        .all()
-    )
+    label_of: dict[int, int] = {row[0]: row[1] for row in members}
+    edges = conn.execute(
+        text(f"SELECT a, b FROM {s}.edges WHERE a = ANY(:ids)"), {"ids": list(label_of)}
+    ).all()
     changed: dict[int, int] = {}
-    for component in components(label_of, edges):
+    for component in components(label_of, [(row[0], row[1]) for row in edges]):
         old = label_of[component[0]]
         label = old if old in component else component[0]
         changed.update({doc: label for doc in component if label_of[doc] != label})

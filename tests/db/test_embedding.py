@@ -1,0 +1,52 @@
+"""Embedding in a host application: the store works inside the host's transaction."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import Engine, inspect, text
+
+from dedup_store import DedupStore, InvalidDocumentError, Status
+
+TEXT = (
+    "The city council approved the new budget on Tuesday after a long debate about "
+    "road repairs, school funding and the renovation of the central library building."
+)
+
+
+def test_rolled_back_host_transaction_leaves_nothing(engine: Engine, schema: str) -> None:
+    with engine.connect() as conn:
+        host = conn.begin()
+        store = DedupStore(conn, schema=schema)
+        assert store.add("a", TEXT).status is Status.NEW
+        assert store.add("b", TEXT).status is Status.EXACT_DUPLICATE
+        assert store.stats().documents == 2
+        host.rollback()
+    assert schema not in inspect(engine).get_schema_names()
+
+
+def test_store_never_commits_the_host_transaction(engine: Engine, schema: str) -> None:
+    DedupStore(engine, schema=schema).close()
+    with engine.connect() as conn:
+        host = conn.begin()
+        conn.execute(text("CREATE TEMP TABLE host_work (x int)"))
+        store = DedupStore(conn, schema=schema)
+        store.add("a", TEXT)
+        with engine.connect() as other:
+            count = other.execute(text(f'SELECT count(*) FROM "{schema}".documents')).scalar()
+        assert count == 0
+        assert conn.in_transaction()
+        host.commit()
+    with engine.connect() as other:
+        assert other.execute(text(f'SELECT count(*) FROM "{schema}".documents')).scalar() == 1
+
+
+def test_failed_call_keeps_host_transaction_usable(engine: Engine, schema: str) -> None:
+    with engine.connect() as conn:
+        host = conn.begin()
+        store = DedupStore(conn, schema=schema)
+        store.add("a", TEXT)
+        with pytest.raises(InvalidDocumentError, match="NUL"):
+            store.add("b", "\x00 bad")
+        assert store.stats().documents == 1
+        assert conn.execute(text("SELECT 1")).scalar() == 1
+        host.rollback()
