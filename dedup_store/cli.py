@@ -416,7 +416,7 @@ def cluster(
     Output(fmt).record(found.to_dict(), title=f"cluster {found.cluster_id}")
 
 
-_CLUSTER_COLUMNS = ["cluster_id", "size", "representative", "first_seen", "last_seen", "members"]
+_CLUSTER_COLUMNS = ["cluster_id", "size", "representative", "members"]
 
 
 @app.command()
@@ -425,14 +425,14 @@ def clusters(
     min_size: Annotated[int, typer.Option(min=1, help="Only clusters this large.")] = 2,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
-    """List the clusters of duplicates, largest first."""
+    """List the clusters of duplicates, oldest first."""
     with _settings(ctx).store() as store:
         count = Output(fmt).rows((c.to_dict() for c in store.clusters(min_size)),
                                  _CLUSTER_COLUMNS, title="clusters")
     _note_empty(fmt, count, f"no clusters with at least {min_size} documents")
 
 
-_PAIR_COLUMNS = ["a", "b", "method", "jaccard", "containment", "hamming", "found_at"]
+_PAIR_COLUMNS = ["a", "b", "method", "jaccard", "containment", "hamming"]
 
 
 @app.command()

@@ -53,8 +53,8 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def cell(value: Any) -> str:
-    """One value as table text: floats to 3 decimals, lists comma-separated, None empty."""
+def cell(value: Any, sep: str = ", ") -> str:
+    """One value as table text: floats to 3 decimals, lists joined by ``sep``, None empty."""
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -66,7 +66,7 @@ def cell(value: Any) -> str:
     if isinstance(value, enum.Enum):
         return str(value.value)
     if isinstance(value, list | tuple):
-        return ", ".join(cell(v) for v in value)
+        return sep.join(cell(v) for v in value)
     if isinstance(value, dict):
         return to_json(value)
     return str(value).replace("\t", " ").replace("\n", " ")
@@ -198,7 +198,7 @@ class Output:
         for column in columns:
             table.add_column(column, overflow="fold")
         for row in rows:
-            table.add_row(*(cell(row.get(c)) for c in columns))
+            table.add_row(*(cell(row.get(c), "\n") for c in columns))
         if table.row_count:
             self.console.print(table)
         return table.row_count

@@ -27,7 +27,7 @@ InputFormat = Literal["jsonl", "csv", "text"]
 Record = Document | InputFormatError
 """What a reader yields: a document, or the error of a record it could not read."""
 
-DEFAULT_GLOB = "*.txt,*.text,*.md,*.html,*.htm"
+DEFAULT_GLOB = "*.txt,*.text,*.html,*.htm,*.jsonl,*.ndjson,*.csv"
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 CSV_SUFFIXES = (".csv",)
 STDIN = "-"
@@ -102,8 +102,9 @@ def read_directory(
 ) -> Iterator[Record]:
     """Yield the records of every file under ``root`` whose name matches one of ``patterns``.
 
-    Files are visited in sorted order; a text file's id is its path relative to ``root`` (with
-    ``/`` separators), so the same tree gives the same ids wherever it is.
+    Files are visited in sorted order and read by their suffix (JSONL, CSV, else text); a text
+    file's id is its path relative to ``root`` (with ``/`` separators), so the same tree gives
+    the same ids wherever it is.
     """
     for path in iter_files(root, patterns):
         rel = path.relative_to(root).as_posix()
@@ -111,11 +112,15 @@ def read_directory(
 
 
 def iter_files(root: str | os.PathLike[str], patterns: Sequence[str]) -> Iterator[Path]:
-    """Files under ``root`` matching any of ``patterns``, recursively, in sorted order."""
+    """Files under ``root`` matching any of ``patterns``, recursively, in sorted order.
+
+    Patterns ignore case (``*.html`` matches ``INDEX.HTML``); hidden directories are skipped.
+    """
+    lowered = [p.lower() for p in patterns]
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
-            if any(fnmatch.fnmatch(name, p) for p in patterns):
+            if any(fnmatch.fnmatchcase(name.lower(), p) for p in lowered):
                 yield Path(dirpath, name)
 
 

@@ -83,9 +83,10 @@ def corpus(tmp_path: Path) -> Path:
     base = words(1)
     (root / "a.txt").write_text(" ".join(base))
     (root / "sub" / "b.txt").write_text(" ".join(near_copy(base)))
-    (root / "copy.md").write_text(" ".join(base))
+    (root / "copy.txt").write_text(" ".join(base))
     (root / "other.txt").write_text(" ".join(words(2)))
     (root / "ignored.bin").write_text(" ".join(words(3)))
+    (root / "README.md").write_text(" ".join(words(4)))
     return root
 
 
@@ -140,10 +141,10 @@ def test_ingest_directory_finds_duplicates_and_is_idempotent(
     assert (again["documents"], again["skipped"], again["new"]) == (4, 4, 0)
     exported = cli.json("export")
     assert isinstance(exported, list)
-    assert sorted(d["id"] for d in exported) == ["a.txt", "copy.md", "other.txt", "sub/b.txt"]
+    assert sorted(d["id"] for d in exported) == ["a.txt", "copy.txt", "other.txt", "sub/b.txt"]
     clusters = cli.json("clusters")
     assert isinstance(clusters, list)
-    assert [sorted(c["members"]) for c in clusters] == [["a.txt", "copy.md", "sub/b.txt"]]
+    assert [sorted(c["members"]) for c in clusters] == [["a.txt", "copy.txt", "sub/b.txt"]]
     assert clusters[0]["representative"] == "a.txt"
     singletons = cli.json("clusters", "--min-size", "1")
     assert isinstance(singletons, list)
@@ -151,8 +152,8 @@ def test_ingest_directory_finds_duplicates_and_is_idempotent(
 
 
 def test_ingest_glob_limits_directory_files(cli: CliHelper, corpus: Path) -> None:
-    summary = ingest_json(cli, str(corpus), "--glob", "*.md")
-    assert summary["documents"] == 1
+    summary = ingest_json(cli, str(corpus), "--glob", "*.md,*.bin")
+    assert summary["documents"] == 2
 
 
 def test_ingest_update_replaces_known_ids(cli: CliHelper, corpus: Path) -> None:
@@ -172,9 +173,7 @@ def test_human_summary_and_tables(cli: CliHelper, corpus: Path) -> None:
     assert lines["near_duplicates"].strip() == "1"
     assert "documents_per_second" in lines
     table = cli.ok("clusters").stdout.splitlines()
-    assert table[0].split("\t") == [
-        "cluster_id", "size", "representative", "first_seen", "last_seen", "members"
-    ]
+    assert table[0].split("\t") == ["cluster_id", "size", "representative", "members"]
     assert table[1].split("\t")[1:3] == ["3", "a.txt"]
 
 
@@ -184,7 +183,7 @@ def test_check_by_argument_file_and_stdin(cli: CliHelper, corpus: Path, tmp_path
     by_arg = cli.json("check", probe)
     assert isinstance(by_arg, dict)
     assert by_arg["status"] == "near_duplicate"
-    assert {m["external_id"] for m in by_arg["matches"]} >= {"a.txt", "copy.md"}
+    assert {m["external_id"] for m in by_arg["matches"]} >= {"a.txt", "copy.txt"}
     (tmp_path / "probe.txt").write_text(probe)
     assert cli.json("check", "--file", str(tmp_path / "probe.txt")) == by_arg
     assert cli.json("check", input=probe) == by_arg
@@ -206,7 +205,7 @@ def test_similar_and_cluster(cli: CliHelper, corpus: Path) -> None:
     ingest_json(cli, str(corpus))
     similar = cli.json("similar", "sub/b.txt")
     assert isinstance(similar, list)
-    assert {m["external_id"] for m in similar} == {"a.txt", "copy.md"}
+    assert {m["external_id"] for m in similar} == {"a.txt", "copy.txt"}
     assert all(m["method"] in {"exact", "minhash", "simhash", "containment"} for m in similar)
     cluster = cli.json("cluster", "other.txt")
     assert isinstance(cluster, dict)
@@ -229,13 +228,13 @@ def test_pairs_jsonl(cli: CliHelper, corpus: Path) -> None:
     lines = cli.ok("pairs", "--format", "jsonl").stdout.splitlines()
     pairs = [json.loads(line) for line in lines]
     assert {frozenset((p["a"], p["b"])) for p in pairs} >= {
-        frozenset(("a.txt", "copy.md")), frozenset(("a.txt", "sub/b.txt"))
+        frozenset(("a.txt", "copy.txt")), frozenset(("a.txt", "sub/b.txt"))
     }
     for pair in pairs:
         assert {"a", "b", "method", "jaccard", "hamming", "containment", "found_at"} <= set(pair)
         assert 0.8 <= pair["jaccard"] <= 1.0
         assert 0 <= pair["hamming"] <= 3
-    exact = [p for p in pairs if {p["a"], p["b"]} == {"a.txt", "copy.md"}]
+    exact = [p for p in pairs if {p["a"], p["b"]} == {"a.txt", "copy.txt"}]
     assert exact[0]["method"] == "exact"
 
 
@@ -244,7 +243,7 @@ def test_delete_splits_and_all_or_nothing(cli: CliHelper, corpus: Path) -> None:
     refused = cli("delete", "a.txt", "missing")
     assert refused.exit_code == 5
     assert cli.json("stats")["documents"] == 4  # type: ignore[index]
-    assert cli.json("delete", "copy.md", "a.txt") == {"deleted": 2}
+    assert cli.json("delete", "copy.txt", "a.txt") == {"deleted": 2}
     assert cli.json("stats")["documents"] == 2  # type: ignore[index]
     assert cli.json("clusters") == []
     assert "no clusters" in cli.ok("clusters").stderr

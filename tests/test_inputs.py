@@ -54,18 +54,25 @@ def test_text_file_is_one_document_with_path_as_id(tmp_path: Path) -> None:
 
 def test_directory_is_recursive_sorted_and_filtered(tmp_path: Path) -> None:
     (tmp_path / "sub" / "deeper").mkdir(parents=True)
-    (tmp_path / "b.txt").write_text("b")
-    (tmp_path / "a.md").write_text("a")
+    (tmp_path / "b.TXT").write_text("b")
+    (tmp_path / "a.htm").write_text("a")
+    (tmp_path / "README.md").write_text("not a document by default")
     (tmp_path / "sub" / "c.html").write_text("<p>c</p>")
     (tmp_path / "sub" / "deeper" / "d.txt").write_text("d")
+    (tmp_path / "sub" / "feed.jsonl").write_text('{"id": "post-1", "text": "p"}\n')
     (tmp_path / "skip.bin").write_bytes(b"\xff\x00")
     (tmp_path / ".hidden").mkdir()
     (tmp_path / ".hidden" / "e.txt").write_text("e")
     records = list(read_inputs([str(tmp_path)]))
-    assert [d.id for d in docs(records)] == ["a.md", "b.txt", "sub/c.html", "sub/deeper/d.txt"]
-    assert [d.text for d in docs(records)] == ["a", "b", "<p>c</p>", "d"]
+    assert not errors(records)
+    assert [d.id for d in docs(records)] == [
+        "a.htm", "b.TXT", "sub/c.html", "post-1", "sub/deeper/d.txt"
+    ]
+    assert [d.text for d in docs(records)] == ["a", "b", "<p>c</p>", "p", "d"]
     only_txt = list(read_inputs([str(tmp_path)], glob="*.txt"))
-    assert [d.id for d in docs(only_txt)] == ["b.txt", "sub/deeper/d.txt"]
+    assert [d.id for d in docs(only_txt)] == ["b.TXT", "sub/deeper/d.txt"]
+    with_md = list(read_inputs([str(tmp_path)], glob="*.md"))
+    assert [d.id for d in docs(with_md)] == ["README.md"]
 
 
 def test_text_file_with_bad_utf8_names_the_line(tmp_path: Path) -> None:
