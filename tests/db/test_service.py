@@ -1,0 +1,112 @@
+"""DedupStore behaviour a caller relies on: statuses, matches, idempotent re-runs, reports."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import Engine
+
+from dedup_store import (
+    DedupStore,
+    Document,
+    FingerprintParams,
+    Method,
+    ParamsMismatchError,
+    Status,
+    UnknownDocumentError,
+)
+
+NEWS = (
+    "The national weather service warned on Monday that a strong storm system will bring "
+    "heavy rain, flooding and high winds to the coastal regions through the weekend, and "
+    "urged residents to prepare emergency kits and follow local evacuation orders."
+)
+REPOST = NEWS.replace("Monday", "Tuesday")
+OTHER = (
+    "A local bakery won the regional bread competition with a sourdough loaf that uses "
+    "flour milled from heritage wheat grown on a family farm just outside the town."
+)
+
+
+def test_statuses_and_matches(store: DedupStore) -> None:
+    first = store.add("news", NEWS, {"source": "wire"})
+    assert first.status is Status.NEW and first.matches == []
+    exact = store.add("copy", "<p>" + NEWS.upper() + "</p>")
+    assert exact.status is Status.EXACT_DUPLICATE
+    assert exact.matches[0].external_id == "news" and exact.matches[0].method is Method.EXACT
+    near = store.add("repost", REPOST)
+    assert near.status is Status.NEAR_DUPLICATE
+    assert {m.external_id for m in near.matches} == {"news", "copy"}
+    assert all(0.0 < m.jaccard < 1.0 for m in near.matches)
+    assert near.cluster_id == first.cluster_id == exact.cluster_id
+    assert store.add("other", OTHER).status is Status.NEW
+
+
+def test_check_gives_the_answer_add_would(store: DedupStore) -> None:
+    store.add("news", NEWS)
+    checked = store.check(REPOST)
+    added = store.add("repost", REPOST)
+    assert checked.status is added.status
+    assert checked.matches == added.matches
+    assert checked.cluster_id == added.cluster_id
+
+
+def test_rerun_is_idempotent_and_update_replaces(store: DedupStore) -> None:
+    records = [Document("news", NEWS), Document("other", OTHER)]
+    assert [r.status for r in store.add_many(records)] == [Status.NEW, Status.NEW]
+    again = store.add_many(records)
+    assert [r.status for r in again] == [Status.SKIPPED, Status.SKIPPED]
+    assert store.stats().documents == 2
+    updated = store.add_many([Document("other", REPOST)], update=True)
+    assert updated[0].status is Status.UPDATED
+    assert [m.external_id for m in updated[0].matches] == ["news"]
+    assert store.stats().documents == 2
+    assert store.cluster("other").members == ["news", "other"]
+
+
+def test_ids_repeated_in_one_batch_keep_the_first(store: DedupStore) -> None:
+    results = store.add_many([("x", NEWS), ("x", OTHER)])
+    assert [r.status for r in results] == [Status.NEW, Status.SKIPPED]
+    assert results[1].cluster_id == results[0].cluster_id
+    assert store.stats().documents == 1
+
+
+def test_reports(store: DedupStore) -> None:
+    store.add_many([("news", NEWS), ("repost", REPOST), ("other", OTHER)])
+    (cluster,) = list(store.clusters())
+    assert cluster.members == ["news", "repost"] and cluster.representative == "news"
+    assert [c.size for c in store.clusters(min_size=1)] == [2, 1]
+    (pair,) = list(store.pairs())
+    assert (pair.a, pair.b) == ("news", "repost")
+    assert [m.external_id for m in store.similar("repost")] == ["news"]
+    stats = store.stats()
+    assert (stats.documents, stats.clusters, stats.duplicate_clusters, stats.edges) == (3, 2, 1, 1)
+    exported = {row["id"]: row for row in store.export()}
+    assert exported["repost"]["representative"] == "news"
+
+
+def test_unknown_ids(store: DedupStore) -> None:
+    store.add("news", NEWS)
+    for call in (store.similar, store.cluster):
+        with pytest.raises(UnknownDocumentError, match="nope"):
+            call("nope")
+    with pytest.raises(UnknownDocumentError, match="nope"):
+        store.delete(["news", "nope"])
+    assert store.stats().documents == 1
+
+
+def test_params_mismatch_names_the_difference(engine: Engine, schema: str) -> None:
+    DedupStore(engine, FingerprintParams(shingle_size=5), schema=schema).close()
+    with pytest.raises(ParamsMismatchError, match=r"shingle_size: 5 != 3"):
+        DedupStore(engine, FingerprintParams(shingle_size=3), schema=schema)
+    with DedupStore(engine, schema=schema) as reopened:
+        assert reopened.params.shingle_size == 5
+
+
+def test_keep_text(engine: Engine, schema: str) -> None:
+    from sqlalchemy import text
+
+    with DedupStore(engine, schema=schema, keep_text=True) as store:
+        store.add("news", NEWS)
+    with engine.connect() as conn:
+        body = conn.execute(text(f'SELECT body FROM "{schema}".documents')).scalar()
+    assert body == NEWS
