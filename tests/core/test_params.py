@@ -1,0 +1,79 @@
+"""FingerprintParams: validation, JSON, comparison."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from dedup_store.core import FingerprintParams
+from dedup_store.errors import InvalidParamsError, ParamsMismatchError
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"shingle_size": 0}, "shingle_size must be an integer in [1, 64], got 0"),
+        ({"num_perm": 1}, "num_perm must be an integer in [2, 1024], got 1"),
+        ({"num_perm": 84.0}, "num_perm must be an integer in [2, 1024], got 84.0"),
+        ({"num_perm": True}, "num_perm must be an integer in [2, 1024], got True"),
+        ({"threshold": 0}, "threshold must be a number in (0, 1], got 0"),
+        ({"threshold": 1.5}, "threshold must be a number in (0, 1], got 1.5"),
+        ({"containment": -0.1}, "containment must be a number in [0, 1], got -0.1"),
+        ({"scheme": "magic"}, "scheme must be one of threshold, broder, got 'magic'"),
+        ({"html": "yes"}, "html must be one of auto, always, never, got 'yes'"),
+        ({"stem": "no"}, "stem must be true or false, got 'no'"),
+        ({"simhash_k": 4}, "simhash_blocks must exceed simhash_k (pigeonhole rule)"),
+        ({"scheme": "broder", "num_perm": 5}, "scheme 'broder' needs num_perm >= 6, got 5"),
+        ({"simhash_blocks": 16, "simhash_k": 8}, "gives 12870 block keys per document"),
+    ],
+)
+def test_invalid_params_name_the_value(changes: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidParamsError) as info:
+        FingerprintParams(**changes)  # type: ignore[arg-type]
+    assert message in str(info.value)
+
+
+def test_params_are_frozen() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        FingerprintParams().num_perm = 3  # type: ignore[misc]
+
+
+def test_json_round_trip() -> None:
+    params = FingerprintParams(
+        shingle_size=5, scheme="broder", simhash_blocks=5, stem=True, html="never", seed=9
+    )
+    text = params.to_json()
+    assert '"format": 1' in text
+    assert FingerprintParams.from_json(text) == params
+    assert FingerprintParams.from_dict(params.to_dict()) == params
+
+
+def test_bad_json_is_refused() -> None:
+    with pytest.raises(InvalidParamsError, match="not valid JSON"):
+        FingerprintParams.from_json("{nope")
+    with pytest.raises(InvalidParamsError, match="must be a JSON object"):
+        FingerprintParams.from_json("[1, 2]")
+    with pytest.raises(InvalidParamsError, match="unknown fingerprint parameters: colour"):
+        FingerprintParams.from_json('{"colour": "blue"}')
+
+
+def test_derived_values() -> None:
+    assert FingerprintParams().bands == (10, 8)
+    assert FingerprintParams().band_key_count == 10
+    broder = FingerprintParams(scheme="broder")
+    assert broder.bands == (6, 14) and broder.band_key_count == 15
+    assert FingerprintParams(simhash_blocks=4, simhash_k=3).block_key_count == 4
+    assert FingerprintParams(simhash_blocks=5, simhash_k=3).block_key_count == 10
+
+
+def test_mismatch_names_every_difference() -> None:
+    ours, theirs = FingerprintParams(), FingerprintParams(num_perm=128, stem=True)
+    assert ours.diff(theirs) == {"num_perm": (84, 128), "stem": (False, True)}
+    ours.require_same(FingerprintParams())
+    with pytest.raises(ParamsMismatchError) as info:
+        ours.require_same(theirs, "store 'main'")
+    assert str(info.value) == (
+        "store 'main': fingerprint parameters differ (num_perm: 84 != 128, stem: False != True)"
+    )
+    assert info.value.differences == {"num_perm": (84, 128), "stem": (False, True)}
