@@ -1,27 +1,20 @@
 """The ``dedup-store`` command line against the real PostgreSQL test database.
 
-Each test works in its own schema, dropped afterwards.
+Each test works in its own schema (the ``schema`` fixture of conftest), dropped afterwards.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
 from typer.testing import CliRunner, Result
 
 from dedup_store.cli import app
-from dedup_store.config import normalize_url
-
-TEST_URL = os.environ.get("DEDUP_STORE_TEST_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 pytestmark = pytest.mark.db
 
@@ -40,30 +33,22 @@ def near_copy(original: list[str], position: int = 60) -> list[str]:
 
 
 @pytest.fixture
-def schema() -> Iterator[str]:
-    name = f"t_{uuid.uuid4().hex}"
-    yield name
-    engine = create_engine(normalize_url(TEST_URL))
-    with engine.begin() as conn:
-        conn.execute(text(f'DROP SCHEMA IF EXISTS "{name}" CASCADE'))
-    engine.dispose()
-
-
-@pytest.fixture
-def cli(schema: str) -> CliHelper:
-    return CliHelper(schema)
+def cli(schema: str, database_url: str) -> CliHelper:
+    """Runs commands against a fresh schema (``schema`` from conftest, dropped afterwards)."""
+    return CliHelper(schema, database_url)
 
 
 class CliHelper:
     """Runs commands against one schema of the test database."""
 
-    def __init__(self, schema: str) -> None:
+    def __init__(self, schema: str, url: str) -> None:
         self.schema = schema
+        self.url = url
         self.runner = CliRunner()
 
-    def __call__(self, *args: str, input: str | bytes | None = None, url: str = TEST_URL) -> Result:
+    def __call__(self, *args: str, input: str | bytes | None = None, url: str = "") -> Result:
         env = {"DEDUP_STORE_URL": None, "DEDUP_STORE_SCHEMA": None}
-        argv = ["--db-url", url, "--schema", self.schema, *args]
+        argv = ["--db-url", url or self.url, "--schema", self.schema, *args]
         return self.runner.invoke(app, argv, input=input, env=env)
 
     def ok(self, *args: str, input: str | bytes | None = None) -> Result:
@@ -331,7 +316,7 @@ def test_password_never_printed(cli: CliHelper) -> None:
 
 
 def test_debug_shows_the_exception(cli: CliHelper) -> None:
-    result = cli.runner.invoke(app, ["--db-url", TEST_URL, "--schema", cli.schema, "--debug",
+    result = cli.runner.invoke(app, ["--db-url", cli.url, "--schema", cli.schema, "--debug",
                                      "stats"])
     assert result.exit_code != 0
     assert type(result.exception).__name__ == "StoreNotInitializedError"
