@@ -25,6 +25,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
+import sqlalchemy as sa
 
 from benchmarks.quality_corpus import CorpusDoc, build_corpus
 from dedup_store.core import FingerprintParams, canonical_tokens, fingerprint_batch
@@ -206,7 +207,7 @@ def miss_report(row: Row, docs: Sequence[CorpusDoc], truth: Truth, measure: int)
         by_score[_bucket(truth.score(i, j)[measure], score_edges)] += 1
         by_relation[relation(docs, i, j)] += 1
         shorter = min(len(truth.sets[i]), len(truth.sets[j]))
-        by_length[_bucket(shorter, [0, 40, 80, 160, 320])] += 1
+        by_length[_bucket(shorter, [0, 16, 40, 80, 160, 320])] += 1
     label = "jaccard" if measure == 0 else "containment"
     return [
         f"  misses of {row.name} at {row.tau:g}: {len(row.missed)}",
@@ -323,12 +324,23 @@ def relation_profile(docs: Sequence[CorpusDoc], truth: Truth) -> list[str]:
 
 @dataclasses.dataclass(frozen=True)
 class StoreRun:
-    """What one store configuration reported."""
+    """What one store configuration reported.
+
+    Attributes:
+        name: configuration name.
+        params: its fingerprint parameters.
+        pairs: ``(method, jaccard, containment, hamming)`` of every reported pair.
+        seconds: time to ingest the corpus and read the pairs back.
+        total_bytes: size of every table and index of the store's schema.
+        shingle_bytes: size of the stored shingle arrays (what ``verify="exact"`` reads).
+    """
 
     name: str
     params: FingerprintParams
     pairs: dict[tuple[int, int], tuple[str, float, float, int]]
     seconds: float
+    total_bytes: int
+    shingle_bytes: int
 
 
 def run_store(url: str, name: str, params: FingerprintParams, docs: Sequence[CorpusDoc],
@@ -351,10 +363,26 @@ def run_store(url: str, name: str, params: FingerprintParams, docs: Sequence[Cor
                 i, j = sorted((index[pair.a], index[pair.b]))
                 pairs[(i, j)] = (str(pair.method), pair.jaccard, pair.containment, pair.hamming)
         seconds = time.perf_counter() - start
+        total, shingles = _storage(engine, schema)
     finally:
         _drop_schema(engine, schema)
         engine.dispose()
-    return StoreRun(name, params, pairs, seconds)
+    return StoreRun(name, params, pairs, seconds, total, shingles)
+
+
+def _storage(engine: sa.Engine, schema: str) -> tuple[int, int]:
+    """Bytes of the schema's tables (with indexes and TOAST) and of the shingle arrays."""
+    import sqlalchemy as sa
+
+    with engine.connect() as conn:
+        total = conn.execute(sa.text(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = :schema AND c.relkind = 'r'"), {"schema": schema}).scalar_one()
+        shingles = conn.execute(sa.text(
+            f'SELECT coalesce(sum(pg_column_size(shingles)), 0) FROM "{schema}".documents'
+        )).scalar_one()
+    return int(total), int(shingles)
 
 
 def _sqlalchemy_url(url: str) -> str:
@@ -363,10 +391,9 @@ def _sqlalchemy_url(url: str) -> str:
     return url
 
 
-def _drop_schema(engine: object, schema: str) -> None:
+def _drop_schema(engine: sa.Engine, schema: str) -> None:
     import sqlalchemy as sa
 
-    assert isinstance(engine, sa.Engine)
     with engine.begin() as conn:
         conn.execute(sa.text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
 
@@ -396,6 +423,9 @@ def store_configurations(
     for tau in thresholds:
         params = dataclasses.replace(base, scheme="broder", threshold=tau, containment=0.0)
         configs.append((f"broder_{tau:g}", params))
+    if any(math.isclose(tau, base.threshold) for tau in thresholds):
+        configs.append((f"threshold_{base.threshold:g}_estimate",
+                        dataclasses.replace(base, scheme="threshold", verify="estimate")))
     for blocks in (4, 5):
         params = dataclasses.replace(base, threshold=1.0, containment=0.0, simhash_k=3,
                                      simhash_blocks=blocks)
@@ -403,7 +433,9 @@ def store_configurations(
     return configs
 
 
-def store_rows(runs: Sequence[StoreRun], truth: Truth) -> tuple[list[Row], list[Row]]:
+def store_rows(
+    runs: Sequence[StoreRun], truth: Truth, docs: Sequence[CorpusDoc]
+) -> tuple[list[Row], list[Row]]:
     """Jaccard rows and containment rows of the store runs."""
     jaccard: list[Row] = []
     containment: list[Row] = []
@@ -415,14 +447,29 @@ def store_rows(runs: Sequence[StoreRun], truth: Truth) -> tuple[list[Row], list[
             jaccard += [jaccard_row(label, tau, found, truth, run.seconds) for tau in THRESHOLDS]
             continue
         found = store_pairs(run, ("minhash", "exact"))
-        b, r = p.bands
-        label = f"store {p.scheme} {b}x{r}" + (" (>=2 equal)" if p.scheme == "broder" else "")
+        label = _label(p)
         jaccard.append(jaccard_row(label, p.threshold, found, truth, run.seconds))
         if p.containment > 0:
-            containment.append(containment_row(f"store containment (tau {p.threshold:g} run)",
-                                               p.containment, contained_pairs(run, p.containment),
-                                               truth, run.seconds))
+            contained = contained_pairs(run, p.containment)
+            row = containment_row(label, p.containment, contained, truth, run.seconds)
+            containment += [row, excerpt_row(row, docs, truth, contained)]
     return jaccard, containment
+
+
+def _label(p: FingerprintParams) -> str:
+    b, r = p.bands
+    label = f"store {p.scheme} {b}x{r}" + (" >=2 equal" if p.scheme == "broder" else "")
+    return label + (" (estimate)" if p.verify == "estimate" else "")
+
+
+def storage_lines(runs: Sequence[StoreRun], n_docs: int) -> list[str]:
+    """Storage of each store run: whole schema and the shingle arrays, per document."""
+    return [
+        f"  {run.name:<28} schema {run.total_bytes / 2**20:7.1f} MiB "
+        f"({run.total_bytes / n_docs:7.0f} B/doc), shingle arrays "
+        f"{run.shingle_bytes / 2**20:6.1f} MiB ({run.shingle_bytes / n_docs:6.0f} B/doc)"
+        for run in runs
+    ]
 
 
 def excerpt_row(row: Row, docs: Sequence[CorpusDoc], truth: Truth, found: PairSet) -> Row:
@@ -470,20 +517,20 @@ def run(args: argparse.Namespace) -> None:
         thresholds = THRESHOLDS if n == base.shingle_size else (base.threshold,)
         jaccard = datasketch_rows(truth, thresholds, seed=base.seed)
         containment: list[Row] = []
+        runs: list[StoreRun] = []
         if args.url:
-            runs = [run_store(args.url, f"{name}_n{n}", dataclasses.replace(p, shingle_size=n),
-                              docs) for name, p in store_configurations(params, thresholds)]
-            store_j, containment = store_rows(runs, truth)
+            runs = [run_store(args.url, f"{name}_n{n}", p, docs)
+                    for name, p in store_configurations(params, thresholds)]
+            store_j, containment = store_rows(runs, truth, docs)
             jaccard = store_j + jaccard
-            containment += [excerpt_row(r, docs, truth, contained_pairs(run_, r.tau))
-                            for r, run_ in zip(containment, [x for x in runs if
-                                                             x.params.containment > 0],
-                                               strict=True)]
         _print_rows(f"Jaccard >= tau (shingle_size {n})", jaccard)
         _print_misses([r for r in jaccard if r.name.startswith("store")], docs, truth, 0)
         if containment:
             _print_rows(f"containment >= {CONTAINMENT:g} (shingle_size {n})", containment)
             _print_misses(containment, docs, truth, 1)
+        if runs:
+            print("\nstorage:")
+            print("\n".join(storage_lines(runs, len(docs))))
         if args.fn_weights and n == base.shingle_size:
             print("\nband scheme candidates of the core (no database), per false_negative_weight:")
             print("\n".join(band_sweep(texts, truth, params, args.fn_weights)))
