@@ -46,7 +46,7 @@ def validate_text(text: object, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
             f"document contains a NUL character at offset {text.index(chr(0))}"
         )
     try:
-        size = len(text.encode("utf-8"))
+        size = len(text) if text.isascii() else len(text.encode("utf-8"))
     except UnicodeEncodeError as e:
         raise InvalidDocumentError(f"document is not valid UTF-8 (offset {e.start})") from None
     if size > max_bytes:

@@ -49,6 +49,10 @@ def winnow(sequence: U64, offsets: I64, w: int) -> tuple[U64, I64]:
     valid = np.flatnonzero(owner[: len(mins)] == owner[w - 1 : w - 1 + len(mins)])
     short = np.flatnonzero(lengths < w)
     short_mins = np.minimum.reduceat(sequence, offsets[:-1])[short] if len(short) else mins[:0]
-    values = np.concatenate([mins[valid], short_mins])
-    owners = np.concatenate([owner[valid], short])
+    kept, kept_owner = mins[valid], owner[valid]
+    # consecutive windows mostly share their minimum: drop repeats before the sort
+    fresh = np.ones(len(kept), dtype=bool)
+    fresh[1:] = (kept[1:] != kept[:-1]) | (kept_owner[1:] != kept_owner[:-1])
+    values = np.concatenate([kept[fresh], short_mins])
+    owners = np.concatenate([kept_owner[fresh], short])
     return unique_per_document(values, owners, n_docs)
