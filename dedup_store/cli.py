@@ -341,11 +341,13 @@ def check(
     ctx: typer.Context,
     text: Annotated[
         str | None,
-        typer.Argument(help="The text to check; - or nothing reads standard input.",
-                       show_default=False),
+        typer.Argument(metavar="[TEXT]", help="The text to check; - or nothing reads "
+                       "standard input.", show_default=False),
     ] = None,
     file: Annotated[
-        str | None, typer.Option("--file", help="Read the text from this file.", show_default=False)
+        str | None,
+        typer.Option("--file", metavar="PATH", help="Read the text from this file.",
+                     show_default=False),
     ] = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:

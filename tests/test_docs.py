@@ -1,0 +1,103 @@
+"""The README documents every command, every option has help, and the README's blocks exist."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+
+from dedup_store import errors
+from dedup_store.cli import app
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+
+
+def walk(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Every command and group below ``command``, with its path of names."""
+    for name, sub in sorted(getattr(command, "commands", {}).items()):
+        yield (*path, name), sub
+        yield from walk(sub, (*path, name))
+
+
+COMMANDS = list(walk(typer.main.get_command(app)))
+COMMAND_IDS = [" ".join(path) for path, _ in COMMANDS]
+
+
+def cli_reference() -> str:
+    start = README.index("## Command line reference")
+    end = README.index("\n## ", start + 1)
+    return README[start:end]
+
+
+def test_every_command_is_found() -> None:
+    assert {"init", "ingest", "check", "similar", "cluster", "clusters", "pairs", "stats",
+            "delete", "export", "db", "db status", "db stop", "db upgrade",
+            "db current"} == set(COMMAND_IDS)
+
+
+@pytest.mark.parametrize(("path", "command"), COMMANDS, ids=COMMAND_IDS)
+def test_command_has_help(path: tuple[str, ...], command: Any) -> None:
+    assert (command.help or "").strip(), f"dedup-store {' '.join(path)} has no help text"
+
+
+@pytest.mark.parametrize(("path", "command"), COMMANDS, ids=COMMAND_IDS)
+def test_options_have_help(path: tuple[str, ...], command: Any) -> None:
+    for param in command.params:
+        if param.name != "help":
+            assert (getattr(param, "help", None) or "").strip(), (
+                f"dedup-store {' '.join(path)}: {param.name} has no help text"
+            )
+
+
+@pytest.mark.parametrize("path", [p for p, _ in COMMANDS], ids=COMMAND_IDS)
+def test_command_is_in_readme_reference(path: tuple[str, ...]) -> None:
+    heading = re.compile(rf"^### `dedup-store {re.escape(' '.join(path))}\b", re.M)
+    assert heading.search(cli_reference()), f"README lacks a '### `dedup-store {' '.join(path)}"
+
+
+@pytest.mark.parametrize(("path", "command"), COMMANDS, ids=COMMAND_IDS)
+def test_readme_names_every_option(path: tuple[str, ...], command: Any) -> None:
+    reference = cli_reference()
+    for param in command.params:
+        for flag in getattr(param, "opts", []) + getattr(param, "secondary_opts", []):
+            if flag.startswith("--") and flag != "--help":
+                assert flag in reference, f"README does not mention {flag} of {' '.join(path)}"
+
+
+def test_global_options_in_readme() -> None:
+    root = typer.main.get_command(app)
+    for param in root.params:
+        for flag in param.opts:
+            if flag.startswith("--") and flag != "--help":
+                assert flag in cli_reference()
+
+
+def error_classes() -> list[type[errors.DedupStoreError]]:
+    found = [errors.DedupStoreError]
+    for cls in found:
+        found.extend(cls.__subclasses__())
+    return found
+
+
+@pytest.mark.parametrize("cls", error_classes(), ids=lambda c: c.__name__)
+def test_exit_codes_documented(cls: type[errors.DedupStoreError]) -> None:
+    row = re.compile(rf"^\|\s*{cls.exit_code}\s*\|.*`{cls.__name__}`", re.M)
+    assert row.search(README), f"README's exit code table lacks {cls.__name__} ({cls.exit_code})"
+
+
+@pytest.mark.parametrize("name", ["main-command", "test-command"])
+def test_readme_command_blocks(name: str) -> None:
+    block = re.search(rf"<!-- {name} -->\n```bash\n(.+?)\n```\n<!-- /{name} -->", README, re.S)
+    assert block is not None, f"README lacks the {name} block"
+    assert block.group(1).strip()
+
+
+@pytest.mark.parametrize(
+    "view", ["duplicate_pairs", "cluster_members", "cluster_sizes", "duplicates_per_day"]
+)
+def test_views_documented(view: str) -> None:
+    assert f"dedup.{view}" in README
