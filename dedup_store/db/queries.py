@@ -50,14 +50,18 @@ def check_matches(conn: Connection, schema: str, fp: Fingerprint) -> list[MatchR
                        CAST(:shingles AS integer[]) AS shingles,
                        CAST(:shingle_count AS integer) AS shingle_count) y"""
     candidates = f"""(
-        SELECT o.doc_id AS a FROM {s}.band_keys o
-        JOIN unnest(CAST(:bb AS smallint[]), CAST(:bk AS bigint[])) AS n(band, key)
-             ON o.band = n.band AND o.key = n.key
-        UNION SELECT o.doc_id FROM {s}.block_keys o
-        JOIN unnest(CAST(:kb AS smallint[]), CAST(:kk AS bigint[])) AS n(block, key)
-             ON o.block = n.block AND o.key = n.key
-        UNION SELECT o.doc_id FROM {s}.sample_keys o WHERE o.key = ANY(CAST(:sk AS integer[]))
-        UNION SELECT o.id FROM {s}.documents o WHERE o.exact_hash = CAST(:exact AS bytea)
+        SELECT a, bool_and(block) AS block_only FROM (
+            SELECT o.doc_id AS a, false AS block FROM {s}.band_keys o
+            JOIN unnest(CAST(:bb AS smallint[]), CAST(:bk AS bigint[])) AS n(band, key)
+                 ON o.band = n.band AND o.key = n.key
+            UNION ALL SELECT o.doc_id, true FROM {s}.block_keys o
+            JOIN unnest(CAST(:kb AS smallint[]), CAST(:kk AS bigint[])) AS n(block, key)
+                 ON o.block = n.block AND o.key = n.key
+            UNION ALL SELECT o.doc_id, false FROM {s}.sample_keys o
+            WHERE o.key = ANY(CAST(:sk AS integer[]))
+            UNION ALL SELECT o.id, false FROM {s}.documents o
+            WHERE o.exact_hash = CAST(:exact AS bytea)
+        ) found GROUP BY a
     ) cand"""
     scored = scored_pairs_sql(
         f"{candidates} JOIN {s}.documents x ON x.id = cand.a CROSS JOIN {query}"

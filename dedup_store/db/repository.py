@@ -172,8 +172,10 @@ def store_edges(conn: Connection, schema: str, new: NewRows) -> list[EdgeRow]:
                JOIN {s}.sample_keys o ON o.key = n.key AND o.doc_id < n.doc_id),
         ne AS (SELECT o.id AS a, nd.id AS b FROM nd
                JOIN {s}.documents o ON o.exact_hash = nd.exact_hash AND o.id < nd.id),
-        cand AS (SELECT * FROM nb UNION SELECT * FROM nk UNION SELECT * FROM ns
-                 UNION SELECT * FROM ne)
+        cand AS (SELECT a, b, bool_and(block) AS block_only FROM (
+                     SELECT a, b, false AS block FROM nb UNION ALL SELECT a, b, true FROM nk
+                     UNION ALL SELECT a, b, false FROM ns UNION ALL SELECT a, b, false FROM ne
+                 ) found GROUP BY a, b)
     """
     scored = scored_pairs_sql(
         f"cand JOIN {s}.documents x ON x.id = cand.a JOIN {s}.documents y ON y.id = cand.b"

@@ -33,8 +33,10 @@ def scored_pairs_sql(pairs_from: str) -> str:
     """A query of ``(a, b, hamming, jaccard, containment, method)`` over candidate pairs.
 
     Args:
-        pairs_from: a FROM clause that binds ``x`` (stored document, id ``a``) and ``y`` (new
-            document or query, id ``b``), e.g. a join of a candidate CTE with ``documents``.
+        pairs_from: a FROM clause that binds ``x`` (stored document, id ``a``), ``y`` (new
+            document or query, id ``b``) and ``cand`` with a boolean ``block_only`` (the pair
+            was found through SimHash block keys only), e.g. a join of a candidate CTE with
+            ``documents``.
             It may use the bind parameters of :func:`score_parameters`.
     """
     return f"""
@@ -60,6 +62,11 @@ def scored_pairs_sql(pairs_from: str) -> str:
                        CASE WHEN :exact_mode THEN {_EXACT_INTERSECTION}::float8 END AS exact_inter,
                        CASE WHEN NOT :exact_mode THEN {_SIGNATURE_AGREEMENT} END AS est
                 FROM {pairs_from}
+                -- a pair found only through SimHash blocks is dropped by its Hamming distance
+                -- alone, before the costlier Jaccard scoring
+                WHERE NOT (cand.block_only
+                           AND bit_count((x.simhash # y.simhash)::bit(64)) > :simhash_k)
+                OFFSET 0  -- keeps the planner from inlining (and re-running) the subqueries
             ) raw
         ) counted
     ) scored
