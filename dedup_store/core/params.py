@@ -55,7 +55,7 @@ class FingerprintParams:
     threshold: float = 0.8
     false_negative_weight: float = 0.9
     simhash_k: int = 3
-    simhash_blocks: int = 4
+    simhash_blocks: int = 5
     containment: float = 0.8
     winnow_window: int = 16
     stopwords: bool = True

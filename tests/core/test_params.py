@@ -23,7 +23,7 @@ from dedup_store.errors import InvalidParamsError, ParamsMismatchError
         ({"scheme": "magic"}, "scheme must be one of threshold, broder, got 'magic'"),
         ({"html": "yes"}, "html must be one of auto, always, never, got 'yes'"),
         ({"stem": "no"}, "stem must be true or false, got 'no'"),
-        ({"simhash_k": 4}, "simhash_blocks must exceed simhash_k (pigeonhole rule)"),
+        ({"simhash_k": 5}, "simhash_blocks must exceed simhash_k (pigeonhole rule)"),
         ({"scheme": "broder", "num_perm": 5}, "scheme 'broder' needs num_perm >= 6, got 5"),
         ({"simhash_blocks": 16, "simhash_k": 8}, "gives 12870 block keys per document"),
     ],
