@@ -268,7 +268,7 @@ def ingest(
     ctx: typer.Context,
     paths: Annotated[
         list[str],
-        typer.Argument(metavar="PATH...", help="Files, directories or - for standard input.",
+        typer.Argument(metavar="PATH", help="Files, directories or - for standard input.",
                        show_default=False),
     ],
     glob: Annotated[
@@ -341,7 +341,7 @@ def check(
     ctx: typer.Context,
     text: Annotated[
         str | None,
-        typer.Argument(metavar="[TEXT]", help="The text to check; - or nothing reads "
+        typer.Argument(metavar="TEXT", help="The text to check; - or nothing reads "
                        "standard input.", show_default=False),
     ] = None,
     file: Annotated[
@@ -460,7 +460,7 @@ def stats(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
 @app.command()
 def delete(
     ctx: typer.Context,
-    doc_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="Stored document ids.")],
+    doc_ids: Annotated[list[str], typer.Argument(metavar="ID", help="Stored document ids.")],
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Delete documents and split the clusters they held together.

@@ -10,6 +10,7 @@ import random
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
@@ -56,7 +57,7 @@ class CliHelper:
         assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
         return result
 
-    def json(self, *args: str, input: str | bytes | None = None) -> object:
+    def json(self, *args: str, input: str | bytes | None = None) -> Any:
         return json.loads(self.ok(*args, "--format", "json", input=input).stdout)
 
 
@@ -87,7 +88,7 @@ def test_init_stores_params_and_refuses_other_ones(cli: CliHelper) -> None:
     assert isinstance(info, dict)
     assert info["params"]["threshold"] == 0.7
     assert info["params"]["stopwords"] is False
-    assert cli.json("stats")["params"]["num_perm"] == 96  # type: ignore[index]
+    assert cli.json("stats")["params"]["num_perm"] == 96
     again = cli("init", "--threshold", "0.7", "--num-perm", "96", "--no-stopwords")
     assert again.exit_code == 0
     refused = cli("init", "--threshold", "0.7", "--num-perm", "128", "--no-stopwords")
@@ -176,7 +177,7 @@ def test_check_by_argument_file_and_stdin(cli: CliHelper, corpus: Path, tmp_path
     assert fresh == {"status": "new", "cluster_id": None, "matches": []}
     human = cli.ok("check", probe).stdout
     assert "near_duplicate" in human
-    assert cli.json("stats")["documents"] == 4  # type: ignore[index]
+    assert cli.json("stats")["documents"] == 4
 
 
 def test_check_rejects_bad_utf8_on_stdin(cli: CliHelper, corpus: Path) -> None:
@@ -227,9 +228,9 @@ def test_delete_splits_and_all_or_nothing(cli: CliHelper, corpus: Path) -> None:
     ingest_json(cli, str(corpus))
     refused = cli("delete", "a.txt", "missing")
     assert refused.exit_code == 5
-    assert cli.json("stats")["documents"] == 4  # type: ignore[index]
+    assert cli.json("stats")["documents"] == 4
     assert cli.json("delete", "copy.txt", "a.txt") == {"deleted": 2}
-    assert cli.json("stats")["documents"] == 2  # type: ignore[index]
+    assert cli.json("stats")["documents"] == 2
     assert cli.json("clusters") == []
     assert "no clusters" in cli.ok("clusters").stderr
 
@@ -259,7 +260,7 @@ def test_ingest_stdin(cli: CliHelper) -> None:
     assert ingest_json(cli, "-", input=body)["new"] == 3
     text_summary = ingest_json(cli, "-", "--format", "text", input=" ".join(words(40)))
     assert text_summary["new"] == 1
-    assert "stdin" in {d["id"] for d in cli.json("export")}  # type: ignore[union-attr]
+    assert "stdin" in {d["id"] for d in cli.json("export")}
 
 
 def bad_jsonl(tmp_path: Path) -> Path:
@@ -286,7 +287,7 @@ def test_bad_jsonl_line_skipped_and_reported(cli: CliHelper, tmp_path: Path) -> 
     summary = json.loads(result.stdout)
     assert (summary["new"], summary["errors"]) == (2, 1)
     assert f"skipped: {path}:2: malformed JSON" in result.stderr
-    assert sorted(d["id"] for d in cli.json("export")) == ["g1", "g2"]  # type: ignore[union-attr]
+    assert sorted(d["id"] for d in cli.json("export")) == ["g1", "g2"]
 
 
 def test_empty_document_skipped_by_the_store(cli: CliHelper, tmp_path: Path) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
 from pathlib import Path
+from typing import IO, cast
 
 import pytest
 
@@ -205,21 +207,13 @@ def test_stdin_formats() -> None:
 
 
 def test_readers_stream_lazily() -> None:
-    class Endless(io.RawIOBase):
-        """A stream that never ends: reading it whole would never return."""
-
-        def readable(self) -> bool:
-            return True
-
-        def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
-            line = b'{"id": "x", "text": "t"}\n'
-            n = min(len(buffer), len(line))
-            buffer[:n] = line[:n]
-            return n
-
-    stream = io.BufferedReader(Endless())
-    first = next(read_jsonl(stream, "endless"))
+    # Endless input: a reader that read it whole would never return.
+    jsonl_lines = itertools.repeat(b'{"id": "x", "text": "t"}\n')
+    first = next(read_jsonl(cast(IO[bytes], jsonl_lines), "endless.jsonl"))
     assert isinstance(first, Document)
+    csv_lines = itertools.chain([b"id,text\n"], itertools.repeat(b"x,t\n"))
+    row = next(read_csv(cast(IO[bytes], csv_lines), "endless.csv"))
+    assert isinstance(row, Document)
 
 
 def test_apply_error_policy() -> None:
