@@ -314,6 +314,12 @@ def test_password_never_printed(cli: CliHelper) -> None:
     assert status.exit_code == 0
     assert "Sup3rSecretPw" not in status.output
     assert "postgres:***@127.0.0.1:1/test" in status.stdout
+    other = cli("stats", url="mysql://app:b@db.internal/cms")
+    assert other.exit_code == 7
+    assert other.stderr.strip() == (
+        "error: not a PostgreSQL URL: mysql://app:***@db.internal/cms "
+        "(expected postgresql://user@host:port/database)"
+    )
 
 
 def test_debug_shows_the_exception(cli: CliHelper) -> None:
