@@ -37,6 +37,7 @@ from dedup_store.errors import DatabaseError
 
 __all__ = [
     "EmbeddedStatus",
+    "check_data_dir",
     "data_dir",
     "pgdata_dir",
     "start",
