@@ -310,12 +310,12 @@ def relation_profile(docs: Sequence[CorpusDoc], truth: Truth) -> list[str]:
         )
         measure = "containment" if kind == "excerpt" else "jaccard"
         out.append(f"  {kind:<9} {measure:<11} median {np.median(values):.3f}  {shares}")
-    unrelated = Counter(
-        tau for (i, j), (jac, _) in truth.scores.items()
-        for tau in THRESHOLDS if jac >= tau and relation(docs, i, j) == "unrelated"
-    )
-    out.append("  unrelated pairs (no seeded edit between them) with jaccard >= tau: "
-               + ", ".join(f"{tau:g}: {unrelated[tau]}" for tau in THRESHOLDS))
+    unrelated = [(jac, con) for (i, j), (jac, con) in truth.scores.items()
+                 if relation(docs, i, j) == "unrelated"]
+    levels = (_KEEP_JACCARD, 0.3, 0.4, *THRESHOLDS)
+    out.append("  unrelated pairs (no seeded edit between them): jaccard "
+               + ", ".join(f">={t:g}: {sum(j >= t for j, _ in unrelated)}" for t in levels)
+               + f"; containment >={CONTAINMENT:g}: {sum(c >= CONTAINMENT for _, c in unrelated)}")
     return out
 
 
@@ -555,7 +555,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--shingle-sizes", type=_ints, default=[4],
                         help="comma-separated shingle sizes; the default one gets every "
                              "configuration, the others the default threshold only")
-    parser.add_argument("--fn-weights", type=_floats, default=[0.5, 0.7, 0.9, 0.95],
+    parser.add_argument("--fn-weights", type=_floats, default=[0.7, 0.9, 0.95, 0.98],
                         help="false_negative_weight values for the band-candidate sweep "
                              "(empty to skip)")
     parser.add_argument("--url", default=os.environ.get(
