@@ -2,8 +2,9 @@
 
 Key rows are fixed-width (smallint/integer/bigint columns), so a whole batch of them is laid out as
 one numpy structured array in the binary COPY row format and sent in a single write, without a
-Python loop over rows. Integer arrays (signatures, shingle sets) are encoded per document with
-numpy as well.
+Python loop over rows. Document rows put their fixed-width columns (ids, hashes, the signature
+array) first, encoded the same way for the whole batch; only the variable-width fields are
+appended per document.
 """
 
 from __future__ import annotations
@@ -44,15 +45,6 @@ def copy_fixed_rows(
     _copy(conn, schema, table, columns, rows.tobytes())
 
 
-def int4_array(values: npt.NDArray[Any]) -> bytes:
-    """A one-dimensional ``integer[]`` in binary COPY form (without the field length)."""
-    n = len(values)
-    body = np.empty(n, dtype=[("len", ">i4"), ("val", ">i4")])
-    body["len"] = 4
-    body["val"] = values
-    return struct.pack("!iiiii", 1, 0, INT4_OID, n, 1) + body.tobytes()
-
-
 def field(data: bytes | None) -> bytes:
     """One binary COPY field: its length then its bytes (``None`` is NULL)."""
     if data is None:
@@ -67,17 +59,63 @@ def jsonb(value: Any) -> bytes | None:
     return b"\x01" + json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def copy_records(
-    conn: Any, schema: str, table: str, columns: Sequence[str], rows: list[bytes]
+def copy_payload(
+    conn: Any, schema: str, table: str, columns: Sequence[str], payload: bytes
 ) -> None:
-    """COPY rows already encoded as binary COPY tuples (field count, then fields)."""
-    if rows:
-        _copy(conn, schema, table, columns, b"".join(rows))
+    """COPY rows already encoded as binary COPY tuples."""
+    if payload:
+        _copy(conn, schema, table, columns, payload)
 
 
-def record(fields: Sequence[bytes]) -> bytes:
-    """A binary COPY tuple from encoded fields (see :func:`field`)."""
-    return struct.pack("!h", len(fields)) + b"".join(fields)
+def fixed_prefix(count: int, columns: Sequence[tuple[npt.NDArray[Any], npt.DTypeLike]]) -> bytes:
+    """The leading fixed-width fields of many rows, one row after another.
+
+    Each row starts with the tuple's field count (``count`` fields in all; the caller appends
+    the variable-width ones after each row's prefix), then each column's length and value.
+
+    Args:
+        count: number of fields of the whole tuple.
+        columns: ``(values, big-endian dtype)`` per column, e.g. ``(ids, ">i8")``.
+    """
+    layout: list[tuple[str, Any]] = [("count", ">i2")]
+    for i, (_, dtype) in enumerate(columns):
+        layout += [(f"l{i}", ">i4"), (f"v{i}", dtype)]
+    rows = np.empty(len(columns[0][0]), dtype=np.dtype(layout))
+    rows["count"] = count
+    for i, (values, dtype) in enumerate(columns):
+        rows[f"l{i}"] = np.dtype(dtype).itemsize
+        rows[f"v{i}"] = values
+    return rows.tobytes()
+
+
+def int4_matrix(values: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], np.dtype[Any]]:
+    """Each row of a 2-D array as a binary ``integer[]`` value, for :func:`fixed_prefix`."""
+    n, width = values.shape
+    element = np.dtype([("len", ">i4"), ("val", ">i4")])
+    dtype = np.dtype([("head", ">i4", (5,)), ("elems", element, (width,))])
+    out = np.empty(n, dtype=dtype)
+    out["head"] = np.array([1, 0, INT4_OID, width, 1])
+    out["elems"]["len"] = 4
+    out["elems"]["val"] = values
+    return out, dtype
+
+
+def int4_array_fields(values: npt.NDArray[Any], offsets: npt.NDArray[np.int64]) -> list[bytes]:
+    """``integer[]`` fields (length first) of ``values[offsets[i]:offsets[i + 1]]`` for each i."""
+    counts = np.diff(offsets)
+    headers = np.empty(len(counts), dtype=[("len", ">i4"), ("head", ">i4", (5,))])
+    headers["len"] = 20 + 8 * counts
+    headers["head"] = np.array([1, 0, INT4_OID, 0, 1])
+    headers["head"][:, 3] = counts
+    body = np.empty(len(values), dtype=[("len", ">i4"), ("val", ">i4")])
+    body["len"] = 4
+    body["val"] = values
+    head_bytes, body_bytes = headers.tobytes(), body.tobytes()
+    bounds = (offsets * 8).tolist()
+    return [
+        head_bytes[24 * i : 24 * i + 24] + body_bytes[bounds[i] : bounds[i + 1]]
+        for i in range(len(counts))
+    ]
 
 
 def _copy(conn: Any, schema: str, table: str, columns: Sequence[str], payload: bytes) -> None:

@@ -25,9 +25,10 @@ from dedup_store.db import copy
 from dedup_store.db.verify import score_parameters, scored_pairs_sql
 
 I64 = npt.NDArray[np.int64]
+# fixed-width columns first (encoded for the whole batch with numpy), then variable ones
 DOCUMENT_COLUMNS = (
-    "id", "external_id", "exact_hash", "simhash", "signature", "shingles", "shingle_count",
-    "token_count", "length", "language", "meta", "body", "cluster_id",
+    "id", "cluster_id", "simhash", "exact_hash", "signature", "shingle_count", "token_count",
+    "length", "external_id", "language", "meta", "body", "shingles",
 )  # fmt: skip
 
 
@@ -96,33 +97,43 @@ def insert_documents(
     languages: Sequence[str],
 ) -> None:
     """COPY the selected documents of a batch and their keys (other arguments per new row)."""
-    batch = new.batch
-    shingles = _top32(batch.shingles)
-    offsets = batch.shingle_offsets
-    signatures = batch.signatures.view(np.int32)
-    records = []
-    for i, (row, doc_id) in enumerate(zip(new.rows.tolist(), new.ids.tolist(), strict=True)):
+    batch, rows = new.batch, new.rows
+    starts, ends = batch.shingle_offsets[rows], batch.shingle_offsets[rows + 1]
+    signatures, signature_dtype = copy.int4_matrix(batch.signatures[rows].view(np.int32))
+    exact = np.frombuffer(b"".join(batch.exact_hashes[r] for r in rows.tolist()), dtype="V16")
+    lengths = np.fromiter(
+        (len(batch.canonical_texts[r]) for r in rows.tolist()), np.int64, len(rows)
+    )
+    prefix = copy.fixed_prefix(
+        len(DOCUMENT_COLUMNS),
+        [
+            (new.ids, ">i8"),
+            (new.ids, ">i8"),
+            (batch.simhashes[rows].view(np.int64), ">i8"),
+            (exact, "V16"),
+            (signatures, signature_dtype),
+            (ends - starts, ">i4"),
+            (batch.token_counts[rows], ">i4"),
+            (lengths, ">i4"),
+        ],
+    )
+    width = len(prefix) // max(1, len(rows))
+    shingle_offsets = np.concatenate([[0], np.cumsum(ends - starts)]).astype(np.int64)
+    shingle_fields = copy.int4_array_fields(
+        _top32(batch.shingles[_ranges(starts, ends)]), shingle_offsets
+    )
+    parts: list[bytes] = []
+    for i in range(len(rows)):
         body = bodies[i]
-        records.append(
-            copy.record(
-                [
-                    copy.field(doc_id.to_bytes(8, "big", signed=True)),
-                    copy.field(external_ids[i].encode("utf-8")),
-                    copy.field(batch.exact_hashes[row]),
-                    copy.field(int(batch.simhashes[row]).to_bytes(8, "big", signed=False)),
-                    copy.field(copy.int4_array(signatures[row])),
-                    copy.field(copy.int4_array(shingles[offsets[row] : offsets[row + 1]])),
-                    copy.field(int(offsets[row + 1] - offsets[row]).to_bytes(4, "big")),
-                    copy.field(int(batch.token_counts[row]).to_bytes(4, "big")),
-                    copy.field(len(batch.canonical_texts[row]).to_bytes(4, "big")),
-                    copy.field(languages[i].encode("utf-8")),
-                    copy.field(copy.jsonb(metas[i])),
-                    copy.field(None if body is None else body.encode("utf-8")),
-                    copy.field(doc_id.to_bytes(8, "big", signed=True)),
-                ]
-            )
-        )
-    copy.copy_records(conn, schema, "documents", DOCUMENT_COLUMNS, records)
+        parts += [
+            prefix[width * i : width * (i + 1)],
+            copy.field(external_ids[i].encode("utf-8")),
+            copy.field(languages[i].encode("utf-8")),
+            copy.field(copy.jsonb(metas[i])),
+            copy.field(None if body is None else body.encode("utf-8")),
+            shingle_fields[i],
+        ]
+    copy.copy_payload(conn, schema, "documents", DOCUMENT_COLUMNS, b"".join(parts))
     keys = new.key_columns()
     copy.copy_fixed_rows(
         conn, schema, "band_keys", ("band", "key", "doc_id"), [keys["bb"], keys["bk"], keys["bd"]]
