@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -145,27 +147,48 @@ class DedupStore:
         summary = IngestSummary()
         started = time.perf_counter()
         iterator = iter(records)
-        while chunk := list(itertools.islice(iterator, batch_size)):
-            outcome = self._add_batch([_as_document(r) for r in chunk], update, on_error)
-            for result in outcome.results:
-                summary.count(result)
-            summary.errors += len(outcome.errors)
-            if on_batch is not None:
-                on_batch(outcome.results, outcome.errors)
+        # With our own engine, batch k is written by a background thread while batch k+1 is
+        # fingerprinted here (the writer mostly waits on the server); on a caller's Connection
+        # everything stays on the caller's thread.
+        pipelined = self._db.connection is None
+        with ThreadPoolExecutor(max_workers=1) as writer:
+            pending: Future[BatchOutcome] | None = None
+            while chunk := list(itertools.islice(iterator, batch_size)):
+                prepared = self._prepare([_as_document(r) for r in chunk], update)
+                if pending is not None:
+                    self._report(pending.result(), summary, on_batch)
+                    pending = None
+                if prepared.errors and on_error == "stop":
+                    raise prepared.first_error()
+                if pipelined:
+                    pending = writer.submit(
+                        self._db.run, partial(self._write_batch, prepared=prepared)
+                    )
+                else:
+                    self._report(
+                        self._db.run(partial(self._write_batch, prepared=prepared)),
+                        summary,
+                        on_batch,
+                    )
+            if pending is not None:
+                self._report(pending.result(), summary, on_batch)
         summary.seconds = time.perf_counter() - started
         summary.clusters = self.stats().clusters
         return summary
 
-    def _add_batch(
-        self, documents: list[Document], update: bool, on_error: Literal["skip", "stop"]
-    ) -> BatchOutcome:
-        known = self._run(
-            lambda c: queries.find_documents(c, self.schema, [d.id for d in documents])
-        )
-        prepared = prepare_batch(documents, self.params, known, update, self.max_bytes)
-        if prepared.errors and on_error == "stop":
-            raise prepared.first_error()
-        return self._db.run(lambda conn: self._write_batch(conn, prepared))
+    @staticmethod
+    def _report(outcome: BatchOutcome, summary: IngestSummary, on_batch: OnBatch | None) -> None:
+        for result in outcome.results:
+            summary.count(result)
+        summary.errors += len(outcome.errors)
+        if on_batch is not None:
+            on_batch(outcome.results, outcome.errors)
+
+    def _prepare(self, documents: list[Document], update: bool) -> PreparedBatch:
+        """Validate and fingerprint a batch (ids already stored are not fingerprinted)."""
+        ids = [d.id for d in documents if isinstance(d.id, str)]
+        known = self._run(lambda c: queries.find_documents(c, self.schema, ids))
+        return prepare_batch(documents, self.params, known, update, self.max_bytes)
 
     def _write_batch(self, conn: Connection, prepared: PreparedBatch) -> BatchOutcome:
         repository.lock_writers(conn, self.schema)
