@@ -29,6 +29,8 @@ from dedup_store.results import IngestSummary
 from dedup_store.service import DedupStore
 
 EXIT_INTERRUPTED = 130
+_D = FingerprintParams()
+"""The default fingerprint parameters, quoted in the help of ``init``."""
 _MIN_BARE_SECRET = 4
 
 
@@ -185,61 +187,46 @@ def _settings(ctx: typer.Context) -> Settings:
 # -- init ------------------------------------------------------------------------------------
 
 
+def _param(name: str, text: str, *flags: str) -> Any:
+    """A ``typer.Option`` for the fingerprint parameter ``name``, its default quoted in the help."""
+    default = getattr(_D, name)
+    shown = ("on" if default else "off") if isinstance(default, bool) else default
+    return typer.Option(*flags, help=f"{text} (default {shown}).", show_default=False)
+
+
 @app.command()
 def init(
     ctx: typer.Context,
-    shingle_size: Annotated[
-        int | None, typer.Option(help="Words per shingle (default 4).", show_default=False)
-    ] = None,
+    shingle_size: Annotated[int | None, _param("shingle_size", "Words per shingle")] = None,
     cjk_shingle_size: Annotated[
-        int | None,
-        typer.Option(help="Characters per shingle in Chinese/Japanese text (default 3).",
-                     show_default=False),
+        int | None, _param("cjk_shingle_size", "Characters per shingle in Chinese/Japanese text")
     ] = None,
     num_perm: Annotated[
-        int | None, typer.Option(help="Min-hashes per MinHash signature (default 84).",
-                                 show_default=False)
+        int | None, _param("num_perm", "Min-hashes per MinHash signature")
     ] = None,
-    scheme: Annotated[
-        SchemeChoice | None,
-        typer.Option(help="MinHash band scheme (default threshold).", show_default=False),
-    ] = None,
+    scheme: Annotated[SchemeChoice | None, _param("scheme", "MinHash band scheme")] = None,
     threshold: Annotated[
-        float | None, typer.Option(help="Target Jaccard similarity (default 0.8).",
-                                   show_default=False)
+        float | None, _param("threshold", "Target Jaccard similarity of near-duplicates")
     ] = None,
     simhash_k: Annotated[
-        int | None, typer.Option(help="Max SimHash Hamming distance (default 3).",
-                                 show_default=False)
+        int | None, _param("simhash_k", "Largest Hamming distance of matching SimHashes")
     ] = None,
     simhash_blocks: Annotated[
-        int | None, typer.Option(help="SimHash blocks, more than --simhash-k (default 4).",
-                                 show_default=False)
+        int | None, _param("simhash_blocks", "SimHash blocks, more than --simhash-k")
     ] = None,
     containment: Annotated[
-        float | None,
-        typer.Option(help="Containment threshold for excerpts, 0 turns it off (default 0.8).",
-                     show_default=False),
+        float | None, _param("containment", "Containment threshold for excerpts, 0 turns it off")
     ] = None,
     verify: Annotated[
         VerifyChoice | None,
-        typer.Option(help="Score candidates by exact Jaccard or by the MinHash estimate "
-                     "(default exact).", show_default=False),
+        _param("verify", "Score candidates by exact Jaccard or by the MinHash estimate"),
     ] = None,
     stopwords: Annotated[
-        bool | None,
-        typer.Option("--stopwords/--no-stopwords", help="Drop stop words (default on).",
-                     show_default=False),
+        bool | None, _param("stopwords", "Drop stop words", "--stopwords/--no-stopwords")
     ] = None,
-    stem: Annotated[
-        bool | None,
-        typer.Option("--stem/--no-stem", help="Snowball stemming (default off).",
-                     show_default=False),
-    ] = None,
+    stem: Annotated[bool | None, _param("stem", "Snowball stemming", "--stem/--no-stem")] = None,
     html: Annotated[
-        HtmlChoice | None,
-        typer.Option(help="Whether input is HTML (default auto: detect markup).",
-                     show_default=False),
+        HtmlChoice | None, _param("html", "Whether input is HTML (auto detects markup)")
     ] = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import typer
 
-from dedup_store import errors
+from dedup_store import FingerprintParams, errors
 from dedup_store.cli import app
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
@@ -101,3 +101,23 @@ def test_readme_command_blocks(name: str) -> None:
 )
 def test_views_documented(view: str) -> None:
     assert f"dedup.{view}" in README
+
+
+def init_table_defaults() -> dict[str, str]:
+    """``{option: default}`` from the rows of the README's ``init`` option table."""
+    section = cli_reference().split("### `dedup-store init`", 1)[1].split("\n### ", 1)[0]
+    rows = re.findall(r"^\| `--([a-z-]+)[^|]*\| ([^|]+) \|", section, re.M)
+    return {name: default.strip() for name, default in rows}
+
+
+def test_readme_init_defaults_match_the_code() -> None:
+    documented = init_table_defaults()
+    defaults = FingerprintParams().to_dict()
+    for name, value in documented.items():
+        field = name.replace("-", "_")
+        if field not in defaults:  # --format
+            continue
+        expected = defaults[field]
+        shown = ("on" if expected else "off") if isinstance(expected, bool) else str(expected)
+        assert value == shown, f"README says --{name} defaults to {value}, the code {shown}"
+    assert {"shingle-size", "threshold", "simhash-blocks", "stopwords", "stem"} <= set(documented)
