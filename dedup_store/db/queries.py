@@ -11,7 +11,7 @@ from sqlalchemy import Connection, text
 
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.verify import score_parameters, scored_pairs_sql
+from dedup_store.db.verify import fetch_document, score_parameters, scored_pairs_sql
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,9 +63,7 @@ def check_matches(conn: Connection, schema: str, fp: Fingerprint) -> list[MatchR
             WHERE o.exact_hash = CAST(:exact AS bytea)
         ) found GROUP BY a
     ) cand"""
-    scored = scored_pairs_sql(
-        f"{candidates} JOIN {s}.documents x ON x.id = cand.a CROSS JOIN {query}"
-    )
+    scored = scored_pairs_sql(f"{candidates} {fetch_document(s, 'x', 'cand.a')} CROSS JOIN {query}")
     statement = f"""
         SELECT j.a, d.external_id, d.cluster_id, j.method, j.jaccard, j.containment, j.hamming
         FROM ({scored}) j JOIN {s}.documents d ON d.id = j.a

@@ -22,7 +22,7 @@ from dedup_store.core.lsh import band_keys
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.simhash import block_keys
 from dedup_store.db import copy
-from dedup_store.db.verify import score_parameters, scored_pairs_sql
+from dedup_store.db.verify import fetch_document, score_parameters, scored_pairs_sql
 
 I64 = npt.NDArray[np.int64]
 # fixed-width columns first (encoded for the whole batch with numpy), then variable ones
@@ -160,6 +160,21 @@ def _key_columns(ids: I64, keys: I64) -> tuple[npt.NDArray[np.int16], I64, I64]:
     return slot, np.repeat(ids, slots), keys.reshape(-1)
 
 
+def _probe(s: str, table: str, slot: str | None, keys: str, docs: str) -> str:
+    """Older documents sharing a key with new documents: one index probe per key.
+
+    The ``OFFSET 0`` keeps each probe a parameterized index scan, so the cost follows the
+    number of new keys, never the size of the key table.
+    """
+    slot_match = f"k.{slot} = n.slot AND " if slot else ""
+    columns = "slot, key, doc_id" if slot else "key, doc_id"
+    return f"""SELECT o.doc_id AS a, n.doc_id AS b
+               FROM unnest({keys}, {docs}) AS n({columns})
+               CROSS JOIN LATERAL (SELECT k.doc_id FROM {s}.{table} k
+                                   WHERE {slot_match}k.key = n.key OFFSET 0) o
+               WHERE o.doc_id < n.doc_id"""
+
+
 def store_edges(conn: Connection, schema: str, new: NewRows) -> list[EdgeRow]:
     """Find, verify and store the matches of the documents ``ids`` with older documents.
 
@@ -168,28 +183,37 @@ def store_edges(conn: Connection, schema: str, new: NewRows) -> list[EdgeRow]:
     """
     s = f'"{schema}"'
     new_keys = f"""
-        nd AS (SELECT id, exact_hash FROM {s}.documents WHERE id = ANY(:ids)),
-        nb AS (SELECT o.doc_id AS a, n.doc_id AS b
-               FROM unnest(CAST(:bb AS smallint[]), CAST(:bk AS bigint[]), CAST(:bd AS bigint[]))
-                    AS n(band, key, doc_id)
-               JOIN {s}.band_keys o ON o.band = n.band AND o.key = n.key AND o.doc_id < n.doc_id),
-        nk AS (SELECT o.doc_id AS a, n.doc_id AS b
-               FROM unnest(CAST(:kb AS smallint[]), CAST(:kk AS bigint[]), CAST(:kd AS bigint[]))
-                    AS n(block, key, doc_id)
-               JOIN {s}.block_keys o
-                    ON o.block = n.block AND o.key = n.key AND o.doc_id < n.doc_id),
-        ns AS (SELECT o.doc_id AS a, n.doc_id AS b
-               FROM unnest(CAST(:sk AS integer[]), CAST(:sd AS bigint[])) AS n(key, doc_id)
-               JOIN {s}.sample_keys o ON o.key = n.key AND o.doc_id < n.doc_id),
-        ne AS (SELECT o.id AS a, nd.id AS b FROM nd
-               JOIN {s}.documents o ON o.exact_hash = nd.exact_hash AND o.id < nd.id),
+        nb AS ({
+        _probe(
+            s,
+            "band_keys",
+            "band",
+            "CAST(:bb AS smallint[]), CAST(:bk AS bigint[])",
+            "CAST(:bd AS bigint[])",
+        )
+    }),
+        nk AS ({
+        _probe(
+            s,
+            "block_keys",
+            "block",
+            "CAST(:kb AS smallint[]), CAST(:kk AS bigint[])",
+            "CAST(:kd AS bigint[])",
+        )
+    }),
+        ns AS ({_probe(s, "sample_keys", None, "CAST(:sk AS integer[])", "CAST(:sd AS bigint[])")}),
+        ne AS (SELECT o.id AS a, nd.id AS b
+               FROM {s}.documents nd
+               CROSS JOIN LATERAL (SELECT id FROM {s}.documents o
+                                   WHERE o.exact_hash = nd.exact_hash OFFSET 0) o
+               WHERE nd.id = ANY(:ids) AND o.id < nd.id),
         cand AS (SELECT a, b, bool_and(block) AS block_only FROM (
                      SELECT a, b, false AS block FROM nb UNION ALL SELECT a, b, true FROM nk
                      UNION ALL SELECT a, b, false FROM ns UNION ALL SELECT a, b, false FROM ne
                  ) found GROUP BY a, b)
     """
     scored = scored_pairs_sql(
-        f"cand JOIN {s}.documents x ON x.id = cand.a JOIN {s}.documents y ON y.id = cand.b"
+        f"cand {fetch_document(s, 'x', 'cand.a')} {fetch_document(s, 'y', 'cand.b')}"
     )
     statement = f"""
         WITH {new_keys},

@@ -73,6 +73,14 @@ def scored_pairs_sql(pairs_from: str) -> str:
     """
 
 
+def fetch_document(s: str, alias: str, id_expression: str) -> str:
+    """A lateral primary-key lookup of one document row as ``alias``."""
+    return (
+        f"CROSS JOIN LATERAL (SELECT * FROM {s}.documents d WHERE d.id = {id_expression} "
+        f"OFFSET 0) {alias}"
+    )
+
+
 def score_parameters(params: FingerprintParams) -> dict[str, Any]:
     """Bind parameters used by :func:`scored_pairs_sql`."""
     return {
