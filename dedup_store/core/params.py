@@ -53,7 +53,7 @@ class FingerprintParams:
     num_perm: int = 84
     scheme: Scheme = "threshold"
     threshold: float = 0.8
-    false_negative_weight: float = 0.9
+    false_negative_weight: float = 0.95
     simhash_k: int = 3
     simhash_blocks: int = 5
     containment: float = 0.8

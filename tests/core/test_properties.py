@@ -164,4 +164,5 @@ def test_optimal_bands_put_the_s_curve_at_the_threshold(threshold: float, num_pe
 def test_optimal_bands_grow_rows_with_the_threshold() -> None:
     rows = [optimal_bands(t, 128, 0.9)[1] for t in (0.3, 0.5, 0.7, 0.8, 0.9, 0.95)]
     assert rows == sorted(rows)
-    assert optimal_bands(0.8, 84, 0.9) == FingerprintParams().bands
+    defaults = FingerprintParams()
+    assert optimal_bands(0.8, 84, defaults.false_negative_weight) == defaults.bands
