@@ -60,7 +60,7 @@ def test_bad_json_is_refused() -> None:
 
 def test_derived_values() -> None:
     assert FingerprintParams().bands == (12, 7)
-    assert FingerprintParams().band_key_count == 10
+    assert FingerprintParams().band_key_count == 12
     broder = FingerprintParams(scheme="broder")
     assert broder.bands == (6, 14) and broder.band_key_count == 15
     assert FingerprintParams(simhash_blocks=4, simhash_k=3).block_key_count == 4
