@@ -1,0 +1,478 @@
+"""Bulk ingest into PostgreSQL: throughput, ``check`` latency, storage, against datasketch.
+
+One run, on one seeded corpus (:mod:`benchmarks.ingest_corpus`):
+
+1. The documents are generated into a temporary file before any timer starts (the time is printed
+   as ``generated``); the timed ingest reads that file line by line, as an ingest of a JSONL dump
+   would (reading alone is printed as ``read``, a fraction of a second per 100k documents).
+2. ``DedupStore.ingest`` writes them into a fresh schema of the test database (default
+   parameters, ``keep_text`` off): fingerprints, band, block and excerpt keys, edges, clusters.
+   The rate is documents over the wall time of that one call; each batch's completion is
+   timestamped (``on_batch``) to give the rate of every 10 % slice of the documents.
+3. ``check`` latency over ``--check-queries`` texts (half near-duplicates of documents at random
+   positions of the store, half new documents), after 50 untimed warm-up calls. Each latency is
+   one ``DedupStore.check`` call: fingerprinting the raw text and the one SQL statement.
+4. Storage: ``pg_total_relation_size`` (heap, TOAST, indexes) of the fingerprint tables divided
+   by the number of documents (``documents.body`` is NULL: ``keep_text`` is off).
+5. Peers, on the first ``--peer-docs`` documents of the same file: datasketch ``MinHashLSH(
+   threshold=0.8, num_perm=84)`` in memory and with its Redis storage. Timed for inserts:
+   ``MinHash.bulk`` over the documents' shingles (chunks of 5,000) plus ``insert`` of every
+   MinHash in an ``insertion_session`` (closing the session, which flushes Redis, included).
+   Timed for queries: ``MinHash.update_batch`` over the query's shingles plus ``query``. Not
+   timed: the peers' input, the same canonical tokens as ours cut into ``shingle_size``-word
+   shingles as UTF-8 bytes (printed as ``peer input``); our figures include that work.
+
+Run it as ``python -m benchmarks.ingest`` (see ``--help``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sqlalchemy as sa
+
+from benchmarks.fingerprint import word_shingles
+from benchmarks.ingest_corpus import GeneratedFile, IngestCorpus, read_documents
+from dedup_store import DedupStore
+from dedup_store.core import FingerprintParams, canonical_tokens
+from dedup_store.db.engine import normalize_url
+from dedup_store.results import AddResult, Document, IngestSummary, RecordError, Status
+
+DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
+TABLES = ("documents", "band_keys", "block_keys", "sample_keys", "edges")
+WARM_UP = 50
+PEER_CHUNK = 5000
+SLICES = 10
+
+
+# -- our store ----------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class IngestRun:
+    """One timed ``DedupStore.ingest`` call.
+
+    Attributes:
+        seconds: wall time of the call.
+        summary: what the store reported.
+        marks: ``(documents done, seconds since the start)`` after every batch.
+    """
+
+    seconds: float
+    summary: IngestSummary
+    marks: list[tuple[int, float]]
+
+    def time_at(self, documents: int) -> tuple[int, float]:
+        """The first batch mark at or after ``documents`` documents."""
+        return next(m for m in self.marks if m[0] >= documents)
+
+    def slices(self, parts: int = SLICES) -> list[tuple[int, int, float]]:
+        """``(first document, documents, seconds)`` of each slice, cut at batch boundaries."""
+        total = self.marks[-1][0]
+        rows: list[tuple[int, int, float]] = []
+        done, at = 0, 0.0
+        for k in range(1, parts + 1):
+            mark = self.time_at(-(-total * k // parts))
+            if mark[0] > done:
+                rows.append((done, mark[0] - done, mark[1] - at))
+                done, at = mark
+        return rows
+
+
+def ingest(store: DedupStore, path: Path, batch_size: int) -> IngestRun:
+    """Ingest the file into the store, timing the call and each batch."""
+    marks: list[tuple[int, float]] = []
+    count = 0
+
+    def on_batch(results: list[AddResult], errors: list[RecordError]) -> None:
+        nonlocal count
+        count += len(results) + len(errors)
+        marks.append((count, time.perf_counter() - started))
+
+    records = (Document(i, text) for i, text in read_documents(path))
+    started = time.perf_counter()
+    summary = store.ingest(records, batch_size=batch_size, on_batch=on_batch)
+    return IngestRun(time.perf_counter() - started, summary, marks)
+
+
+def profiled_ingest(store: DedupStore, path: Path, batch_size: int, lines: int) -> IngestRun:
+    """:func:`ingest` under pyinstrument, printing the call trees of both threads.
+
+    ``DedupStore.ingest`` fingerprints on the calling thread while a writer thread runs the SQL
+    of the previous batch; the writer is profiled by wrapping the store's per-batch write.
+    """
+    from pyinstrument import Profiler
+
+    main, writer = Profiler(async_mode="disabled"), Profiler(async_mode="disabled")
+    write_batch = store._write_batch
+
+    def profiled_write(*args: Any, **kwargs: Any) -> Any:
+        writer.start()
+        try:
+            return write_batch(*args, **kwargs)
+        finally:
+            writer.stop()
+
+    setattr(store, "_write_batch", profiled_write)  # noqa: B010 - instance override, benchmark only
+    main.start()
+    try:
+        run = ingest(store, path, batch_size)
+    finally:
+        main.stop()
+        delattr(store, "_write_batch")
+    for title, profiler in (("calling thread", main), ("writer thread", writer)):
+        print(f"\n== profile: {title} (pyinstrument, seconds) ==")
+        tree = profiler.output_text(unicode=True, color=False, short_mode=True)
+        print("\n".join(tree.splitlines()[:lines]))
+    return run
+
+
+@dataclasses.dataclass
+class CheckRun:
+    """Latencies (ms) of ``check`` calls and what they found."""
+
+    latencies: list[float]
+    found_near: int
+    near_queries: int
+    found_new: int
+    new_queries: int
+
+
+def check_queries(corpus: IngestCorpus, generated: GeneratedFile, positions: list[int],
+                  count: int) -> list[tuple[str, bool]]:
+    """``(text, is near-duplicate)``: half edited copies of stored documents, half new ones."""
+    near = corpus.near_duplicate_texts([generated.kept[p] for p in positions])
+    fresh = corpus.fresh_texts(count - len(near))
+    queries = [(t, True) for t in near] + [(t, False) for t in fresh]
+    order = np.random.default_rng(corpus.seed + 3).permutation(len(queries))
+    return [queries[i] for i in order]
+
+
+def run_checks(store: DedupStore, queries: Sequence[tuple[str, bool]],
+               warm_up: Sequence[str]) -> CheckRun:
+    """Time one ``check`` per query."""
+    for text in warm_up:
+        store.check(text)
+    latencies: list[float] = []
+    found = {True: 0, False: 0}
+    for text, is_near in queries:
+        started = time.perf_counter()
+        result = store.check(text)
+        latencies.append((time.perf_counter() - started) * 1000)
+        found[is_near] += result.status is not Status.NEW
+    near = sum(1 for _, is_near in queries if is_near)
+    return CheckRun(latencies, found[True], near, found[False], len(queries) - near)
+
+
+def storage(engine: sa.Engine, schema: str) -> list[tuple[str, int, int]]:
+    """``(table, bytes of heap and TOAST, bytes of indexes)`` of the fingerprint tables."""
+    rows = []
+    with engine.connect() as conn:
+        for table in TABLES:
+            name = f'"{schema}".{table}'
+            total, indexes = conn.execute(
+                sa.text("SELECT pg_total_relation_size(CAST(:t AS regclass)), "
+                        "pg_indexes_size(CAST(:t AS regclass))"), {"t": name}
+            ).one()
+            rows.append((table, int(total) - int(indexes), int(indexes)))
+    return rows
+
+
+def drop_schema(engine: sa.Engine, schema: str) -> None:
+    """Drop the benchmark's schema and everything in it."""
+    with engine.begin() as conn:
+        conn.execute(sa.text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+
+
+# -- datasketch ---------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class PeerRun:
+    """Seconds spent by datasketch on ``documents`` inserts and ``queries`` queries."""
+
+    documents: int
+    prep_seconds: float = 0.0
+    minhash_seconds: float = 0.0
+    insert_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    queries: int = 0
+    query_latencies: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+
+    def insert_rate(self, backend: str) -> float:
+        """Documents per second: MinHash computation plus inserts."""
+        return self.documents / (self.minhash_seconds + self.insert_seconds[backend])
+
+    def query_rate(self, backend: str) -> float:
+        """Queries per second: MinHash computation plus the LSH query."""
+        return 1000 * self.queries / sum(self.query_latencies[backend])
+
+
+def _shingles(texts: Sequence[str], params: FingerprintParams) -> list[list[bytes]]:
+    return [word_shingles(canonical_tokens(t, params), params.shingle_size) for t in texts]
+
+
+class _Clock(dict[str, float]):
+    """Seconds accumulated per name."""
+
+    def __missing__(self, key: str) -> float:
+        return 0.0
+
+    def add(self, key: str, started: float) -> float:
+        """Add the time since ``started`` to ``key``; returns the current time."""
+        now = time.perf_counter()
+        self[key] += now - started
+        return now
+
+
+def _peer_indexes(redis_basename: bytes | None) -> dict[str, Any]:
+    from datasketch import MinHashLSH
+
+    indexes = {"memory": MinHashLSH(threshold=0.8, num_perm=84)}
+    if redis_basename is not None:
+        indexes["redis"] = MinHashLSH(threshold=0.8, num_perm=84, storage_config={
+            "type": "redis", "basename": redis_basename,
+            "redis": {"host": "127.0.0.1", "port": 6379},
+        })
+    return indexes
+
+
+def run_peers(path: Path, count: int, queries: Sequence[str], params: FingerprintParams,
+              redis_basename: bytes | None) -> PeerRun:
+    """Insert the first ``count`` documents into each datasketch index, then query them."""
+    from datasketch import MinHash
+
+    indexes = _peer_indexes(redis_basename)
+    clock = _Clock()
+    with ExitStack() as stack:
+        sessions = {name: stack.enter_context(lsh.insertion_session())
+                    for name, lsh in indexes.items()}
+        for chunk in _chunks(read_documents(path, count), PEER_CHUNK):
+            now = time.perf_counter()
+            shingles = _shingles([text for _, text in chunk], params)
+            now = clock.add("prep", now)
+            minhashes = MinHash.bulk(shingles, num_perm=84)
+            now = clock.add("minhash", now)
+            for name, session in sessions.items():
+                for (key, _), minhash in zip(chunk, minhashes, strict=True):
+                    session.insert(key, minhash)
+                now = clock.add(name, now)
+        closing = time.perf_counter()
+    if "redis" in indexes:
+        clock.add("redis", closing)
+    run = PeerRun(count, clock["prep"], clock["minhash"],
+                  {name: clock[name] for name in indexes}, len(queries))
+    query_shingles = _shingles(queries, params)
+    for name, lsh in indexes.items():
+        run.query_latencies[name] = [_query_ms(lsh, s) for s in query_shingles]
+    return run
+
+
+def _query_ms(lsh: Any, shingles: list[bytes]) -> float:
+    from datasketch import MinHash
+
+    started = time.perf_counter()
+    minhash = MinHash(num_perm=84)
+    minhash.update_batch(shingles)
+    lsh.query(minhash)
+    return (time.perf_counter() - started) * 1000
+
+
+def _chunks(items: Iterator[tuple[str, str]], size: int) -> Iterator[list[tuple[str, str]]]:
+    chunk: list[tuple[str, str]] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def clean_redis(basename: bytes) -> int:
+    """Delete every Redis key of the benchmark's index; returns how many."""
+    import redis
+
+    client = redis.Redis(host="127.0.0.1", port=6379)
+    keys = list(client.scan_iter(match=basename + b"*", count=10_000))
+    for start in range(0, len(keys), 10_000):
+        client.delete(*keys[start : start + 10_000])
+    return len(keys)
+
+
+# -- output -------------------------------------------------------------------------------------
+
+
+def load() -> str:
+    """The machine's load averages (1, 5, 15 minutes), as ``uptime`` shows them."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} ({os.cpu_count()} cores)"
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) of ``values``."""
+    return float(np.percentile(np.asarray(values), q))
+
+
+def print_ingest(run: IngestRun, generated: GeneratedFile, read_seconds: float) -> None:
+    """Throughput, slices and statuses of the ingest."""
+    n, s = run.summary.documents, run.summary
+    print(f"\n== ingest: {n:,} documents in {run.seconds:.1f} s = {n / run.seconds:,.0f} docs/s ==")
+    print(f"statuses: new {s.new:,}, exact duplicates {s.exact_duplicates:,}, near duplicates "
+          f"{s.near_duplicates:,}, errors {s.errors}; clusters {s.clusters:,}")
+    print(f"generated before timing: {generated.seconds:.1f} s ({generated.bytes / 2**20:.0f} MiB, "
+          f"{generated.near_duplicates:,} edited copies); reading the file alone: "
+          f"{read_seconds:.2f} s (inside the timed call)")
+    print(f"{'slice':<8}{'documents':>22}{'seconds':>10}{'docs/s':>10}")
+    for k, (first, count, seconds) in enumerate(run.slices()):
+        label = f"{first:,}-{first + count:,}"
+        print(f"{k + 1:<8}{label:>22}{seconds:>10.2f}{count / seconds:>10,.0f}")
+    first, count, seconds = run.slices()[-1]
+    print(f"last slice ({count / n:.0%} of the documents): {count / seconds:,.0f} docs/s")
+
+
+def print_checks(run: CheckRun, documents: int) -> None:
+    """``check`` latency percentiles."""
+    lat = run.latencies
+    print(f"\n== check: {len(lat):,} queries against {documents:,} documents "
+          f"({WARM_UP} warm-up calls not counted) ==")
+    print(f"p50 {percentile(lat, 50):.2f} ms, p95 {percentile(lat, 95):.2f} ms, "
+          f"p99 {percentile(lat, 99):.2f} ms, mean {statistics.fmean(lat):.2f} ms, "
+          f"max {max(lat):.2f} ms")
+    print(f"near-duplicate queries with a match: {run.found_near}/{run.near_queries}; "
+          f"new queries with a match: {run.found_new}/{run.new_queries}")
+
+
+def print_storage(rows: list[tuple[str, int, int]], documents: int) -> None:
+    """Bytes per document, per table."""
+    print(f"\n== storage per document ({documents:,} documents) ==")
+    print(f"{'table':<14}{'heap+toast':>12}{'indexes':>10}{'total':>10}{'MiB':>9}")
+    for table, heap, indexes in rows:
+        print(f"{table:<14}{heap / documents:>12,.0f}{indexes / documents:>10,.0f}"
+              f"{(heap + indexes) / documents:>10,.0f}{(heap + indexes) / 2**20:>9,.1f}")
+    heap, indexes = sum(r[1] for r in rows), sum(r[2] for r in rows)
+    print(f"{'all':<14}{heap / documents:>12,.0f}{indexes / documents:>10,.0f}"
+          f"{(heap + indexes) / documents:>10,.0f}{(heap + indexes) / 2**20:>9,.1f}")
+
+
+def print_peers(peer: PeerRun, ours: IngestRun, checks: CheckRun) -> None:
+    """datasketch's rates next to ours on the same subset, with ratios ours/theirs."""
+    done, seconds = ours.time_at(peer.documents)
+    our_insert = done / seconds
+    our_query = 1000 * len(checks.latencies) / sum(checks.latencies)
+    print(f"\n== datasketch MinHashLSH(threshold=0.8, num_perm=84), first {peer.documents:,} "
+          f"documents ==")
+    print(f"peer input (canonical tokens -> shingle bytes, not timed): {peer.prep_seconds:.1f} s; "
+          f"MinHash.bulk: {peer.minhash_seconds:.1f} s (timed, in both insert rates)")
+    print(f"ours on the same documents: the first {done:,} of the ingest above took "
+          f"{seconds:.1f} s = {our_insert:,.0f} docs/s (store of {done:,}); check "
+          f"{our_query:,.0f} queries/s (store of {ours.summary.documents:,})")
+    print(f"{'index':<10}{'insert/s':>11}{'ours/them':>11}{'query/s':>10}{'ours/them':>11}"
+          f"{'p50 ms':>9}{'p99 ms':>9}")
+    for name in peer.insert_seconds:
+        lat = peer.query_latencies[name]
+        print(f"{name:<10}{peer.insert_rate(name):>11,.0f}"
+              f"{our_insert / peer.insert_rate(name):>10.1f}x{peer.query_rate(name):>10,.0f}"
+              f"{our_query / peer.query_rate(name):>10.1f}x{percentile(lat, 50):>9.2f}"
+              f"{percentile(lat, 99):>9.2f}")
+
+
+# -- main ---------------------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command-line options."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    add = parser.add_argument
+    add("--docs", type=int, default=100_000, help="documents to ingest")
+    add("--words", type=int, default=40, help="mean words per document (±25%%)")
+    add("--dup-rate", type=float, default=0.2, help="share of edited copies of recent documents")
+    add("--edit-rate", type=float, default=0.02, help="share of a copy's words replaced (min 1)")
+    add("--batch-size", type=int, default=5000, help="DedupStore.ingest batch size")
+    add("--seed", type=int, default=1, help="seed of the corpus and the queries")
+    add("--url", default=os.environ.get("DEDUP_STORE_TEST_URL", DEFAULT_URL),
+        help="PostgreSQL URL (default $DEDUP_STORE_TEST_URL or %(default)s)")
+    add("--check-queries", type=int, default=2000, help="check calls to time")
+    add("--peers", action=argparse.BooleanOptionalAction, default=True,
+        help="also run datasketch in memory and on Redis")
+    add("--peer-docs", type=int, default=100_000, help="documents given to datasketch")
+    add("--no-redis", dest="redis", action="store_false", help="datasketch in memory only")
+    add("--profile", action="store_true", help="ingest under pyinstrument, print the call trees")
+    add("--profile-lines", type=int, default=60, help="lines of each call tree printed")
+    add("--keep", action="store_true", help="keep the schema (bench_ingest_<pid>) afterwards")
+    add("--tmp", type=Path, default=None, help="directory of the generated file")
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace, workdir: Path) -> None:
+    """Generate, ingest, check, measure storage, run the peers; print everything."""
+    params = FingerprintParams()
+    schema = f"bench_ingest_{os.getpid()}"
+    print(f"{args.docs:,} documents of ~{args.words} words, dup-rate {args.dup_rate}, edit-rate "
+          f"{args.edit_rate}, batch {args.batch_size}, seed {args.seed}; default params "
+          f"(num_perm {params.num_perm}, bands {params.bands}, shingle {params.shingle_size}, "
+          f"verify {params.verify}); schema {schema}")
+    print(f"start: {load()}")
+    corpus = IngestCorpus(args.seed, args.words, args.dup_rate, args.edit_rate)
+    near = args.check_queries // 2
+    positions = sorted(np.random.default_rng(args.seed + 2).choice(args.docs, near).tolist())
+    generated = corpus.write(workdir / "corpus.tsv", args.docs, keep=positions)
+    started = time.perf_counter()
+    sum(1 for _ in read_documents(generated.path))
+    read_seconds = time.perf_counter() - started
+    queries = check_queries(corpus, generated, positions, args.check_queries)
+    engine = sa.create_engine(normalize_url(args.url))
+    drop_schema(engine, schema)
+    try:
+        with DedupStore(args.url, params, schema=schema) as store:
+            if args.profile:
+                ours = profiled_ingest(store, generated.path, args.batch_size, args.profile_lines)
+            else:
+                ours = ingest(store, generated.path, args.batch_size)
+            print(f"after ingest: {load()}")
+            checks = run_checks(store, queries, corpus.fresh_texts(WARM_UP))
+        print_ingest(ours, generated, read_seconds)
+        print_checks(checks, ours.summary.documents)
+        print_storage(storage(engine, schema), ours.summary.documents)
+    finally:
+        if not args.keep:
+            drop_schema(engine, schema)
+        engine.dispose()
+    if args.peers:
+        run_peer_section(args, generated, [t for t, _ in queries], params, ours, checks)
+    print(f"\nend: {load()}")
+    print(subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip())
+
+
+def run_peer_section(args: argparse.Namespace, generated: GeneratedFile, queries: list[str],
+                     params: FingerprintParams, ours: IngestRun, checks: CheckRun) -> None:
+    """datasketch on the first ``--peer-docs`` documents; its Redis keys are removed after."""
+    count = min(args.peer_docs, generated.documents)
+    basename = f"dedup_bench_{os.getpid()}_{time.time_ns()}".encode() if args.redis else None
+    try:
+        peer = run_peers(generated.path, count, queries, params, basename)
+    finally:
+        if basename is not None:
+            clean_redis(basename)
+    print_peers(peer, ours, checks)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Parse the options and run the benchmark in a temporary directory."""
+    args = parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="dedup-ingest-", dir=args.tmp) as workdir:
+        run(args, Path(workdir))
+
+
+if __name__ == "__main__":
+    main()
