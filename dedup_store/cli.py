@@ -16,7 +16,6 @@ from typing import Annotated, Any, Literal, NoReturn
 import psycopg
 import typer
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import make_url
 from typer.core import TyperGroup
 
 from dedup_store import config
@@ -31,7 +30,6 @@ from dedup_store.service import DedupStore
 EXIT_INTERRUPTED = 130
 _D = FingerprintParams()
 """The default fingerprint parameters, quoted in the help of ``init``."""
-_MIN_BARE_SECRET = 4
 
 
 class OnError(enum.StrEnum):
@@ -110,22 +108,9 @@ def _fail(ctx: Any, error: BaseException, message: str, code: int) -> NoReturn:
     if settings is not None and settings.debug:
         raise error
     urls = [settings.url, settings.db_url] if settings else []
-    message = config.scrub(message, [p for u in urls if u for p in _passwords(u)])
+    message = config.scrub(message, [p for u in urls if u for p in config.passwords_of(u)])
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
-
-
-def _passwords(url: str) -> list[str]:
-    """The password of ``url``, to be removed wherever it appears in a message.
-
-    URLs in messages are redacted by pattern anyway; a bare occurrence is only searched for
-    passwords of 4 characters or more, since replacing every "b" of a message hides nothing.
-    """
-    try:
-        password = make_url(url).password
-    except (sa_exc.ArgumentError, ValueError):
-        return []
-    return [str(password)] if password and len(str(password)) >= _MIN_BARE_SECRET else []
 
 
 def _driver_message(error: BaseException) -> str:

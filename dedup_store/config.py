@@ -154,7 +154,8 @@ def scrub(message: str, secrets: Iterable[str] = ()) -> str:
     for secret in secrets:
         if secret:
             for form in {secret, quote(secret, safe="")}:
-                message = message.replace(form, _MASK)
+                # whole words only: hiding every "b" of a message would hide nothing
+                message = re.sub(rf"(?<!\w){re.escape(form)}(?!\w)", _MASK, message)
     message = _URL_PASSWORD.sub(lambda m: m["head"] + (_MASK if m["pw"] else "") + "@", message)
     return _KV_PASSWORD.sub(lambda m: m["head"] + _MASK, message)
 
@@ -169,10 +170,11 @@ def scrub_exception(exc: BaseException, url: str | URL | None = None) -> str:
     Returns:
         ``str(exc)`` scrubbed by :func:`scrub`.
     """
-    return scrub(str(exc), _passwords_of(url))
+    return scrub(str(exc), passwords_of(url))
 
 
-def _passwords_of(url: str | URL | None) -> list[str]:
+def passwords_of(url: str | URL | None) -> list[str]:
+    """The password of ``url`` (none when it has none or does not parse)."""
     if url is None:
         return []
     try:
