@@ -64,15 +64,18 @@ class PlantedCorpus:
                 docs.append(Document(f"{prefix}{n}-{v}", self.edit(base, edits)))
         return self.shuffled(docs)
 
-    def chain(self, length: int, edits: int, prefix: str) -> list[Document]:
-        """A drifting chain of ``length`` links, each the previous one edited ``edits`` times.
+    def chain(self, length: int, prefix: str, window: int = 400, step: int = 50) -> list[Document]:
+        """A chain of ``length`` windows over one long text, ``step`` words apart.
 
-        Ids are ``{prefix}0``, ``{prefix}1``, ...
+        Link ``i`` (id ``{prefix}{i}``) is words ``[i * step, i * step + window)``, so neighbours
+        share ``1 - step / window`` of their words (a containment match at the defaults) and
+        links two apart share less (no match): the chain is a path.
         """
-        texts = [self.original()]
-        while len(texts) < length:
-            texts.append(self.edit(texts[-1], edits))
-        return [Document(f"{prefix}{i}", t) for i, t in enumerate(texts)]
+        words = self.source.document(window + (length - 1) * step).split()
+        return [
+            Document(f"{prefix}{i}", " ".join(words[i * step : i * step + window]))
+            for i in range(length)
+        ]
 
     def bridge(self, left: str, right: str, prefix: str) -> list[Document]:
         """Two unrelated documents and a third holding both (contained in it, so it joins them).
