@@ -284,26 +284,9 @@ def delete_documents(
     ids = np.array([r[0] for r in rows], dtype=np.int64)
     signatures = np.array([r[1] for r in rows], dtype=np.int32).view(np.uint32)
     simhashes = np.array([r[2] for r in rows], dtype=np.int64).view(np.uint64)
-    bands, band_docs, band_values = _key_columns(ids, band_keys(signatures, params))
-    blocks, block_docs, block_values = _key_columns(
-        ids, block_keys(simhashes, params.simhash_blocks, params.simhash_k)
-    )
-    conn.execute(
-        text(
-            f"DELETE FROM {s}.band_keys t USING unnest(CAST(:slot AS smallint[]), "
-            "CAST(:key AS bigint[]), CAST(:doc AS bigint[])) AS g(slot, key, doc) "
-            "WHERE t.band = g.slot AND t.key = g.key AND t.doc_id = g.doc"
-        ),
-        {"slot": bands.tolist(), "key": band_values.tolist(), "doc": band_docs.tolist()},
-    )
-    conn.execute(
-        text(
-            f"DELETE FROM {s}.block_keys t USING unnest(CAST(:slot AS smallint[]), "
-            "CAST(:key AS bigint[]), CAST(:doc AS bigint[])) AS g(slot, key, doc) "
-            "WHERE t.block = g.slot AND t.key = g.key AND t.doc_id = g.doc"
-        ),
-        {"slot": blocks.tolist(), "key": block_values.tolist(), "doc": block_docs.tolist()},
-    )
+    _delete_keys(conn, s, "band_keys", "band", ids, band_keys(signatures, params))
+    blocks = block_keys(simhashes, params.simhash_blocks, params.simhash_k)
+    _delete_keys(conn, s, "block_keys", "block", ids, blocks)
     conn.execute(
         text(
             f"DELETE FROM {s}.sample_keys t USING (SELECT d.id, unnest(d.shingles) AS key "
@@ -314,6 +297,19 @@ def delete_documents(
     )
     conn.execute(text(f"DELETE FROM {s}.documents WHERE id = ANY(:ids)"), {"ids": ids.tolist()})
     split_clusters(conn, schema, {r[3] for r in rows})
+
+
+def _delete_keys(conn: Connection, s: str, table: str, slot: str, ids: I64, keys: I64) -> None:
+    """Delete the ``(n, slots)`` key matrix of documents ``ids`` through the lookup index."""
+    slots, docs, values = _key_columns(ids, keys)
+    conn.execute(
+        text(
+            f"DELETE FROM {s}.{table} t USING unnest(CAST(:slot AS smallint[]), "
+            "CAST(:key AS bigint[]), CAST(:doc AS bigint[])) AS g(slot, key, doc) "
+            f"WHERE t.{slot} = g.slot AND t.key = g.key AND t.doc_id = g.doc"
+        ),
+        {"slot": slots.tolist(), "key": values.tolist(), "doc": docs.tolist()},
+    )
 
 
 def split_clusters(conn: Connection, schema: str, labels: set[int]) -> None:

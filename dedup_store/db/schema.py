@@ -31,6 +31,18 @@ VIEWS = ("duplicate_pairs", "cluster_members", "cluster_sizes", "duplicates_per_
 METHODS = ("exact", "minhash", "simhash", "containment")
 
 
+def _key_table(md: MetaData, name: str, slot: str) -> Table:
+    """A key table: (slot, key, doc_id), indexed on (slot, key) with the document id included."""
+    return Table(
+        name,
+        md,
+        Column(slot, SmallInteger, nullable=False),
+        Column("key", BigInteger, nullable=False),
+        Column("doc_id", BigInteger, nullable=False),
+        Index(f"{name}_lookup", slot, "key", postgresql_include=["doc_id"]),
+    )
+
+
 def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
     """The tables of a store living in PostgreSQL schema ``schema``."""
     md = MetaData(schema=schema)
@@ -63,22 +75,8 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
         Index("documents_cluster_id", "cluster_id"),
         Index("documents_created_at", "created_at"),
     )
-    Table(
-        "band_keys",
-        md,
-        Column("band", SmallInteger, nullable=False),
-        Column("key", BigInteger, nullable=False),
-        Column("doc_id", BigInteger, nullable=False),
-        Index("band_keys_lookup", "band", "key", postgresql_include=["doc_id"]),
-    )
-    Table(
-        "block_keys",
-        md,
-        Column("block", SmallInteger, nullable=False),
-        Column("key", BigInteger, nullable=False),
-        Column("doc_id", BigInteger, nullable=False),
-        Index("block_keys_lookup", "block", "key", postgresql_include=["doc_id"]),
-    )
+    _key_table(md, "band_keys", "band")
+    _key_table(md, "block_keys", "block")
     Table(
         "sample_keys",
         md,
