@@ -11,6 +11,7 @@ one, and with the connected components of its own edges.
 from __future__ import annotations
 
 import multiprocessing
+import time
 import traceback
 import uuid
 from collections.abc import Iterator
@@ -79,11 +80,12 @@ def writer(
     try:
         with DedupStore(url, schema=schema, create=False) as store:
             barrier.wait(timeout=TIMEOUT)
+            started = time.time()
             statuses: list[tuple[str, str]] = []
             for start in range(0, len(share), batch_size):
                 added = store.add_many(share[start : start + batch_size])
                 statuses += [(r.external_id, r.status.value) for r in added]
-        results.put((statuses, None))
+        results.put(((started, time.time(), statuses), None))
     except BaseException:
         results.put((None, traceback.format_exc()))
 
@@ -95,7 +97,7 @@ def creator(url: str, schemas: list[str], name: str, barrier: Barrier, results: 
             barrier.wait(timeout=TIMEOUT)
             with DedupStore(url, schema=schema) as store:
                 store.add(name, f"The {name} process created the store {schema} and wrote this.")
-        results.put(([], None))
+        results.put((None, None))
     except BaseException:
         results.put((None, traceback.format_exc()))
 
@@ -116,7 +118,7 @@ def run_processes(target: Any, args: list[tuple[Any, ...]]) -> list[Any]:
     errors = [error for _, error in reports if error is not None]
     assert not errors, "\n".join(errors)
     assert [p.exitcode for p in processes] == [0] * len(processes)
-    return [statuses for statuses, _ in reports]
+    return [report for report, _ in reports]
 
 
 @pytest.fixture
@@ -144,7 +146,9 @@ def test_concurrent_writers_build_the_sequential_clusters(
         (database_url, schema, share, BATCH_SIZES[i])
         for i, share in enumerate(shares(docs, seed=8))
     ]
-    reports = run_processes(writer, args)
+    spans = run_processes(writer, args)
+    assert max(s[0] for s in spans) < min(s[1] for s in spans), "the writers overlapped in time"
+    reports = [s[2] for s in spans]
 
     written = [e for statuses in reports for e, s in statuses if s != Status.SKIPPED.value]
     assert sorted(written) == sorted(d.id for d in docs), "each id is written exactly once"
