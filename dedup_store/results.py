@@ -88,7 +88,7 @@ class AddResult:
         external_id: the document's id.
         status: new, exact or near duplicate, skipped or updated.
         matches: the stored documents it matched, best first.
-        cluster_id: the id of its cluster (the internal id of the cluster's oldest member).
+        cluster_id: the id of its cluster (the internal id of its representative member).
     """
 
     external_id: str
@@ -157,8 +157,10 @@ class Cluster:
     """A cluster of near-duplicate documents.
 
     Attributes:
-        cluster_id: internal id of the oldest member (stable while that member stays).
-        representative: external id of the oldest member.
+        cluster_id: internal id of the representative member. A merge keeps the id of the
+            larger cluster (of the older one on a tie); it changes only when the cluster is merged
+            into a larger one or its representative is deleted.
+        representative: external id of the member whose internal id is ``cluster_id``.
         members: external ids, oldest first.
         first_seen, last_seen: creation times of the oldest and newest member.
     """
