@@ -52,6 +52,7 @@ from dedup_store.results import AddResult, Document, IngestSummary, RecordError,
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
 TABLES = ("documents", "band_keys", "block_keys", "sample_keys", "edges")
 WARM_UP = 50
+BEFORE_ANALYZE = 200
 PEER_CHUNK = 5000
 SLICES = 10
 
@@ -114,7 +115,7 @@ def profiled_ingest(store: DedupStore, path: Path, batch_size: int, lines: int) 
     """
     from pyinstrument import Profiler
 
-    main, writer = Profiler(async_mode="disabled"), Profiler(async_mode="disabled")
+    main, writer = (Profiler(interval=0.005, async_mode="disabled") for _ in range(2))
     write_batch = store._write_batch
 
     def profiled_write(*args: Any, **kwargs: Any) -> Any:
@@ -187,6 +188,31 @@ def storage(engine: sa.Engine, schema: str) -> list[tuple[str, int, int]]:
             ).one()
             rows.append((table, int(total) - int(indexes), int(indexes)))
     return rows
+
+
+def analyze(engine: sa.Engine, schema: str) -> float:
+    """``ANALYZE`` the store's tables; returns the seconds it took."""
+    started = time.perf_counter()
+    with engine.begin() as conn:
+        for table in TABLES:
+            conn.execute(sa.text(f'ANALYZE "{schema}".{table}'))
+    return time.perf_counter() - started
+
+
+def server_setting(engine: sa.Engine, name: str) -> str:
+    """A PostgreSQL setting, as ``SHOW`` prints it."""
+    with engine.connect() as conn:
+        return str(conn.execute(sa.text("SELECT current_setting(:n)"), {"n": name}).scalar_one())
+
+
+def analyzed(engine: sa.Engine, schema: str) -> bool:
+    """Whether every fingerprint table has planner statistics (ANALYZE or autoanalyze ran)."""
+    with engine.connect() as conn:
+        missing = conn.execute(sa.text(
+            "SELECT count(*) FROM pg_stat_user_tables WHERE schemaname = :s "
+            "AND relname = ANY(:t) AND last_analyze IS NULL AND last_autoanalyze IS NULL"),
+            {"s": schema, "t": list(TABLES)}).scalar_one()
+    return int(missing) == 0
 
 
 def drop_schema(engine: sa.Engine, schema: str) -> None:
@@ -324,6 +350,23 @@ def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q))
 
 
+def ratio(ours: float, theirs: float) -> str:
+    """``ours / theirs`` as ``12.3x`` (two decimals below 1)."""
+    value = ours / theirs
+    return f"{value:.1f}x" if value >= 1 else f"{value:.2f}x"
+
+
+def revision() -> str:
+    """The checked-out commit, and whether the package's files differ from it."""
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], capture_output=True, text=True, check=False)
+        return done.stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "--", "dedup_store", "migrations")
+    return commit + (" with uncommitted changes in dedup_store" if dirty else "")
+
+
 def print_ingest(run: IngestRun, generated: GeneratedFile, read_seconds: float) -> None:
     """Throughput, slices and statuses of the ingest."""
     n, s = run.summary.documents, run.summary
@@ -341,16 +384,19 @@ def print_ingest(run: IngestRun, generated: GeneratedFile, read_seconds: float) 
     print(f"last slice ({count / n:.0%} of the documents): {count / seconds:,.0f} docs/s")
 
 
-def print_checks(run: CheckRun, documents: int) -> None:
-    """``check`` latency percentiles."""
-    lat = run.latencies
-    print(f"\n== check: {len(lat):,} queries against {documents:,} documents "
-          f"({WARM_UP} warm-up calls not counted) ==")
-    print(f"p50 {percentile(lat, 50):.2f} ms, p95 {percentile(lat, 95):.2f} ms, "
-          f"p99 {percentile(lat, 99):.2f} ms, mean {statistics.fmean(lat):.2f} ms, "
-          f"max {max(lat):.2f} ms")
-    print(f"near-duplicate queries with a match: {run.found_near}/{run.near_queries}; "
-          f"new queries with a match: {run.found_new}/{run.new_queries}")
+def print_checks(runs: Sequence[tuple[str, CheckRun]], documents: int, notes: str) -> None:
+    """``check`` latency percentiles, one row per phase."""
+    print(f"\n== check: latency (ms) against {documents:,} documents; {WARM_UP} warm-up calls "
+          f"per phase not counted ==")
+    print(notes)
+    print(f"{'phase':<34}{'queries':>8}{'p50':>8}{'p95':>8}{'p99':>8}{'mean':>8}{'max':>8}"
+          f"{'found near':>12}{'found new':>11}")
+    for phase, run in runs:
+        lat = run.latencies
+        print(f"{phase:<34}{len(lat):>8,}{percentile(lat, 50):>8.2f}{percentile(lat, 95):>8.2f}"
+              f"{percentile(lat, 99):>8.2f}{statistics.fmean(lat):>8.2f}{max(lat):>8.2f}"
+              f"{f'{run.found_near}/{run.near_queries}':>12}"
+              f"{f'{run.found_new}/{run.new_queries}':>11}")
 
 
 def print_storage(rows: list[tuple[str, int, int]], documents: int) -> None:
@@ -382,8 +428,8 @@ def print_peers(peer: PeerRun, ours: IngestRun, checks: CheckRun) -> None:
     for name in peer.insert_seconds:
         lat = peer.query_latencies[name]
         print(f"{name:<10}{peer.insert_rate(name):>11,.0f}"
-              f"{our_insert / peer.insert_rate(name):>10.1f}x{peer.query_rate(name):>10,.0f}"
-              f"{our_query / peer.query_rate(name):>10.1f}x{percentile(lat, 50):>9.2f}"
+              f"{ratio(our_insert, peer.insert_rate(name)):>11}{peer.query_rate(name):>10,.0f}"
+              f"{ratio(our_query, peer.query_rate(name)):>11}{percentile(lat, 50):>9.2f}"
               f"{percentile(lat, 99):>9.2f}")
 
 
@@ -403,6 +449,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--url", default=os.environ.get("DEDUP_STORE_TEST_URL", DEFAULT_URL),
         help="PostgreSQL URL (default $DEDUP_STORE_TEST_URL or %(default)s)")
     add("--check-queries", type=int, default=2000, help="check calls to time")
+    add("--analyze", action=argparse.BooleanOptionalAction, default=True,
+        help="time check on the store as ingested (200 queries), then after ANALYZE")
     add("--peers", action=argparse.BooleanOptionalAction, default=True,
         help="also run datasketch in memory and on Redis")
     add("--peer-docs", type=int, default=100_000, help="documents given to datasketch")
@@ -422,7 +470,7 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
           f"{args.edit_rate}, batch {args.batch_size}, seed {args.seed}; default params "
           f"(num_perm {params.num_perm}, bands {params.bands}, shingle {params.shingle_size}, "
           f"verify {params.verify}); schema {schema}")
-    print(f"start: {load()}")
+    print(f"revision {revision()}; start: {load()}")
     corpus = IngestCorpus(args.seed, args.words, args.dup_rate, args.edit_rate)
     near = args.check_queries // 2
     positions = sorted(np.random.default_rng(args.seed + 2).choice(args.docs, near).tolist())
@@ -440,9 +488,10 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
             else:
                 ours = ingest(store, generated.path, args.batch_size)
             print(f"after ingest: {load()}")
-            checks = run_checks(store, queries, corpus.fresh_texts(WARM_UP))
+            phases, notes = check_phases(store, engine, queries, corpus, args.analyze)
+            checks = phases[-1][1]
         print_ingest(ours, generated, read_seconds)
-        print_checks(checks, ours.summary.documents)
+        print_checks(phases, ours.summary.documents, notes)
         print_storage(storage(engine, schema), ours.summary.documents)
     finally:
         if not args.keep:
@@ -452,6 +501,30 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
         run_peer_section(args, generated, [t for t, _ in queries], params, ours, checks)
     print(f"\nend: {load()}")
     print(subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip())
+
+
+def check_phases(store: DedupStore, engine: sa.Engine, queries: Sequence[tuple[str, bool]],
+                 corpus: IngestCorpus, analyze_after: bool
+                 ) -> tuple[list[tuple[str, CheckRun]], str]:
+    """``check`` timed on the store as the ingest left it, then after ``ANALYZE`` if asked.
+
+    Without autovacuum (or before it gets to the new tables) the planner has no statistics of
+    the fingerprint tables; the first phase shows what ``check`` costs then, on at most
+    ``BEFORE_ANALYZE`` queries.
+    """
+    had_stats = analyzed(engine, store.schema)
+    notes = (f"server: autovacuum {server_setting(engine, 'autovacuum')}, "
+             f"max_parallel_workers_per_gather "
+             f"{server_setting(engine, 'max_parallel_workers_per_gather')}; tables "
+             f"{'had' if had_stats else 'had no'} planner statistics after the ingest")
+    label = "as ingested" + ("" if had_stats else " (no statistics)")
+    if not analyze_after:
+        return [(label, run_checks(store, queries, corpus.fresh_texts(WARM_UP)))], notes
+    phases = [(label, run_checks(store, queries[:BEFORE_ANALYZE], corpus.fresh_texts(WARM_UP)))]
+    seconds = analyze(engine, store.schema)
+    notes += f"; ANALYZE of the five tables took {seconds:.1f} s (not in the ingest time)"
+    phases.append(("after ANALYZE", run_checks(store, queries, corpus.fresh_texts(WARM_UP))))
+    return phases, notes
 
 
 def run_peer_section(args: argparse.Namespace, generated: GeneratedFile, queries: list[str],
