@@ -2,16 +2,19 @@
 
 One run, on one seeded corpus (:mod:`benchmarks.ingest_corpus`):
 
-1. The documents are generated into a temporary file before any timer starts (the time is printed
-   as ``generated``); the timed ingest reads that file line by line, as an ingest of a JSONL dump
-   would (reading alone is printed as ``read``, a fraction of a second per 100k documents).
+1. The documents are generated into a temporary file before any timer starts (printed as
+   ``generated before timing``); the timed ingest reads that file line by line, as an ingest of
+   a dump would (``reading the file alone``: a tenth of a second per 100k short documents).
 2. ``DedupStore.ingest`` writes them into a fresh schema of the test database (default
    parameters, ``keep_text`` off): fingerprints, band, block and excerpt keys, edges, clusters.
    The rate is documents over the wall time of that one call; each batch's completion is
    timestamped (``on_batch``) to give the rate of every 10 % slice of the documents.
 3. ``check`` latency over ``--check-queries`` texts (half near-duplicates of documents at random
-   positions of the store, half new documents), after 50 untimed warm-up calls. Each latency is
-   one ``DedupStore.check`` call: fingerprinting the raw text and the one SQL statement.
+   positions of the store, half new documents), 50 untimed warm-up calls first. Each latency is
+   one ``DedupStore.check`` call: fingerprinting the raw text and the one SQL statement. It is
+   timed on the store as the ingest left it (200 queries), then after ``ANALYZE`` of its tables
+   (all queries; ``--no-analyze`` skips this): without autovacuum the planner has no statistics
+   of the new tables. The server's ``autovacuum`` setting is printed.
 4. Storage: ``pg_total_relation_size`` (heap, TOAST, indexes) of the fingerprint tables divided
    by the number of documents (``documents.body`` is NULL: ``keep_text`` is off).
 5. Peers, on the first ``--peer-docs`` documents of the same file: datasketch ``MinHashLSH(
