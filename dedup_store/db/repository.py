@@ -25,6 +25,11 @@ from dedup_store.db import copy
 from dedup_store.db.verify import fetch_document, score_parameters, scored_pairs_sql
 
 I64 = npt.NDArray[np.int64]
+#: Per-session temporary table holding the keys of the batch being written.
+STAGING_TABLE = "dedup_store_new_keys"
+#: The key tables, in the order of the staging table's ``kind`` numbers, with their slot column.
+KEY_TABLES = (("band_keys", "band"), ("block_keys", "block"), ("sample_keys", None))
+
 # fixed-width columns first (encoded for the whole batch with numpy), then variable ones
 DOCUMENT_COLUMNS = (
     "id", "cluster_id", "simhash", "exact_hash", "signature", "shingle_count", "token_count",
@@ -134,14 +139,43 @@ def insert_documents(
             shingle_fields[i],
         ]
     copy.copy_payload(conn, schema, "documents", DOCUMENT_COLUMNS, b"".join(parts))
-    keys = new.key_columns()
-    copy.copy_fixed_rows(
-        conn, schema, "band_keys", ("band", "key", "doc_id"), [keys["bb"], keys["bk"], keys["bd"]]
+    _stage_keys(conn, new)
+    s = f'"{schema}"'
+    for kind, (table, slot) in enumerate(KEY_TABLES):
+        columns = f"{slot}, key, doc_id" if slot else "key, doc_id"
+        values = "slot, key, doc_id" if slot else "key::integer, doc_id"
+        conn.execute(
+            text(
+                f"INSERT INTO {s}.{table} ({columns}) "
+                f"SELECT {values} FROM pg_temp.{STAGING_TABLE} WHERE kind = {kind}"
+            )
+        )
+
+
+def _stage_keys(conn: Connection, new: NewRows) -> None:
+    """COPY the batch's keys of every kind into the session's staging table.
+
+    The candidate query reads the new keys from there (an index probe into the key tables per
+    row), and the key tables are filled from there with ``INSERT ... SELECT``.
+    """
+    conn.execute(
+        text(
+            f"CREATE TEMP TABLE IF NOT EXISTS {STAGING_TABLE} (kind smallint NOT NULL, "
+            "slot smallint NOT NULL, key bigint NOT NULL, doc_id bigint NOT NULL)"
+        )
     )
-    copy.copy_fixed_rows(
-        conn, schema, "block_keys", ("block", "key", "doc_id"), [keys["kb"], keys["kk"], keys["kd"]]
-    )
-    copy.copy_fixed_rows(conn, schema, "sample_keys", ("key", "doc_id"), [keys["sk"], keys["sd"]])
+    conn.execute(text(f"TRUNCATE pg_temp.{STAGING_TABLE}"))
+    k = new.key_columns()
+    sizes = (len(k["bk"]), len(k["kk"]), len(k["sk"]))
+    kinds = np.repeat(np.arange(3, dtype=np.int16), sizes)
+    slots = np.concatenate([k["bb"], k["kb"], np.zeros(sizes[2], dtype=np.int16)])
+    keys = np.concatenate([k["bk"], k["kk"], k["sk"].astype(np.int64)])
+    docs = np.concatenate([k["bd"], k["kd"], k["sd"]])
+    # in index order: the probes and index insertions that follow walk the b-trees in order
+    order = np.lexsort((keys, slots, kinds))
+    columns = ("kind", "slot", "key", "doc_id")
+    values = [kinds[order], slots[order], keys[order], docs[order]]
+    copy.copy_fixed_rows(conn, "pg_temp", STAGING_TABLE, columns, values)
 
 
 def _ranges(starts: I64, ends: I64) -> I64:
@@ -160,19 +194,20 @@ def _key_columns(ids: I64, keys: I64) -> tuple[npt.NDArray[np.int16], I64, I64]:
     return slot, np.repeat(ids, slots), keys.reshape(-1)
 
 
-def _probe(s: str, table: str, slot: str | None, keys: str, docs: str) -> str:
-    """Older documents sharing a key with new documents: one index probe per key.
+def _probe(s: str, kind: int) -> str:
+    """Older documents sharing a staged key of ``kind`` with new documents.
 
-    The ``OFFSET 0`` keeps each probe a parameterized index scan, so the cost follows the
-    number of new keys, never the size of the key table.
+    One index probe per new key; the ``OFFSET 0`` keeps each probe a parameterized index scan,
+    so the cost follows the number of new keys, never the size of the key table.
     """
+    table, slot = KEY_TABLES[kind]
     slot_match = f"k.{slot} = n.slot AND " if slot else ""
-    columns = "slot, key, doc_id" if slot else "key, doc_id"
+    key = "n.key" if slot else "n.key::integer"
     return f"""SELECT o.doc_id AS a, n.doc_id AS b
-               FROM unnest({keys}, {docs}) AS n({columns})
+               FROM pg_temp.{STAGING_TABLE} n
                CROSS JOIN LATERAL (SELECT k.doc_id FROM {s}.{table} k
-                                   WHERE {slot_match}k.key = n.key OFFSET 0) o
-               WHERE o.doc_id < n.doc_id"""
+                                   WHERE {slot_match}k.key = {key} OFFSET 0) o
+               WHERE n.kind = {kind} AND o.doc_id < n.doc_id"""
 
 
 def store_edges(conn: Connection, schema: str, new: NewRows) -> list[EdgeRow]:
@@ -183,25 +218,9 @@ def store_edges(conn: Connection, schema: str, new: NewRows) -> list[EdgeRow]:
     """
     s = f'"{schema}"'
     new_keys = f"""
-        nb AS ({
-        _probe(
-            s,
-            "band_keys",
-            "band",
-            "CAST(:bb AS smallint[]), CAST(:bk AS bigint[])",
-            "CAST(:bd AS bigint[])",
-        )
-    }),
-        nk AS ({
-        _probe(
-            s,
-            "block_keys",
-            "block",
-            "CAST(:kb AS smallint[]), CAST(:kk AS bigint[])",
-            "CAST(:kd AS bigint[])",
-        )
-    }),
-        ns AS ({_probe(s, "sample_keys", None, "CAST(:sk AS integer[])", "CAST(:sd AS bigint[])")}),
+        nb AS ({_probe(s, 0)}),
+        nk AS ({_probe(s, 1)}),
+        ns AS ({_probe(s, 2)}),
         ne AS (SELECT o.id AS a, nd.id AS b
                FROM {s}.documents nd
                CROSS JOIN LATERAL (SELECT id FROM {s}.documents o
@@ -225,12 +244,12 @@ def store_edges(conn: Connection, schema: str, new: NewRows) -> list[EdgeRow]:
                 RETURNING a, b, method, jaccard, containment, hamming)
         SELECT ins.*, d.external_id, d.cluster_id FROM ins JOIN {s}.documents d ON d.id = ins.a
     """
-    return [EdgeRow(*row) for row in conn.execute(text(statement), _key_parameters(new))]
-
-
-def _key_parameters(new: NewRows) -> dict[str, Any]:
-    columns = {name: values.tolist() for name, values in new.key_columns().items()}
-    return {"ids": new.ids.tolist(), **columns, **score_parameters(new.batch.params)}
+    return [
+        EdgeRow(*row)
+        for row in conn.execute(
+            text(statement), {"ids": new.ids.tolist(), **score_parameters(new.batch.params)}
+        )
+    ]
 
 
 def merge_clusters(conn: Connection, schema: str, edges: Sequence[EdgeRow]) -> dict[int, int]:
