@@ -73,7 +73,6 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
         Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
         Index("documents_exact_hash", "exact_hash"),
         Index("documents_cluster_id", "cluster_id"),
-        Index("documents_created_at", "created_at"),
     )
     _key_table(md, "band_keys", "band")
     _key_table(md, "block_keys", "block")

@@ -42,7 +42,6 @@ CREATE TABLE {s}.documents (
 );
 CREATE INDEX documents_exact_hash ON {s}.documents (exact_hash);
 CREATE INDEX documents_cluster_id ON {s}.documents (cluster_id);
-CREATE INDEX documents_created_at ON {s}.documents (created_at);
 
 CREATE TABLE {s}.band_keys (
     band smallint NOT NULL,
