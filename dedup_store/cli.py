@@ -186,9 +186,7 @@ def init(
     cjk_shingle_size: Annotated[
         int | None, _param("cjk_shingle_size", "Characters per shingle in Chinese/Japanese text")
     ] = None,
-    num_perm: Annotated[
-        int | None, _param("num_perm", "Min-hashes per MinHash signature")
-    ] = None,
+    num_perm: Annotated[int | None, _param("num_perm", "Min-hashes per MinHash signature")] = None,
     scheme: Annotated[SchemeChoice | None, _param("scheme", "MinHash band scheme")] = None,
     threshold: Annotated[
         float | None, _param("threshold", "Target Jaccard similarity of near-duplicates")
@@ -221,20 +219,33 @@ def init(
     parameters: giving different ones is an error that names them.
     """
     given = {
-        "shingle_size": shingle_size, "cjk_shingle_size": cjk_shingle_size, "num_perm": num_perm,
-        "scheme": scheme, "threshold": threshold, "simhash_k": simhash_k,
-        "simhash_blocks": simhash_blocks, "containment": containment, "verify": verify,
-        "stopwords": stopwords, "stem": stem, "html": html,
+        "shingle_size": shingle_size,
+        "cjk_shingle_size": cjk_shingle_size,
+        "num_perm": num_perm,
+        "scheme": scheme,
+        "threshold": threshold,
+        "simhash_k": simhash_k,
+        "simhash_blocks": simhash_blocks,
+        "containment": containment,
+        "verify": verify,
+        "stopwords": stopwords,
+        "stem": stem,
+        "html": html,
     }
-    chosen = {k: v.value if isinstance(v, enum.Enum) else v
-              for k, v in given.items() if v is not None}
+    chosen = {
+        k: v.value if isinstance(v, enum.Enum) else v for k, v in given.items() if v is not None
+    }
     params = FingerprintParams.from_dict(chosen) if chosen else None
     settings = _settings(ctx)
     migrate.upgrade(settings.resolve(), settings.schema)
     with settings.store(create=True, params=params) as store:
         stored = store.params
-    info = {"schema": settings.schema, "database": config.redact(settings.resolve()),
-            "revision": migrate.head(), "params": stored.to_dict()}
+    info = {
+        "schema": settings.schema,
+        "database": config.redact(settings.resolve()),
+        "revision": migrate.head(),
+        "params": stored.to_dict(),
+    }
     Output(fmt).record(info, title="store ready")
 
 
@@ -246,8 +257,9 @@ def ingest(
     ctx: typer.Context,
     paths: Annotated[
         list[str],
-        typer.Argument(metavar="PATH", help="Files, directories or - for standard input.",
-                       show_default=False),
+        typer.Argument(
+            metavar="PATH", help="Files, directories or - for standard input.", show_default=False
+        ),
     ],
     glob: Annotated[
         str, typer.Option(help="Comma-separated file name patterns searched in directories.")
@@ -256,18 +268,23 @@ def ingest(
     text_field: Annotated[str, typer.Option(help="JSONL key / CSV column of the text.")] = "text",
     stdin_format: Annotated[
         StdinFormat,
-        typer.Option("--format", help="Format of standard input (text: the whole stream is "
-                     "one document with the id 'stdin')."),
+        typer.Option(
+            "--format",
+            help="Format of standard input (text: the whole stream is "
+            "one document with the id 'stdin').",
+        ),
     ] = StdinFormat.jsonl,
     on_error: Annotated[
         OnError, typer.Option(help="On a bad record: stop, or skip it and report it.")
     ] = OnError.stop,
-    batch_size: Annotated[
-        int, typer.Option(min=1, help="Documents per transaction.")
-    ] = 2000,
+    batch_size: Annotated[int, typer.Option(min=1, help="Documents per transaction.")] = 2000,
     update: Annotated[
-        bool, typer.Option("--update", help="Replace documents whose id is already stored "
-                           "(default: skip them, so re-running is idempotent).")
+        bool,
+        typer.Option(
+            "--update",
+            help="Replace documents whose id is already stored "
+            "(default: skip them, so re-running is idempotent).",
+        ),
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
@@ -290,11 +307,21 @@ def ingest(
             reader_errors.append(error)
             progress.warn(f"skipped: {error}")
 
-        records = read_inputs(paths, glob=glob, id_field=id_field, text_field=text_field,
-                              stdin_format=fmt, stdin=typer.get_binary_stream("stdin"))
-        summary = store.ingest(apply_error_policy(records, policy, report),
-                               batch_size=batch_size, update=update, on_error=policy,
-                               on_batch=progress.on_batch)
+        records = read_inputs(
+            paths,
+            glob=glob,
+            id_field=id_field,
+            text_field=text_field,
+            stdin_format=fmt,
+            stdin=typer.get_binary_stream("stdin"),
+        )
+        summary = store.ingest(
+            apply_error_policy(records, policy, report),
+            batch_size=batch_size,
+            update=update,
+            on_error=policy,
+            on_batch=progress.on_batch,
+        )
     summary.errors += len(reader_errors)
     summary.seconds = max(summary.seconds, time.perf_counter() - started)
     _print_summary(summary, as_json)
@@ -319,13 +346,17 @@ def check(
     ctx: typer.Context,
     text: Annotated[
         str | None,
-        typer.Argument(metavar="TEXT", help="The text to check; - or nothing reads "
-                       "standard input.", show_default=False),
+        typer.Argument(
+            metavar="TEXT",
+            help="The text to check; - or nothing reads standard input.",
+            show_default=False,
+        ),
     ] = None,
     file: Annotated[
         str | None,
-        typer.Option("--file", metavar="PATH", help="Read the text from this file.",
-                     show_default=False),
+        typer.Option(
+            "--file", metavar="PATH", help="Read the text from this file.", show_default=False
+        ),
     ] = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
@@ -346,8 +377,13 @@ def check(
     elif fmt is OutputFormat.csv:
         out.rows(matches, [])
     else:
-        out.record({"status": result.status.value, "cluster_id": result.cluster_id,
-                    "matches": len(matches)})
+        out.record(
+            {
+                "status": result.status.value,
+                "cluster_id": result.cluster_id,
+                "matches": len(matches),
+            }
+        )
         out.rows(matches, _MATCH_COLUMNS, title="matches")
 
 
@@ -407,8 +443,9 @@ def clusters(
 ) -> None:
     """List the clusters of duplicates, oldest first."""
     with _settings(ctx).store() as store:
-        count = Output(fmt).rows((c.to_dict() for c in store.clusters(min_size)),
-                                 _CLUSTER_COLUMNS, title="clusters")
+        count = Output(fmt).rows(
+            (c.to_dict() for c in store.clusters(min_size)), _CLUSTER_COLUMNS, title="clusters"
+        )
     _note_empty(fmt, count, f"no clusters with at least {min_size} documents")
 
 
@@ -422,8 +459,9 @@ def pairs(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
     In each pair, a is the older document.
     """
     with _settings(ctx).store() as store:
-        count = Output(fmt).rows((p.to_dict() for p in store.pairs()), _PAIR_COLUMNS,
-                                 title="duplicate pairs")
+        count = Output(fmt).rows(
+            (p.to_dict() for p in store.pairs()), _PAIR_COLUMNS, title="duplicate pairs"
+        )
     _note_empty(fmt, count, "no duplicate pairs")
 
 
@@ -479,8 +517,13 @@ def db_status(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> Non
     info: dict[str, Any] = {"source": source, "schema": settings.schema}
     if source == "embedded":
         state = embedded.status()
-        info.update(running=state.running, pid=state.pid, data_dir=str(state.data_dir),
-                    initialized=state.initialized, url=state.url)
+        info.update(
+            running=state.running,
+            pid=state.pid,
+            data_dir=str(state.data_dir),
+            initialized=state.initialized,
+            url=state.url,
+        )
     else:
         info["url"] = config.redact(config.resolve_url(settings.db_url))
     Output(fmt).record(info, title="database")

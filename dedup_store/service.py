@@ -210,6 +210,7 @@ class DedupStore:
             [prepared.language_of_row(r) for r in rows],
         )
         edges = repository.store_edges(conn, self.schema, new)
+        repository.file_staged_keys(conn, self.schema)
         mapping = repository.merge_clusters(conn, self.schema, edges)
         twin_clusters = queries.cluster_ids(conn, self.schema, prepared.twin_ids(known))
         return prepared.outcome(ids.tolist(), edges, mapping, known, twin_clusters)

@@ -20,17 +20,13 @@ from selectolax.lexbor import LexborHTMLParser
 from dedup_store.core.params import FingerprintParams
 
 _CJK_CLASS = r"\p{Han}\p{Hiragana}\p{Katakana}"
-_TOKEN = regex.compile(
-    rf"(?V1)(?P<cjk>[{_CJK_CLASS}]+)|[[\p{{L}}\p{{N}}\p{{M}}]--[{_CJK_CLASS}]]+"
-)
+_TOKEN = regex.compile(rf"(?V1)(?P<cjk>[{_CJK_CLASS}]+)|[[\p{{L}}\p{{N}}\p{{M}}]--[{_CJK_CLASS}]]+")
 _CJK_CHAR = regex.compile(rf"[{_CJK_CLASS}]")
 # Fast path for text without CJK: the standard library's word runs (letters, digits, marks).
 _ANY_CJK = regex.compile(rf"[{_CJK_CLASS}]")
 _WORD = re.compile(r"[^\W_]+")
 # ASCII fast path: capitals to small letters, everything but letters and digits to a space.
-_ASCII_TABLE = str.maketrans(
-    {i: chr(i).lower() if chr(i).isalnum() else " " for i in range(128)}
-)
+_ASCII_TABLE = str.maketrans({i: chr(i).lower() if chr(i).isalnum() else " " for i in range(128)})
 _CYRILLIC = regex.compile(r"\p{Cyrillic}")
 _HTML_HINT = re.compile(
     r"<(?:!doctype|!--|html|head|body|p|div|br|span|a|b|i|em|strong|script|style|table|tr|td|"

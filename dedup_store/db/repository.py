@@ -101,7 +101,12 @@ def insert_documents(
     bodies: Sequence[str | None],
     languages: Sequence[str],
 ) -> None:
-    """COPY the selected documents of a batch and their keys (other arguments per new row)."""
+    """COPY the selected documents of a batch, and stage their keys (other arguments per row).
+
+    The staged keys go into the key tables with :func:`file_staged_keys` once
+    :func:`store_edges` has looked them up, so its probes into the key tables only meet older
+    documents' keys.
+    """
     batch, rows = new.batch, new.rows
     starts, ends = batch.shingle_offsets[rows], batch.shingle_offsets[rows + 1]
     signatures, signature_dtype = copy.int4_matrix(batch.signatures[rows].view(np.int32))
@@ -140,6 +145,10 @@ def insert_documents(
         ]
     copy.copy_payload(conn, schema, "documents", DOCUMENT_COLUMNS, b"".join(parts))
     _stage_keys(conn, new)
+
+
+def file_staged_keys(conn: Connection, schema: str) -> None:
+    """Move the staged keys of the batch into the key tables (after :func:`store_edges`)."""
     s = f'"{schema}"'
     for kind, (table, slot) in enumerate(KEY_TABLES):
         columns = f"{slot}, key, doc_id" if slot else "key, doc_id"
@@ -195,7 +204,7 @@ def _key_columns(ids: I64, keys: I64) -> tuple[npt.NDArray[np.int16], I64, I64]:
 
 
 def _probe(s: str, kind: int) -> str:
-    """Older documents sharing a staged key of ``kind`` with new documents.
+    """Stored documents sharing a staged key of ``kind`` with new documents.
 
     One index probe per new key; the ``OFFSET 0`` keeps each probe a parameterized index scan,
     so the cost follows the number of new keys, never the size of the key table.
@@ -203,11 +212,11 @@ def _probe(s: str, kind: int) -> str:
     table, slot = KEY_TABLES[kind]
     slot_match = f"k.{slot} = n.slot AND " if slot else ""
     key = "n.key" if slot else "n.key::integer"
-    return f"""SELECT o.doc_id AS a, n.doc_id AS b
+    return f"""SELECT o.doc_id AS a, n.doc_id AS b, {kind} AS kind
                FROM pg_temp.{STAGING_TABLE} n
                CROSS JOIN LATERAL (SELECT k.doc_id FROM {s}.{table} k
                                    WHERE {slot_match}k.key = {key} OFFSET 0) o
-               WHERE n.kind = {kind} AND o.doc_id < n.doc_id"""
+               WHERE n.kind = {kind}"""
 
 
 def store_edges(conn: Connection, schema: str, new: NewRows) -> list[EdgeRow]:
@@ -221,14 +230,19 @@ def store_edges(conn: Connection, schema: str, new: NewRows) -> list[EdgeRow]:
         nb AS ({_probe(s, 0)}),
         nk AS ({_probe(s, 1)}),
         ns AS ({_probe(s, 2)}),
+        nn AS (SELECT m.doc_id AS a, n.doc_id AS b, n.kind
+               FROM pg_temp.{STAGING_TABLE} n
+               JOIN pg_temp.{STAGING_TABLE} m
+                    ON m.kind = n.kind AND m.slot = n.slot AND m.key = n.key
+                   AND m.doc_id < n.doc_id),
         ne AS (SELECT o.id AS a, nd.id AS b
                FROM {s}.documents nd
                CROSS JOIN LATERAL (SELECT id FROM {s}.documents o
                                    WHERE o.exact_hash = nd.exact_hash OFFSET 0) o
                WHERE nd.id = ANY(:ids) AND o.id < nd.id),
-        cand AS (SELECT a, b, bool_and(block) AS block_only FROM (
-                     SELECT a, b, false AS block FROM nb UNION ALL SELECT a, b, true FROM nk
-                     UNION ALL SELECT a, b, false FROM ns UNION ALL SELECT a, b, false FROM ne
+        cand AS (SELECT a, b, bool_and(kind = 1) AS block_only FROM (
+                     SELECT * FROM nb UNION ALL SELECT * FROM nk UNION ALL SELECT * FROM ns
+                     UNION ALL SELECT * FROM nn UNION ALL SELECT a, b, -1 FROM ne
                  ) found GROUP BY a, b)
     """
     scored = scored_pairs_sql(
