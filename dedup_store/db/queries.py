@@ -41,6 +41,16 @@ def save_params(conn: Connection, schema: str, params: FingerprintParams) -> Non
     )
 
 
+def _lookup(s: str, table: str, slot: str | None, keys: str) -> str:
+    """Stored documents sharing one of the query's keys: an index probe per key."""
+    columns, match = ("slot, key", f"k.{slot} = n.slot AND ") if slot else ("key", "")
+    block = "true" if table == "block_keys" else "false"
+    return f"""SELECT o.doc_id AS a, {block} AS block
+               FROM unnest({keys}) AS n({columns})
+               CROSS JOIN LATERAL (SELECT k.doc_id FROM {s}.{table} k
+                                   WHERE {match}k.key = n.key OFFSET 0) o"""
+
+
 def check_matches(conn: Connection, schema: str, fp: Fingerprint) -> list[MatchRow]:
     """Verified matches of an unstored fingerprint: ONE statement, candidates and scores."""
     s = f'"{schema}"'
@@ -51,14 +61,11 @@ def check_matches(conn: Connection, schema: str, fp: Fingerprint) -> list[MatchR
                        CAST(:shingle_count AS integer) AS shingle_count) y"""
     candidates = f"""(
         SELECT a, bool_and(block) AS block_only FROM (
-            SELECT o.doc_id AS a, false AS block FROM {s}.band_keys o
-            JOIN unnest(CAST(:bb AS smallint[]), CAST(:bk AS bigint[])) AS n(band, key)
-                 ON o.band = n.band AND o.key = n.key
-            UNION ALL SELECT o.doc_id, true FROM {s}.block_keys o
-            JOIN unnest(CAST(:kb AS smallint[]), CAST(:kk AS bigint[])) AS n(block, key)
-                 ON o.block = n.block AND o.key = n.key
-            UNION ALL SELECT o.doc_id, false FROM {s}.sample_keys o
-            WHERE o.key = ANY(CAST(:sk AS integer[]))
+            {_lookup(s, "band_keys", "band", "CAST(:bb AS smallint[]), CAST(:bk AS bigint[])")}
+            UNION ALL
+            {_lookup(s, "block_keys", "block", "CAST(:kb AS smallint[]), CAST(:kk AS bigint[])")}
+            UNION ALL
+            {_lookup(s, "sample_keys", None, "CAST(:sk AS integer[])")}
             UNION ALL SELECT o.id, false FROM {s}.documents o
             WHERE o.exact_hash = CAST(:exact AS bytea)
         ) found GROUP BY a
