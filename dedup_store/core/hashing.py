@@ -48,11 +48,20 @@ def combine_columns(columns: U64, salt: int = 0) -> U64:
     Returns:
         shape ``(n,)``.
     """
-    rows, width = columns.shape
-    acc = np.full(rows, (salt * int(_SPLITMIX_GAMMA)) & MASK64, dtype=np.uint64)
+    return combine_groups(columns[:, None, :], np.array([salt], dtype=np.uint64))[:, 0]
+
+
+def combine_groups(groups: U64, salts: U64) -> U64:
+    """Hash every group of a 3-D ``uint64`` array ``(n, groups, width)`` into one value.
+
+    Group ``g`` of row ``i`` gives the same value as
+    ``combine_columns(groups[:, g, :], salts[g])[i]``; all groups are done in one pass.
+    """
+    width = groups.shape[2]
     with np.errstate(over="ignore"):
-        for j in range(width):
-            acc += columns[:, j] * COMBINE[j]
+        start = salts.astype(np.uint64) * _SPLITMIX_GAMMA
+        weighted = groups * COMBINE[:width]
+        acc = np.add.reduce(weighted, axis=2, dtype=np.uint64) + start
     return mix64(acc)
 
 

@@ -16,7 +16,7 @@ import itertools
 import numpy as np
 import numpy.typing as npt
 
-from dedup_store.core.hashing import as_int64, combine_columns
+from dedup_store.core.hashing import as_int64, combine_groups
 from dedup_store.core.minhash import U32
 from dedup_store.core.params import FingerprintParams
 
@@ -26,11 +26,8 @@ _MEGA_SALT = 1 << 16
 
 def super_shingles(signatures: U32, bands: int, rows: int) -> npt.NDArray[np.uint64]:
     """One 64-bit hash per band: shape ``(n_docs, bands)``."""
-    wide = signatures.astype(np.uint64)
-    columns = [
-        combine_columns(wide[:, i * rows : (i + 1) * rows], salt=i + 1) for i in range(bands)
-    ]
-    return np.stack(columns, axis=1) if columns else np.empty((len(signatures), 0), np.uint64)
+    wide = signatures[:, : bands * rows].astype(np.uint64).reshape(len(signatures), bands, rows)
+    return combine_groups(wide, np.arange(1, bands + 1, dtype=np.uint64))
 
 
 def band_keys(signatures: U32, params: FingerprintParams) -> I64:
@@ -39,8 +36,7 @@ def band_keys(signatures: U32, params: FingerprintParams) -> I64:
     supers = super_shingles(signatures, bands, rows)
     if params.scheme == "threshold":
         return as_int64(supers)
-    pairs = itertools.combinations(range(bands), 2)
-    mega = [
-        combine_columns(supers[:, [i, j]], salt=_MEGA_SALT + k) for k, (i, j) in enumerate(pairs)
-    ]
-    return as_int64(np.stack(mega, axis=1))
+    first, second = zip(*itertools.combinations(range(bands), 2), strict=True)
+    pairs = np.stack([supers[:, list(first)], supers[:, list(second)]], axis=2)
+    salts = _MEGA_SALT + np.arange(len(first), dtype=np.uint64)
+    return as_int64(combine_groups(pairs, salts))

@@ -20,6 +20,7 @@ from dedup_store.core.hashing import U64
 U32 = npt.NDArray[np.uint32]
 _SHIFT = np.uint64(32)
 _CHUNK = 1 << 16
+_SMALL = 1 << 15
 
 
 @lru_cache(maxsize=16)
@@ -60,11 +61,16 @@ def minhash_signatures(
             last = max(first + 1, int(np.searchsorted(offsets, offsets[first] + _CHUNK)) - 1)
             lo, hi = offsets[first], offsets[last]
             chunk, starts = shingles[lo:hi], offsets[first:last] - lo
-            work = np.empty_like(chunk)
-            for i in range(num_perm):
-                np.multiply(chunk, a[i], out=work)
-                work += b[i]
-                signatures[first:last, i] = np.minimum.reduceat(work, starts) >> _SHIFT
+            if len(chunk) * num_perm <= _SMALL:
+                # few shingles: all permutations at once beats a Python loop of tiny passes
+                work2 = np.multiply.outer(chunk, a) + b
+                signatures[first:last] = np.minimum.reduceat(work2, starts, axis=0) >> _SHIFT
+            else:
+                work = np.empty_like(chunk)
+                for i in range(num_perm):
+                    np.multiply(chunk, a[i], out=work)
+                    work += b[i]
+                    signatures[first:last, i] = np.minimum.reduceat(work, starts) >> _SHIFT
             first = last
     return signatures
 

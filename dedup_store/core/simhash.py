@@ -26,6 +26,7 @@ _FEATURES_PER_CHUNK = 1 << 17
 _DOCS_PER_CHUNK = 1 << 12
 # average features per document from which byte digits beat nibbles (fewer passes, more bins)
 _BYTE_DIGITS_FROM = 224
+_UNPACK_UP_TO = 512
 _COMBO_SALT = 0xD6E8FEB86659FD93
 
 
@@ -76,6 +77,13 @@ def bit_votes(
         shape ``(n_docs, 64)``; column ``j`` is bit ``j`` (least significant first).
     """
     n_docs = len(offsets) - 1
+    if len(features) <= _UNPACK_UP_TO:
+        # a few features (one short document, a check): unpacking the bits is fewer passes
+        bits = np.unpackbits(features.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+        weighted = bits.astype(np.float64)
+        if weights is not None:
+            weighted *= weights[:, None]
+        return np.add.reduceat(weighted, offsets[:-1], axis=0)
     width = 8 if len(features) > _BYTE_DIGITS_FROM * n_docs else 4
     bins = 1 << width
     owner_bins = np.repeat(np.arange(0, n_docs * bins, bins, dtype=np.int64), np.diff(offsets))
@@ -130,9 +138,8 @@ def block_masks(blocks: int, k: int) -> tuple[int, ...]:
 
 def block_keys(simhashes: U64, blocks: int, k: int) -> I64:
     """Block keys of each SimHash, shape ``(n_docs, C(blocks, blocks - k))``."""
-    masks = block_masks(blocks, k)
-    columns = [
-        mix64((simhashes & np.uint64(mask)) ^ np.uint64(((combo + 1) * _COMBO_SALT) & MASK64))
-        for combo, mask in enumerate(masks)
-    ]
-    return as_int64(np.stack(columns, axis=1))
+    masks = np.array(block_masks(blocks, k), dtype=np.uint64)
+    salts = np.array(
+        [((combo + 1) * _COMBO_SALT) & MASK64 for combo in range(len(masks))], dtype=np.uint64
+    )
+    return as_int64(mix64((simhashes[:, None] & masks[None, :]) ^ salts[None, :]))
