@@ -246,7 +246,7 @@ class DedupStore:
             rows = queries.cluster_rows(conn, self.schema, next(iter(label.values())), 1)
             return next(_group_clusters(rows))
 
-        result: Cluster = self._run(work)
+        result: Cluster = self._db.run(work)  # a server-side cursor needs a transaction
         return result
 
     def clusters(self, min_size: int = 2) -> Iterator[Cluster]:
@@ -305,7 +305,7 @@ class DedupStore:
     # -- plumbing ---------------------------------------------------------------------------
 
     def _run(self, work: Callable[[Connection], Any]) -> Any:
-        return self._db.run(work)
+        return self._db.read(work)
 
     def _doc_id(self, conn: Connection, external_id: str) -> int:
         found = queries.find_documents(conn, self.schema, [external_id])

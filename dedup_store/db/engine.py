@@ -16,7 +16,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import psycopg
-from sqlalchemy import Connection, Engine, create_engine, exc
+from sqlalchemy import Connection, Engine, create_engine, event, exc
 from sqlalchemy.engine import make_url
 
 from dedup_store.errors import DatabaseError
@@ -56,6 +56,7 @@ class Database:
         if isinstance(bind, str):
             try:
                 self.engine = create_engine(normalize_url(bind), pool_pre_ping=True)
+                event.listen(self.engine, "connect", _reuse_plans)
             except (exc.ArgumentError, ImportError) as e:
                 raise DatabaseError(f"invalid database URL {redacted(bind)}: {e}") from None
         elif isinstance(bind, Engine):
@@ -85,6 +86,18 @@ class Database:
         except exc.OperationalError as e:
             if _sqlstate(e) in _RETRY_SQLSTATES:
                 raise
+            raise DatabaseError(f"database {self.url_for_messages}: {_first_line(e)}") from e
+
+    def read(self, work: Callable[[Connection], T]) -> T:
+        """Run a read-only ``work`` of a single statement: in autocommit on our engine (no
+        BEGIN/COMMIT round trips), in a savepoint of the caller's transaction otherwise."""
+        if self.connection is not None:
+            return self.run(work)
+        assert self.engine is not None
+        try:
+            with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                return work(conn)
+        except exc.OperationalError as e:
             raise DatabaseError(f"database {self.url_for_messages}: {_first_line(e)}") from e
 
     def run(self, work: Callable[[Connection], T]) -> T:
@@ -121,6 +134,16 @@ class Database:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _reuse_plans(dbapi_connection: Any, _record: Any) -> None:
+    """Plan our (prepared) statements once: their plans do not depend on the values bound.
+
+    Set on connections of engines the store creates itself, never on a caller's.
+    """
+    with dbapi_connection.cursor() as cur:
+        cur.execute("SET plan_cache_mode = force_generic_plan")
+    dbapi_connection.commit()
 
 
 def driver_connection(conn: Connection) -> psycopg.Connection[Any]:

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from sqlalchemy import Connection, text
 
 from dedup_store.core.fingerprint import Fingerprint
@@ -39,6 +40,11 @@ def save_params(conn: Connection, schema: str, params: FingerprintParams) -> Non
         text(f'INSERT INTO "{schema}".params (id, params) VALUES (1, CAST(:p AS jsonb))'),
         {"p": params.to_json()},
     )
+
+
+def _array(values: npt.NDArray[Any]) -> str:
+    """An integer array as a PostgreSQL array literal (much cheaper to send than a list)."""
+    return "{" + ",".join(map(str, values.tolist())) + "}"
 
 
 def _lookup(s: str, table: str, slot: str | None, keys: str) -> str:
@@ -81,14 +87,14 @@ def check_matches(conn: Connection, schema: str, fp: Fingerprint) -> list[MatchR
     parameters = {
         "exact": fp.exact_hash,
         "simhash": int(np.uint64(fp.simhash).view(np.int64)),
-        "signature": fp.signature.view(np.int32).tolist(),
-        "shingles": shingles.tolist(),
+        "signature": _array(fp.signature.view(np.int32)),
+        "shingles": _array(shingles),
         "shingle_count": len(fp.shingles),
-        "bb": list(range(len(fp.band_keys))),
-        "bk": fp.band_keys.tolist(),
-        "kb": list(range(len(fp.block_keys))),
-        "kk": fp.block_keys.tolist(),
-        "sk": samples.tolist(),
+        "bb": _array(np.arange(len(fp.band_keys))),
+        "bk": _array(fp.band_keys),
+        "kb": _array(np.arange(len(fp.block_keys))),
+        "kk": _array(fp.block_keys),
+        "sk": _array(samples),
         **score_parameters(fp.params),
     }
     return [MatchRow(*row) for row in conn.execute(text(statement), parameters)]
