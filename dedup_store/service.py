@@ -212,6 +212,8 @@ class DedupStore:
         edges = repository.store_edges(conn, self.schema, new)
         repository.file_staged_keys(conn, self.schema)
         mapping = repository.merge_clusters(conn, self.schema, edges)
+        if len(ids):
+            repository.refresh_statistics(conn, self.schema, int(ids[-1]))
         twin_clusters = queries.cluster_ids(conn, self.schema, prepared.twin_ids(known))
         return prepared.outcome(ids.tolist(), edges, mapping, known, twin_clusters)
 

@@ -286,6 +286,24 @@ def merge_clusters(conn: Connection, schema: str, edges: Sequence[EdgeRow]) -> d
     return mapping
 
 
+def refresh_statistics(conn: Connection, schema: str, newest_id: int) -> bool:
+    """ANALYZE the store's tables when they have doubled since the planner last looked.
+
+    Servers with autovacuum off (or slow to catch up during a bulk load) would otherwise plan
+    every statement for empty tables. Doubling keeps the total cost logarithmic.
+    """
+    s = f'"{schema}"'
+    known = conn.execute(
+        text("SELECT reltuples FROM pg_class WHERE oid = CAST(:t AS regclass)"),
+        {"t": f"{s}.documents"},
+    ).scalar_one()
+    if newest_id < 1000 or 0 < newest_id <= 2 * known:
+        return False
+    for table in ("documents", "edges", *(t for t, _ in KEY_TABLES)):
+        conn.execute(text(f"ANALYZE {s}.{table}"))
+    return True
+
+
 def relabel(conn: Connection, schema: str, mapping: Mapping[int, int]) -> None:
     """Move every member of cluster ``old`` to cluster ``new`` for each item of ``mapping``."""
     if mapping:
