@@ -185,6 +185,8 @@ def _stage_keys(conn: Connection, new: NewRows) -> None:
     columns = ("kind", "slot", "key", "doc_id")
     values = [kinds[order], slots[order], keys[order], docs[order]]
     copy.copy_fixed_rows(conn, "pg_temp", STAGING_TABLE, columns, values)
+    # row counts for the planner: the staged keys are joined back to the matches they find
+    conn.execute(text(f"ANALYZE pg_temp.{STAGING_TABLE}"))
 
 
 def _ranges(starts: I64, ends: I64) -> I64:
@@ -206,17 +208,58 @@ def _key_columns(ids: I64, keys: I64) -> tuple[npt.NDArray[np.int16], I64, I64]:
 def _probe(s: str, kind: int) -> str:
     """Stored documents sharing a staged key of ``kind`` with new documents.
 
-    One index probe per new key; the ``OFFSET 0`` keeps each probe a parameterized index scan,
-    so the cost follows the number of new keys, never the size of the key table.
+    Per slot (band or block), one index scan looks up all the batch's keys of that slot at
+    once (``key = ANY(...)``); the matches are joined back to the new documents that own them.
+    The ``OFFSET 0`` keeps each scan an index scan, so the cost follows the number of new keys,
+    never the size of the key table.
     """
     table, slot = KEY_TABLES[kind]
-    slot_match = f"k.{slot} = n.slot AND " if slot else ""
-    key = "n.key" if slot else "n.key::integer"
-    return f"""SELECT o.doc_id AS a, n.doc_id AS b, {kind} AS kind
-               FROM pg_temp.{STAGING_TABLE} n
-               CROSS JOIN LATERAL (SELECT k.doc_id FROM {s}.{table} k
-                                   WHERE {slot_match}k.key = {key} OFFSET 0) o
-               WHERE n.kind = {kind}"""
+    staged = f"pg_temp.{STAGING_TABLE}"
+    if slot:
+        groups = (
+            f"SELECT slot, array_agg(key) AS keys FROM {staged} WHERE kind = {kind} GROUP BY slot"
+        )
+        scan = f"k.{slot} = g.slot AND k.key = ANY(g.keys)"
+        owner = "n.slot = g.slot AND n.key = m.key"
+    else:
+        groups = f"SELECT array_agg(key::integer) AS keys FROM {staged} WHERE kind = {kind}"
+        scan = "k.key = ANY(g.keys)"
+        owner = "n.key = m.key"
+    return f"""SELECT m.doc_id AS a, n.doc_id AS b, {kind} AS kind
+               FROM ({groups}) g
+               CROSS JOIN LATERAL (SELECT k.doc_id, k.key FROM {s}.{table} k
+                                   WHERE {scan} OFFSET 0) m
+               JOIN {staged} n ON n.kind = {kind} AND {owner}"""
+
+
+def _pairs_within(new: NewRows) -> dict[str, str]:
+    """Pairs of new documents sharing a key, found in numpy (as array literals)."""
+    k = new.key_columns()
+    kinds = np.repeat(np.arange(3), (len(k["bk"]), len(k["kk"]), len(k["sk"])))
+    slots = np.concatenate([k["bb"], k["kb"], np.zeros(len(k["sk"]), dtype=np.int16)])
+    keys = np.concatenate([k["bk"], k["kk"], k["sk"].astype(np.int64)])
+    docs = np.concatenate([k["bd"], k["kd"], k["sd"]])
+    order = np.lexsort((docs, keys, slots, kinds))
+    kinds, slots, keys, docs = kinds[order], slots[order], keys[order], docs[order]
+    same = (kinds[1:] == kinds[:-1]) & (slots[1:] == slots[:-1]) & (keys[1:] == keys[:-1])
+    edges = np.diff(np.concatenate([[0], same.astype(np.int8), [0]]))
+    a: list[int] = []
+    b: list[int] = []
+    kind: list[int] = []
+    # each run of equal keys (documents ascending) pairs every older with every newer member
+    for start, end in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1), strict=True):
+        group = docs[start : end + 1].tolist()
+        for i, older in enumerate(group):
+            for newer in group[i + 1 :]:
+                if older != newer:
+                    a.append(older)
+                    b.append(newer)
+                    kind.append(int(kinds[start]))
+    return {"pair_a": _literal(a), "pair_b": _literal(b), "pair_kind": _literal(kind)}
+
+
+def _literal(values: list[int]) -> str:
+    return "{" + ",".join(map(str, values)) + "}"
 
 
 def store_edges(conn: Connection, schema: str, new: NewRows) -> list[EdgeRow]:
@@ -230,11 +273,8 @@ def store_edges(conn: Connection, schema: str, new: NewRows) -> list[EdgeRow]:
         nb AS ({_probe(s, 0)}),
         nk AS ({_probe(s, 1)}),
         ns AS ({_probe(s, 2)}),
-        nn AS (SELECT m.doc_id AS a, n.doc_id AS b, n.kind
-               FROM pg_temp.{STAGING_TABLE} n
-               JOIN pg_temp.{STAGING_TABLE} m
-                    ON m.kind = n.kind AND m.slot = n.slot AND m.key = n.key
-                   AND m.doc_id < n.doc_id),
+        nn AS (SELECT * FROM unnest(CAST(:pair_a AS bigint[]), CAST(:pair_b AS bigint[]),
+                                    CAST(:pair_kind AS integer[])) AS p(a, b, kind)),
         ne AS (SELECT o.id AS a, nd.id AS b
                FROM {s}.documents nd
                CROSS JOIN LATERAL (SELECT id FROM {s}.documents o
@@ -261,7 +301,8 @@ def store_edges(conn: Connection, schema: str, new: NewRows) -> list[EdgeRow]:
     return [
         EdgeRow(*row)
         for row in conn.execute(
-            text(statement), {"ids": new.ids.tolist(), **score_parameters(new.batch.params)}
+            text(statement),
+            {"ids": new.ids.tolist(), **_pairs_within(new), **score_parameters(new.batch.params)},
         )
     ]
 
