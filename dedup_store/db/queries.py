@@ -7,12 +7,16 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from sqlalchemy import Connection, text
 
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.verify import fetch_document, score_parameters, scored_pairs_sql
+from dedup_store.db.verify import (
+    array_literal,
+    fetch_document,
+    score_parameters,
+    scored_pairs_sql,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,11 +44,6 @@ def save_params(conn: Connection, schema: str, params: FingerprintParams) -> Non
         text(f'INSERT INTO "{schema}".params (id, params) VALUES (1, CAST(:p AS jsonb))'),
         {"p": params.to_json()},
     )
-
-
-def _array(values: npt.NDArray[Any]) -> str:
-    """An integer array as a PostgreSQL array literal (much cheaper to send than a list)."""
-    return "{" + ",".join(map(str, values.tolist())) + "}"
 
 
 def _lookup(s: str, table: str, slot: str | None, keys: str) -> str:
@@ -87,14 +86,14 @@ def check_matches(conn: Connection, schema: str, fp: Fingerprint) -> list[MatchR
     parameters = {
         "exact": fp.exact_hash,
         "simhash": int(np.uint64(fp.simhash).view(np.int64)),
-        "signature": _array(fp.signature.view(np.int32)),
-        "shingles": _array(shingles),
+        "signature": array_literal(fp.signature.view(np.int32).tolist()),
+        "shingles": array_literal(shingles.tolist()),
         "shingle_count": len(fp.shingles),
-        "bb": _array(np.arange(len(fp.band_keys))),
-        "bk": _array(fp.band_keys),
-        "kb": _array(np.arange(len(fp.block_keys))),
-        "kk": _array(fp.block_keys),
-        "sk": _array(samples),
+        "bb": array_literal(range(len(fp.band_keys))),
+        "bk": array_literal(fp.band_keys.tolist()),
+        "kb": array_literal(range(len(fp.block_keys))),
+        "kk": array_literal(fp.block_keys.tolist()),
+        "sk": array_literal(samples.tolist()),
         **score_parameters(fp.params),
     }
     return [MatchRow(*row) for row in conn.execute(text(statement), parameters)]

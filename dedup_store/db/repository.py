@@ -22,7 +22,12 @@ from dedup_store.core.lsh import band_keys
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.simhash import block_keys
 from dedup_store.db import copy
-from dedup_store.db.verify import fetch_document, score_parameters, scored_pairs_sql
+from dedup_store.db.verify import (
+    array_literal,
+    fetch_document,
+    score_parameters,
+    scored_pairs_sql,
+)
 
 I64 = npt.NDArray[np.int64]
 #: Per-session temporary table holding the keys of the batch being written.
@@ -255,11 +260,11 @@ def _pairs_within(new: NewRows) -> dict[str, str]:
                     a.append(older)
                     b.append(newer)
                     kind.append(int(kinds[start]))
-    return {"pair_a": _literal(a), "pair_b": _literal(b), "pair_kind": _literal(kind)}
-
-
-def _literal(values: list[int]) -> str:
-    return "{" + ",".join(map(str, values)) + "}"
+    return {
+        "pair_a": array_literal(a),
+        "pair_b": array_literal(b),
+        "pair_kind": array_literal(kind),
+    }
 
 
 def store_edges(conn: Connection, schema: str, new: NewRows) -> list[EdgeRow]:

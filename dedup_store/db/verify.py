@@ -16,6 +16,7 @@ the containment threshold, when that index is on).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from dedup_store.core.params import FingerprintParams
@@ -79,6 +80,14 @@ def fetch_document(s: str, alias: str, id_expression: str) -> str:
         f"CROSS JOIN LATERAL (SELECT * FROM {s}.documents d WHERE d.id = {id_expression} "
         f"OFFSET 0) {alias}"
     )
+
+
+def array_literal(values: Iterable[int]) -> str:
+    """Integers as a PostgreSQL array literal, for ``CAST(:param AS bigint[])``.
+
+    Sending one string is much cheaper than a list of Python ints, each adapted on its own.
+    """
+    return "{" + ",".join(map(str, values)) + "}"
 
 
 def score_parameters(params: FingerprintParams) -> dict[str, Any]:
