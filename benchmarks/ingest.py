@@ -53,7 +53,7 @@ from dedup_store.db.engine import normalize_url
 from dedup_store.results import AddResult, Document, IngestSummary, RecordError, Status
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
-TABLES = ("documents", "band_keys", "block_keys", "sample_keys", "edges")
+TABLES = ("documents", "sample_keys", "edges")
 WARM_UP = 50
 BEFORE_ANALYZE = 200
 PEER_CHUNK = 5000

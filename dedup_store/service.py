@@ -14,7 +14,7 @@ from sqlalchemy import Connection
 
 from dedup_store.core.fingerprint import DEFAULT_MAX_BYTES, fingerprint
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import migrate, queries, repository
+from dedup_store.db import candidates, migrate, queries, repository
 from dedup_store.db.engine import Bind, Database
 from dedup_store.db.queries import MatchRow
 from dedup_store.db.schema import DEFAULT_SCHEMA
@@ -98,6 +98,7 @@ class DedupStore:
             queries.save_params(conn, self.schema, stored)
         elif params is not None:
             stored.require_same(params, f"store {self.schema!r} was created with other parameters")
+        candidates.ensure_key_indexes(conn, self.schema, stored)
         return stored
 
     # -- writing ----------------------------------------------------------------------------
@@ -194,11 +195,12 @@ class DedupStore:
         repository.lock_writers(conn, self.schema)
         known = queries.find_documents(conn, self.schema, prepared.candidate_ids())
         if prepared.update and known:
-            repository.delete_documents(conn, self.schema, self.params, list(known.values()))
+            repository.delete_documents(conn, self.schema, list(known.values()))
             known = {}
         rows = prepared.rows_to_insert(known)
         ids = repository.allocate_ids(conn, self.schema, len(rows))
         new = repository.NewRows(prepared.batch, np.asarray(rows, dtype=np.int64), ids)
+        found = candidates.find_candidates(conn, self.schema, new.key_groups())
         docs = [prepared.document_of_row(r) for r in rows]
         repository.insert_documents(
             conn,
@@ -209,8 +211,7 @@ class DedupStore:
             [d.text if self.keep_text else None for d in docs],
             [prepared.language_of_row(r) for r in rows],
         )
-        edges = repository.store_edges(conn, self.schema, new)
-        repository.file_staged_keys(conn, self.schema)
+        edges = repository.store_edges(conn, self.schema, new, found)
         mapping = repository.merge_clusters(conn, self.schema, edges)
         if len(ids):
             repository.refresh_statistics(conn, self.schema, int(ids[-1]))
@@ -299,7 +300,7 @@ class DedupStore:
             missing = [i for i in wanted if i not in found]
             if missing:
                 raise UnknownDocumentError(missing[0])
-            repository.delete_documents(conn, self.schema, self.params, list(found.values()))
+            repository.delete_documents(conn, self.schema, list(found.values()))
             return len(found)
 
         return self._db.run(work)

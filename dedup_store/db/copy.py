@@ -23,6 +23,7 @@ from dedup_store.db.engine import driver_connection
 COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
 COPY_TRAILER = struct.pack("!h", -1)
 INT4_OID = 23
+INT8_OID = 20
 _WIDTH = {np.dtype(np.int16): 2, np.dtype(np.int32): 4, np.dtype(np.int64): 8}
 
 
@@ -88,14 +89,19 @@ def fixed_prefix(count: int, columns: Sequence[tuple[npt.NDArray[Any], npt.DType
     return rows.tobytes()
 
 
-def int4_matrix(values: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], np.dtype[Any]]:
-    """Each row of a 2-D array as a binary ``integer[]`` value, for :func:`fixed_prefix`."""
+def array_matrix(values: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], np.dtype[Any]]:
+    """Each row of a 2-D int32 or int64 array as a binary ``integer[]`` or ``bigint[]`` value.
+
+    Returns:
+        ``(values, dtype)``, a column for :func:`fixed_prefix`.
+    """
     n, width = values.shape
-    element = np.dtype([("len", ">i4"), ("val", ">i4")])
+    size = _WIDTH[values.dtype]
+    element = np.dtype([("len", ">i4"), ("val", f">i{size}")])
     dtype = np.dtype([("head", ">i4", (5,)), ("elems", element, (width,))])
     out = np.empty(n, dtype=dtype)
-    out["head"] = np.array([1, 0, INT4_OID, width, 1])
-    out["elems"]["len"] = 4
+    out["head"] = np.array([1, 0, INT4_OID if size == 4 else INT8_OID, width, 1])
+    out["elems"]["len"] = size
     out["elems"]["val"] = values
     return out, dtype
 

@@ -11,6 +11,7 @@ from sqlalchemy import Connection, text
 
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.core.params import FingerprintParams
+from dedup_store.db.candidates import BAND, BLOCK, slot_lookup, top32
 from dedup_store.db.verify import (
     array_literal,
     fetch_document,
@@ -46,14 +47,18 @@ def save_params(conn: Connection, schema: str, params: FingerprintParams) -> Non
     )
 
 
-def _lookup(s: str, table: str, slot: str | None, keys: str) -> str:
-    """Stored documents sharing one of the query's keys: an index probe per key."""
-    columns, match = ("slot, key", f"k.{slot} = n.slot AND ") if slot else ("key", "")
-    block = "true" if table == "block_keys" else "false"
-    return f"""SELECT o.doc_id AS a, {block} AS block
-               FROM unnest({keys}) AS n({columns})
-               CROSS JOIN LATERAL (SELECT k.doc_id FROM {s}.{table} k
-                                   WHERE {match}k.key = n.key OFFSET 0) o"""
+def _key_lookups(s: str, fp: Fingerprint) -> tuple[list[str], dict[str, int]]:
+    """One index probe per band and block slot of the query: branches and their parameters."""
+    branches = []
+    parameters = {}
+    for kind, keys in ((BAND, fp.band_keys), (BLOCK, fp.block_keys)):
+        block = "true" if kind == BLOCK else "false"
+        for slot, key in enumerate(keys.tolist(), start=1):
+            name = f"k{kind}_{slot}"
+            parameters[name] = key
+            lookup = slot_lookup(s, kind, slot, f"= CAST(:{name} AS bigint)")
+            branches.append(f"SELECT f.id AS a, {block} AS block FROM ({lookup}) f")
+    return branches, parameters
 
 
 def check_matches(conn: Connection, schema: str, fp: Fingerprint) -> list[MatchRow]:
@@ -64,15 +69,15 @@ def check_matches(conn: Connection, schema: str, fp: Fingerprint) -> list[MatchR
                        CAST(:signature AS integer[]) AS signature,
                        CAST(:shingles AS integer[]) AS shingles,
                        CAST(:shingle_count AS integer) AS shingle_count) y"""
+    lookups, key_parameters = _key_lookups(s, fp)
+    samples = f"""SELECT o.doc_id AS a, false AS block
+                  FROM unnest(CAST(:sk AS integer[])) AS n(key)
+                  CROSS JOIN LATERAL (SELECT k.doc_id FROM {s}.sample_keys k
+                                      WHERE k.key = n.key OFFSET 0) o"""
+    exact = f"SELECT o.id, false FROM {s}.documents o WHERE o.exact_hash = CAST(:exact AS bytea)"
     candidates = f"""(
         SELECT a, bool_and(block) AS block_only FROM (
-            {_lookup(s, "band_keys", "band", "CAST(:bb AS smallint[]), CAST(:bk AS bigint[])")}
-            UNION ALL
-            {_lookup(s, "block_keys", "block", "CAST(:kb AS smallint[]), CAST(:kk AS bigint[])")}
-            UNION ALL
-            {_lookup(s, "sample_keys", None, "CAST(:sk AS integer[])")}
-            UNION ALL SELECT o.id, false FROM {s}.documents o
-            WHERE o.exact_hash = CAST(:exact AS bytea)
+            {" UNION ALL ".join([*lookups, samples, exact])}
         ) found GROUP BY a
     ) cand"""
     scored = scored_pairs_sql(f"{candidates} {fetch_document(s, 'x', 'cand.a')} CROSS JOIN {query}")
@@ -81,19 +86,14 @@ def check_matches(conn: Connection, schema: str, fp: Fingerprint) -> list[MatchR
         FROM ({scored}) j JOIN {s}.documents d ON d.id = j.a
         WHERE j.method IS NOT NULL
     """
-    shingles = (fp.shingles >> np.uint64(32)).astype(np.uint32).view(np.int32)
-    samples = (fp.sample_keys >> np.uint64(32)).astype(np.uint32).view(np.int32)
     parameters = {
         "exact": fp.exact_hash,
         "simhash": int(np.uint64(fp.simhash).view(np.int64)),
         "signature": array_literal(fp.signature.view(np.int32).tolist()),
-        "shingles": array_literal(shingles.tolist()),
+        "shingles": array_literal(top32(fp.shingles).tolist()),
         "shingle_count": len(fp.shingles),
-        "bb": array_literal(range(len(fp.band_keys))),
-        "bk": array_literal(fp.band_keys.tolist()),
-        "kb": array_literal(range(len(fp.block_keys))),
-        "kk": array_literal(fp.block_keys.tolist()),
-        "sk": array_literal(samples.tolist()),
+        "sk": array_literal(top32(fp.sample_keys).tolist()),
+        **key_parameters,
         **score_parameters(fp.params),
     }
     return [MatchRow(*row) for row in conn.execute(text(statement), parameters)]

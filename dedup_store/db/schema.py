@@ -2,7 +2,9 @@
 
 The migrations in ``migrations/versions`` are self-contained DDL and do not import this module;
 the test suite checks that a database migrated to head matches :func:`build_metadata` exactly.
-All tables live in the store's own PostgreSQL schema (``dedup`` by default).
+All tables live in the store's own PostgreSQL schema (``dedup`` by default). The per-slot hash
+indexes on ``documents.band_keys`` and ``documents.block_keys`` depend on the fingerprint
+parameters; the store creates them when it opens (``repository.ensure_key_indexes``).
 """
 
 from __future__ import annotations
@@ -31,18 +33,6 @@ VIEWS = ("duplicate_pairs", "cluster_members", "cluster_sizes", "duplicates_per_
 METHODS = ("exact", "minhash", "simhash", "containment")
 
 
-def _key_table(md: MetaData, name: str, slot: str) -> Table:
-    """A key table: (slot, key, doc_id), indexed on (slot, key) with the document id included."""
-    return Table(
-        name,
-        md,
-        Column(slot, SmallInteger, nullable=False),
-        Column("key", BigInteger, nullable=False),
-        Column("doc_id", BigInteger, nullable=False),
-        Index(f"{name}_lookup", slot, "key", postgresql_include=["doc_id"]),
-    )
-
-
 def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
     """The tables of a store living in PostgreSQL schema ``schema``."""
     md = MetaData(schema=schema)
@@ -63,6 +53,8 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
         Column("simhash", BigInteger, nullable=False),
         Column("signature", ARRAY(Integer), nullable=False),
         Column("shingles", ARRAY(Integer), nullable=False),
+        Column("band_keys", ARRAY(BigInteger), nullable=False),
+        Column("block_keys", ARRAY(BigInteger), nullable=False),
         Column("shingle_count", Integer, nullable=False),
         Column("token_count", Integer, nullable=False),
         Column("length", Integer, nullable=False),
@@ -74,8 +66,6 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
         Index("documents_exact_hash", "exact_hash"),
         Index("documents_cluster_id", "cluster_id"),
     )
-    _key_table(md, "band_keys", "band")
-    _key_table(md, "block_keys", "block")
     Table(
         "sample_keys",
         md,

@@ -20,7 +20,7 @@ def _rows(engine: Engine, schema: str) -> dict[str, int]:
     with engine.connect() as conn:
         return {
             table: conn.execute(text(f'SELECT count(*) FROM "{schema}".{table}')).scalar_one()
-            for table in ("documents", "band_keys", "block_keys", "sample_keys", "edges")
+            for table in ("documents", "sample_keys", "edges")
         }
 
 
@@ -60,7 +60,7 @@ def test_failed_batch_leaves_no_rows(engine: Engine, store: DedupStore) -> None:
     with pytest.raises(InvalidDocumentError, match=r"in.jsonl:2: document 'bad'"):
         store.add_many(batch)
     assert _rows(engine, store.schema) == dict.fromkeys(
-        ("documents", "band_keys", "block_keys", "sample_keys", "edges"), 0
+        ("documents", "sample_keys", "edges"), 0
     )
 
 

@@ -8,6 +8,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, inspect, text
 
 from dedup_store import DedupStore, SchemaOutdatedError, StoreNotInitializedError
+from dedup_store.core import FingerprintParams
 from dedup_store.db import migrate
 from dedup_store.db.schema import VIEWS, build_metadata
 
@@ -35,7 +36,7 @@ def test_upgrade_downgrade_upgrade(engine: Engine, schema: str) -> None:
     assert migrate.current(engine, schema) is None
     migrate.upgrade(engine, schema)
     assert migrate.current(engine, schema) == migrate.head()
-    expected = {"params", "documents", "band_keys", "block_keys", "sample_keys", "edges"}
+    expected = {"params", "documents", "sample_keys", "edges"}
     assert expected <= _tables(engine, schema)
     assert set(VIEWS) <= set(inspect(engine).get_view_names(schema=schema))
 
@@ -69,3 +70,41 @@ def test_our_tables_stay_in_our_schema(engine: Engine, schema: str) -> None:
     before = set(inspect(engine).get_table_names(schema="public"))
     DedupStore(engine, schema=schema).close()
     assert set(inspect(engine).get_table_names(schema="public")) == before
+
+
+def _key_index_names(engine: Engine, schema: str) -> set[str]:
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text("SELECT indexname FROM pg_indexes WHERE schemaname = :s AND indexname LIKE :p"),
+            {"s": schema, "p": "documents\\_b%"},
+        )
+        return set(rows.scalars())
+
+
+def test_store_creates_one_key_index_per_slot(engine: Engine, schema: str) -> None:
+    DedupStore(engine, schema=schema).close()
+    params = FingerprintParams()
+    expected = {f"documents_band_{i}" for i in range(1, params.band_key_count + 1)}
+    expected |= {f"documents_block_{i}" for i in range(1, params.block_key_count + 1)}
+    assert _key_index_names(engine, schema) == expected
+
+
+def test_0001_store_upgrades_with_its_keys(engine: Engine, schema: str) -> None:
+    base = "Quarterly revenue rose eight percent as subscriptions grew in every region we serve"
+    docs = [(f"d{i}", f"{base} and item {i} of the annual report for the board") for i in range(5)]
+    with DedupStore(engine, schema=schema) as store:
+        store.add_many(docs)
+        before = store.check(docs[0][1] + " today")
+    migrate.downgrade(engine, schema, "0001")
+    with engine.connect() as conn:
+        band_rows = conn.execute(text(f'SELECT count(*) FROM "{schema}".band_keys')).scalar_one()
+    assert band_rows == 5 * FingerprintParams().band_key_count
+    assert _key_index_names(engine, schema) == set()
+
+    migrate.upgrade(engine, schema)
+    assert _diff(engine, schema) == []
+    with DedupStore(engine, schema=schema) as store:
+        after = store.check(docs[0][1] + " today")
+    assert after.status == before.status
+    assert [m.external_id for m in after.matches] == [m.external_id for m in before.matches]
+    assert after.matches

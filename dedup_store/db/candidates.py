@@ -1,0 +1,202 @@
+"""Candidate pairs: documents that share a band, block or sample key.
+
+A document's band keys and SimHash block keys are two ``bigint[]`` columns of its ``documents``
+row, and every slot (band ``i``, block combination ``i``) has its own hash index on
+``band_keys[i]`` / ``block_keys[i]``. A key therefore costs one index entry and no row of its
+own, and equal keys of different slots never meet. Sample keys (the excerpt index) vary in number
+per document and live in ``sample_keys``.
+
+For a batch, one statement looks up every key of every slot (an ``= ANY(keys)`` index scan per
+slot) *before* the batch's rows are written, so it only meets older documents; the keys found
+are joined back to the new documents that own them in numpy, and pairs inside the batch are found
+in numpy too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import Connection, text
+
+from dedup_store.core.fingerprint import FingerprintBatch
+from dedup_store.core.params import FingerprintParams
+from dedup_store.db.verify import array_literal
+
+I64 = npt.NDArray[np.int64]
+BAND, BLOCK, SAMPLE = 0, 1, 2
+#: The ``documents`` column holding each slotted kind of key.
+KEY_COLUMNS = {BAND: "band_keys", BLOCK: "block_keys"}
+_INDEX_PREFIX = {BAND: "documents_band_", BLOCK: "documents_block_"}
+
+
+def key_indexes(params: FingerprintParams) -> list[tuple[str, str, int]]:
+    """``(index name, column, slot)`` of every per-slot hash index a store with ``params`` needs."""
+    counts = {BAND: params.band_key_count, BLOCK: params.block_key_count}
+    return [
+        (f"{_INDEX_PREFIX[kind]}{slot}", KEY_COLUMNS[kind], slot)
+        for kind, count in counts.items()
+        for slot in range(1, count + 1)
+    ]
+
+
+def ensure_key_indexes(conn: Connection, schema: str, params: FingerprintParams) -> None:
+    """Create the per-slot key indexes the store's params call for, where missing."""
+    names = text(
+        "SELECT indexname FROM pg_indexes WHERE schemaname = :s AND tablename = 'documents'"
+    )
+    existing = set(conn.execute(names, {"s": schema}).scalars())
+    for name, column, slot in key_indexes(params):
+        if name not in existing:
+            conn.execute(
+                text(f'CREATE INDEX {name} ON "{schema}".documents USING hash (({column}[{slot}]))')
+            )
+
+
+def slot_lookup(s: str, kind: int, slot: int, condition: str) -> str:
+    """``(id, key)`` of the stored documents whose key of ``slot`` meets ``condition``.
+
+    ``condition`` follows the key, e.g. ``= ANY(CAST(:keys AS bigint[]))``. The subscript is a
+    literal, so that the planner matches the slot's expression index.
+    """
+    column = f"o.{KEY_COLUMNS[kind]}[{slot}]"
+    return f"SELECT o.id, {column} AS key FROM {s}.documents o WHERE {column} {condition}"
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyGroup:
+    """The new documents' keys of one kind and slot (``slot`` 0 for sample keys)."""
+
+    kind: int
+    slot: int
+    keys: I64
+    docs: I64
+
+
+def key_groups(batch: FingerprintBatch, rows: I64, ids: I64) -> list[KeyGroup]:
+    """One group per band slot, per block slot, and one of all sample keys."""
+    groups = []
+    for kind, matrix in ((BAND, batch.band_keys[rows]), (BLOCK, batch.block_keys[rows])):
+        groups += [KeyGroup(kind, j + 1, matrix[:, j], ids) for j in range(matrix.shape[1])]
+    samples, sample_docs = sample_columns(batch, rows, ids)
+    groups.append(KeyGroup(SAMPLE, 0, samples.astype(np.int64), sample_docs))
+    return groups
+
+
+def sample_columns(
+    batch: FingerprintBatch, rows: I64, ids: I64
+) -> tuple[npt.NDArray[np.int32], I64]:
+    """The sample keys (top 32 bits, as stored) of the selected rows, with their document ids."""
+    starts, ends = batch.sample_offsets[rows], batch.sample_offsets[rows + 1]
+    keys = top32(batch.sample_keys[ranges(starts, ends)])
+    return keys, np.repeat(ids, ends - starts)
+
+
+def top32(values: npt.NDArray[np.uint64]) -> npt.NDArray[np.int32]:
+    """The high 32 bits of 64-bit hashes, as PostgreSQL ``integer``."""
+    return (values >> np.uint64(32)).astype(np.uint32).view(np.int32)
+
+
+def ranges(starts: I64, ends: I64) -> I64:
+    """``concatenate([arange(s, e) for s, e in zip(starts, ends)])``, vectorized."""
+    lengths = ends - starts
+    firsts = np.cumsum(lengths) - lengths
+    positions: I64 = np.arange(int(lengths.sum()), dtype=np.int64)
+    positions += np.repeat(starts - firsts, lengths)
+    return positions
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidates:
+    """Candidate pairs ``a < b`` (``b`` new), and whether only SimHash blocks found them."""
+
+    a: I64
+    b: I64
+    block_only: npt.NDArray[np.bool_]
+
+    def parameters(self) -> dict[str, str]:
+        """The pairs as array literals for ``unnest(:cand_a, :cand_b, :cand_block_only)``."""
+        return {
+            "cand_a": array_literal(self.a.tolist()),
+            "cand_b": array_literal(self.b.tolist()),
+            "cand_block_only": array_literal(self.block_only.astype(np.int8).tolist()),
+        }
+
+
+def find_candidates(conn: Connection, schema: str, groups: list[KeyGroup]) -> Candidates:
+    """Pairs of (older document, new document) sharing a key, the new ones not yet stored."""
+    s = f'"{schema}"'
+    branches = []
+    parameters = {}
+    for number, group in enumerate(groups):
+        name = f"g{number}"
+        parameters[name] = array_literal(group.keys.tolist())
+        if group.kind == SAMPLE:
+            branch = (
+                f"SELECT k.doc_id AS id, k.key::bigint AS key FROM {s}.sample_keys k "
+                f"WHERE k.key = ANY(CAST(:{name} AS integer[]))"
+            )
+        else:
+            branch = slot_lookup(s, group.kind, group.slot, f"= ANY(CAST(:{name} AS bigint[]))")
+        branches.append(f"SELECT {number} AS grp, f.id, f.key FROM ({branch}) f")
+    statement = f"SELECT grp, id, key FROM ({' UNION ALL '.join(branches)}) found ORDER BY grp"
+    columns = list(zip(*conn.execute(text(statement), parameters), strict=True)) or [(), (), ()]
+    grp, found_ids, found_keys = (np.array(c, dtype=np.int64) for c in columns)
+    bounds = np.searchsorted(grp, np.arange(len(groups) + 1))
+    a_parts, b_parts, kind_parts = [], [], []
+    for number, group in enumerate(groups):
+        hits = slice(bounds[number], bounds[number + 1])
+        for a, b in (_join_found(group, found_ids[hits], found_keys[hits]), _pairs_inside(group)):
+            a_parts.append(a)
+            b_parts.append(b)
+            kind_parts.append(np.full(len(a), group.kind, dtype=np.int8))
+    return _merge(np.concatenate(a_parts), np.concatenate(b_parts), np.concatenate(kind_parts))
+
+
+def _join_found(group: KeyGroup, found_ids: I64, found_keys: I64) -> tuple[I64, I64]:
+    """Pair each stored document found with every new document owning the key it was found by."""
+    order = np.argsort(group.keys, kind="stable")
+    keys = group.keys[order]
+    lo = np.searchsorted(keys, found_keys, side="left")
+    hi = np.searchsorted(keys, found_keys, side="right")
+    return np.repeat(found_ids, hi - lo), group.docs[order][ranges(lo, hi)]
+
+
+def _pairs_inside(group: KeyGroup) -> tuple[I64, I64]:
+    """Pairs of new documents with an equal key (older first)."""
+    order = np.lexsort((group.docs, group.keys))
+    keys, docs = group.keys[order], group.docs[order]
+    same = keys[1:] == keys[:-1]
+    if not same.any():
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    a: list[int] = []
+    b: list[int] = []
+    for start, end in _runs(same):
+        members = docs[start:end].tolist()
+        for i, older in enumerate(members):
+            a += [older] * (len(members) - i - 1)
+            b += members[i + 1 :]
+    return np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)
+
+
+def _runs(same: npt.NDArray[np.bool_]) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of each run of equal neighbours, given ``same[i] = x[i + 1] == x[i]``."""
+    steps = np.diff(np.concatenate([[0], same.astype(np.int8), [0]]))
+    starts, ends = np.flatnonzero(steps == 1), np.flatnonzero(steps == -1)
+    return zip(starts.tolist(), (ends + 1).tolist(), strict=True)
+
+
+def _merge(a: I64, b: I64, kind: npt.NDArray[np.int8]) -> Candidates:
+    """One row per distinct pair; ``block_only`` when every finding of it was a block key."""
+    keep = a != b
+    a, b, kind = a[keep], b[keep], kind[keep]
+    if len(a) == 0:
+        return Candidates(a, b, np.empty(0, dtype=bool))
+    order = np.lexsort((b, a))
+    a, b, block = a[order], b[order], kind[order] == BLOCK
+    first = np.ones(len(a), dtype=bool)
+    first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    starts = np.flatnonzero(first)
+    return Candidates(a[starts], b[starts], np.logical_and.reduceat(block, starts))

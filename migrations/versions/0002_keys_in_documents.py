@@ -1,0 +1,95 @@
+"""Band and block keys move into ``documents``, looked up through one hash index per slot.
+
+Each document's band keys and SimHash block keys become two ``bigint[]`` columns of its own row
+instead of one row per key in ``band_keys`` / ``block_keys``: a key costs an index entry and no
+heap tuple of its own. The per-slot hash indexes (``documents_band_1``, ...) depend on the store's
+fingerprint parameters, so the store creates them when it opens (see
+``dedup_store.db.repository.ensure_key_indexes``), not this migration.
+
+The wide array columns are never filtered on directly, so ANALYZE stops sampling them.
+
+Revision ID: 0002
+Revises: 0001
+Create Date: 2026-11-22
+"""
+
+from __future__ import annotations
+
+from alembic import op
+
+revision = "0002"
+down_revision = "0001"
+branch_labels = None
+depends_on = None
+
+UPGRADE = """
+ALTER TABLE {s}.documents
+    ADD COLUMN band_keys bigint[] NOT NULL DEFAULT '{{}}',
+    ADD COLUMN block_keys bigint[] NOT NULL DEFAULT '{{}}';
+
+UPDATE {s}.documents d SET band_keys = g.keys
+FROM (SELECT doc_id, array_agg(key ORDER BY band) AS keys
+      FROM {s}.band_keys GROUP BY doc_id) g
+WHERE g.doc_id = d.id;
+
+UPDATE {s}.documents d SET block_keys = g.keys
+FROM (SELECT doc_id, array_agg(key ORDER BY block) AS keys
+      FROM {s}.block_keys GROUP BY doc_id) g
+WHERE g.doc_id = d.id;
+
+ALTER TABLE {s}.documents
+    ALTER COLUMN band_keys DROP DEFAULT,
+    ALTER COLUMN block_keys DROP DEFAULT,
+    ALTER COLUMN signature SET STATISTICS 0,
+    ALTER COLUMN shingles SET STATISTICS 0,
+    ALTER COLUMN band_keys SET STATISTICS 0,
+    ALTER COLUMN block_keys SET STATISTICS 0,
+    ALTER COLUMN meta SET STATISTICS 0,
+    ALTER COLUMN body SET STATISTICS 0;
+
+DROP TABLE {s}.band_keys;
+DROP TABLE {s}.block_keys;
+"""
+
+DOWNGRADE = """
+CREATE TABLE {s}.band_keys (
+    band smallint NOT NULL,
+    key bigint NOT NULL,
+    doc_id bigint NOT NULL
+);
+INSERT INTO {s}.band_keys (band, key, doc_id)
+SELECT u.slot - 1, u.key, d.id
+FROM {s}.documents d, unnest(d.band_keys) WITH ORDINALITY AS u(key, slot);
+CREATE INDEX band_keys_lookup ON {s}.band_keys (band, key) INCLUDE (doc_id);
+
+CREATE TABLE {s}.block_keys (
+    block smallint NOT NULL,
+    key bigint NOT NULL,
+    doc_id bigint NOT NULL
+);
+INSERT INTO {s}.block_keys (block, key, doc_id)
+SELECT u.slot - 1, u.key, d.id
+FROM {s}.documents d, unnest(d.block_keys) WITH ORDINALITY AS u(key, slot);
+CREATE INDEX block_keys_lookup ON {s}.block_keys (block, key) INCLUDE (doc_id);
+
+ALTER TABLE {s}.documents
+    DROP COLUMN band_keys,
+    DROP COLUMN block_keys,
+    ALTER COLUMN signature SET STATISTICS -1,
+    ALTER COLUMN shingles SET STATISTICS -1,
+    ALTER COLUMN meta SET STATISTICS -1,
+    ALTER COLUMN body SET STATISTICS -1;
+"""
+
+
+def _quoted(schema: str) -> str:
+    return '"' + schema.replace('"', '""') + '"'
+
+
+def upgrade(schema: str = "dedup") -> None:
+    op.execute(UPGRADE.format(s=_quoted(schema)))
+
+
+def downgrade(schema: str = "dedup") -> None:
+    # dropping the columns drops the per-slot indexes on them
+    op.execute(DOWNGRADE.format(s=_quoted(schema)))
