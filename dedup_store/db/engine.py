@@ -53,10 +53,17 @@ class Database:
         self._owns_engine = isinstance(bind, str)
         self.connection: Connection | None = bind if isinstance(bind, Connection) else None
         self.engine: Engine | None
+        self._read_engine: Engine | None = None
         if isinstance(bind, str):
             try:
                 self.engine = create_engine(normalize_url(bind), pool_pre_ping=True)
-                event.listen(self.engine, "connect", _reuse_plans)
+                # reads get their own pool of autocommit connections: no BEGIN/COMMIT, no
+                # isolation switch and no ping per call (a read retries once instead)
+                self._read_engine = create_engine(
+                    normalize_url(bind), isolation_level="AUTOCOMMIT", pool_size=2
+                )
+                for engine in (self.engine, self._read_engine):
+                    event.listen(engine, "connect", _reuse_plans)
             except (exc.ArgumentError, ImportError) as e:
                 raise DatabaseError(f"invalid database URL {redacted(bind)}: {e}") from None
         elif isinstance(bind, Engine):
@@ -93,12 +100,27 @@ class Database:
         BEGIN/COMMIT round trips), in a savepoint of the caller's transaction otherwise."""
         if self.connection is not None:
             return self.run(work)
-        assert self.engine is not None
-        try:
-            with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        for attempt in (1, 2):
+            try:
+                return self._read_once(work)
+            except exc.DBAPIError as e:
+                # a pooled connection the server dropped: reads are safe to run again
+                if attempt == 1 and e.connection_invalidated and self._read_engine is not None:
+                    continue
+                if isinstance(e, exc.OperationalError):
+                    raise DatabaseError(
+                        f"database {self.url_for_messages}: {_first_line(e)}"
+                    ) from e
+                raise
+        raise AssertionError("unreachable")
+
+    def _read_once(self, work: Callable[[Connection], T]) -> T:
+        if self._read_engine is not None:
+            with self._read_engine.connect() as conn:
                 return work(conn)
-        except exc.OperationalError as e:
-            raise DatabaseError(f"database {self.url_for_messages}: {_first_line(e)}") from e
+        assert self.engine is not None
+        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            return work(conn)
 
     def run(self, work: Callable[[Connection], T]) -> T:
         """Run ``work`` in a transaction, retrying on serialization failures and deadlocks.
@@ -123,6 +145,8 @@ class Database:
         """Dispose of the engine if we created it."""
         if self._owns_engine and self.engine is not None:
             self.engine.dispose()
+        if self._read_engine is not None:
+            self._read_engine.dispose()
 
     def __enter__(self) -> Database:
         return self

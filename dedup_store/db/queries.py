@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, TextClause, text
 
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.core.params import FingerprintParams
@@ -47,56 +48,60 @@ def save_params(conn: Connection, schema: str, params: FingerprintParams) -> Non
     )
 
 
-def _key_lookups(s: str, fp: Fingerprint) -> tuple[list[str], dict[str, int]]:
-    """One index probe per band and block slot of the query: branches and their parameters."""
+def _key_lookups(s: str, band_count: int, block_count: int) -> list[str]:
+    """One index probe per band and block slot of the query (parameters ``k{kind}_{slot}``)."""
     branches = []
-    parameters = {}
-    for kind, keys in ((BAND, fp.band_keys), (BLOCK, fp.block_keys)):
+    for kind, count in ((BAND, band_count), (BLOCK, block_count)):
         block = "true" if kind == BLOCK else "false"
-        for slot, key in enumerate(keys.tolist(), start=1):
-            name = f"k{kind}_{slot}"
-            parameters[name] = key
-            lookup = slot_lookup(s, kind, slot, f"= CAST(:{name} AS bigint)")
+        for slot in range(1, count + 1):
+            lookup = slot_lookup(s, kind, slot, f"= CAST(:k{kind}_{slot} AS bigint)")
             branches.append(f"SELECT f.id AS a, {block} AS block FROM ({lookup}) f")
-    return branches, parameters
+    return branches
 
 
-def check_matches(conn: Connection, schema: str, fp: Fingerprint) -> list[MatchRow]:
-    """Verified matches of an unstored fingerprint: ONE statement, candidates and scores."""
+@lru_cache(maxsize=32)
+def _check_statement(schema: str, band_count: int, block_count: int) -> TextClause:
+    """The statement of :func:`check_matches` (built once: it is long and parsed for binds)."""
     s = f'"{schema}"'
     query = """(SELECT 0::bigint AS id, CAST(:exact AS bytea) AS exact_hash,
                        CAST(:simhash AS bigint) AS simhash,
                        CAST(:signature AS integer[]) AS signature,
                        CAST(:shingles AS integer[]) AS shingles,
                        CAST(:shingle_count AS integer) AS shingle_count) y"""
-    lookups, key_parameters = _key_lookups(s, fp)
     samples = f"""SELECT o.doc_id AS a, false AS block
                   FROM unnest(CAST(:sk AS integer[])) AS n(key)
                   CROSS JOIN LATERAL (SELECT k.doc_id FROM {s}.sample_keys k
                                       WHERE k.key = n.key OFFSET 0) o"""
     exact = f"SELECT o.id, false FROM {s}.documents o WHERE o.exact_hash = CAST(:exact AS bytea)"
+    branches = [*_key_lookups(s, band_count, block_count), samples, exact]
     candidates = f"""(
         SELECT a, bool_and(block) AS block_only FROM (
-            {" UNION ALL ".join([*lookups, samples, exact])}
+            {" UNION ALL ".join(branches)}
         ) found GROUP BY a
     ) cand"""
     scored = scored_pairs_sql(f"{candidates} {fetch_document(s, 'x', 'cand.a')} CROSS JOIN {query}")
-    statement = f"""
+    return text(f"""
         SELECT j.a, d.external_id, d.cluster_id, j.method, j.jaccard, j.containment, j.hamming
         FROM ({scored}) j JOIN {s}.documents d ON d.id = j.a
         WHERE j.method IS NOT NULL
-    """
-    parameters = {
+    """)
+
+
+def check_matches(conn: Connection, schema: str, fp: Fingerprint) -> list[MatchRow]:
+    """Verified matches of an unstored fingerprint: ONE statement, candidates and scores."""
+    statement = _check_statement(schema, len(fp.band_keys), len(fp.block_keys))
+    parameters: dict[str, Any] = {
         "exact": fp.exact_hash,
         "simhash": int(np.uint64(fp.simhash).view(np.int64)),
         "signature": array_literal(fp.signature.view(np.int32).tolist()),
         "shingles": array_literal(top32(fp.shingles).tolist()),
         "shingle_count": len(fp.shingles),
         "sk": array_literal(top32(fp.sample_keys).tolist()),
-        **key_parameters,
         **score_parameters(fp.params),
     }
-    return [MatchRow(*row) for row in conn.execute(text(statement), parameters)]
+    for kind, keys in ((BAND, fp.band_keys), (BLOCK, fp.block_keys)):
+        parameters.update({f"k{kind}_{i}": key for i, key in enumerate(keys.tolist(), start=1)})
+    return [MatchRow(*row) for row in conn.execute(statement, parameters)]
 
 
 def stored_matches(conn: Connection, schema: str, doc_id: int) -> list[MatchRow]:

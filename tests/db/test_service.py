@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import sqlalchemy as sa
 from sqlalchemy import Engine
 
 from dedup_store import (
@@ -110,3 +111,14 @@ def test_keep_text(engine: Engine, schema: str) -> None:
     with engine.connect() as conn:
         body = conn.execute(text(f'SELECT body FROM "{schema}".documents')).scalar()
     assert body == NEWS
+
+
+def test_reads_survive_a_dropped_connection(engine: Engine, database_url: str, schema: str) -> None:
+    text_value = "Quarterly revenue rose eight percent as subscriptions grew in every region"
+    with DedupStore(database_url, schema=schema) as store:
+        store.add("a", text_value)
+        pid = store._db.read(lambda c: c.execute(sa.text("SELECT pg_backend_pid()")).scalar())
+        with engine.connect() as conn:
+            conn.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        # the pooled connection is dead; the read runs again on a new one
+        assert store.check(text_value).status is Status.EXACT_DUPLICATE
