@@ -63,7 +63,7 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
         Column("body", Text),
         Column("cluster_id", BigInteger, nullable=False),
         Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
-        Index("documents_exact_hash", "exact_hash"),
+        Index("documents_exact_hash", "exact_hash", postgresql_using="hash"),
         Index("documents_cluster_id", "cluster_id"),
     )
     Table(

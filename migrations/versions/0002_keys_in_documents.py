@@ -6,7 +6,8 @@ heap tuple of its own. The per-slot hash indexes (``documents_band_1``, ...) dep
 fingerprint parameters, so the store creates them when it opens (see
 ``dedup_store.db.repository.ensure_key_indexes``), not this migration.
 
-The wide array columns are never filtered on directly, so ANALYZE stops sampling them.
+The exact-hash index becomes a hash index too (it only serves equality), and ANALYZE stops
+sampling the wide array columns, which are never filtered on directly.
 
 Revision ID: 0002
 Revises: 0001
@@ -49,6 +50,9 @@ ALTER TABLE {s}.documents
 
 DROP TABLE {s}.band_keys;
 DROP TABLE {s}.block_keys;
+
+DROP INDEX {s}.documents_exact_hash;
+CREATE INDEX documents_exact_hash ON {s}.documents USING hash (exact_hash);
 """
 
 DOWNGRADE = """
@@ -71,6 +75,9 @@ INSERT INTO {s}.block_keys (block, key, doc_id)
 SELECT u.slot - 1, u.key, d.id
 FROM {s}.documents d, unnest(d.block_keys) WITH ORDINALITY AS u(key, slot);
 CREATE INDEX block_keys_lookup ON {s}.block_keys (block, key) INCLUDE (doc_id);
+
+DROP INDEX {s}.documents_exact_hash;
+CREATE INDEX documents_exact_hash ON {s}.documents (exact_hash);
 
 ALTER TABLE {s}.documents
     DROP COLUMN band_keys,
