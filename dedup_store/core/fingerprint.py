@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 
@@ -30,6 +31,10 @@ FeatureWeights = Mapping[str, float] | Callable[[str], float]
 
 #: Documents larger than this (UTF-8 bytes) are refused.
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+
+#: Rows are fingerprinted in runs of about this many tokens, so that the arrays of every step
+#: stay in the processor cache.
+_TOKENS_PER_CHUNK = 1 << 14
 
 
 def validate_text(text: object, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
@@ -206,6 +211,88 @@ def fingerprint_tokens(
     token_lists = [all_tokens[i] for i in kept]
     n = len(kept)
     canonical = [" ".join(tokens) for tokens in token_lists]
+    token_counts = np.fromiter(map(len, token_lists), dtype=np.int64, count=n)
+    parts = [
+        _fingerprint_rows(token_lists[first:last], canonical[first:last], params, weights)
+        for first, last in _chunks(token_counts)
+    ]
+    rows = _Rows.concatenate(parts)
+    return FingerprintBatch(
+        params=params,
+        source_index=np.asarray(kept, dtype=np.int64),
+        empty_index=[i for i, tokens in enumerate(all_tokens) if not tokens],
+        canonical_texts=canonical,
+        exact_hashes=[exact_hash(text) for text in canonical],
+        token_counts=token_counts,
+        shingles=rows.shingles,
+        shingle_offsets=rows.shingle_offsets,
+        signatures=rows.signatures,
+        band_keys=rows.band_keys,
+        simhashes=rows.simhashes,
+        block_keys=rows.block_keys,
+        sample_keys=rows.sample_keys,
+        sample_offsets=rows.sample_offsets,
+    )
+
+
+def _chunks(token_counts: I64) -> list[tuple[int, int]]:
+    """``(first, last)`` row ranges of about :data:`_TOKENS_PER_CHUNK` tokens (at least one)."""
+    n = len(token_counts)
+    ends = np.cumsum(token_counts)
+    total = int(ends[-1]) if n else 0
+    limits = np.arange(_TOKENS_PER_CHUNK, total, _TOKENS_PER_CHUNK)
+    cuts = np.searchsorted(ends, limits, side="right").tolist()
+    bounds = sorted({0, n, *(cut for cut in cuts if 0 < cut < n)})
+    if len(bounds) == 1:
+        return [(0, n)]
+    return list(itertools.pairwise(bounds))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Rows:
+    """The array fields of :class:`FingerprintBatch` for a run of consecutive rows."""
+
+    shingles: U64
+    shingle_offsets: I64
+    signatures: U32
+    band_keys: I64
+    simhashes: U64
+    block_keys: I64
+    sample_keys: U64
+    sample_offsets: I64
+
+    @classmethod
+    def concatenate(cls, parts: list[_Rows]) -> _Rows:
+        """The rows of all ``parts``, in order."""
+        if len(parts) == 1:
+            return parts[0]
+        return cls(
+            shingles=np.concatenate([p.shingles for p in parts]),
+            shingle_offsets=_join_offsets([p.shingle_offsets for p in parts]),
+            signatures=np.concatenate([p.signatures for p in parts]),
+            band_keys=np.concatenate([p.band_keys for p in parts]),
+            simhashes=np.concatenate([p.simhashes for p in parts]),
+            block_keys=np.concatenate([p.block_keys for p in parts]),
+            sample_keys=np.concatenate([p.sample_keys for p in parts]),
+            sample_offsets=_join_offsets([p.sample_offsets for p in parts]),
+        )
+
+
+def _join_offsets(offsets: list[I64]) -> I64:
+    """Offsets of concatenated runs, from each run's own offsets (each starting at 0)."""
+    bases = np.cumsum([0] + [int(o[-1]) for o in offsets[:-1]])
+    shifted = [o[1:] + base for o, base in zip(offsets, bases.tolist(), strict=True)]
+    return np.concatenate([offsets[0][:1], *shifted])
+
+
+def _fingerprint_rows(
+    token_lists: list[list[str]],
+    canonical: list[str],
+    params: FingerprintParams,
+    weights: FeatureWeights | None,
+) -> _Rows:
+    """The array fields of the fingerprints of non-empty token lists."""
+    n = len(token_lists)
     words, chars = split_segments(token_lists, canonical)
     word_shingles, word_owner = shingle(words, params.shingle_size)
     char_shingles, char_owner = shingle(chars, params.cjk_shingle_size)
@@ -215,13 +302,7 @@ def fingerprint_tokens(
     signatures = minhash_signatures(shingles, shingle_offsets, params.num_perm, params.seed)
     simhashes = _simhashes(words, chars, char_shingles, char_owner, n, params, weights)
     sample_keys, sample_offsets = _samples(ordered, owner, n, params)
-    return FingerprintBatch(
-        params=params,
-        source_index=np.asarray(kept, dtype=np.int64),
-        empty_index=[i for i, tokens in enumerate(all_tokens) if not tokens],
-        canonical_texts=canonical,
-        exact_hashes=[exact_hash(text) for text in canonical],
-        token_counts=np.fromiter(map(len, token_lists), dtype=np.int64, count=n),
+    return _Rows(
         shingles=shingles,
         shingle_offsets=shingle_offsets,
         signatures=signatures,
