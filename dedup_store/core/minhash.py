@@ -21,6 +21,7 @@ U32 = npt.NDArray[np.uint32]
 _SHIFT = np.uint64(32)
 _CHUNK = 1 << 16
 _SMALL = 1 << 15
+_PERMS_PER_PASS = 4
 
 
 @lru_cache(maxsize=16)
@@ -51,28 +52,34 @@ def minhash_signatures(
     if n_docs and np.any(np.diff(offsets) <= 0):
         raise ValueError("every document needs at least one shingle")
     a, b = permutations(num_perm, seed)
-    signatures = np.empty((n_docs, num_perm), dtype=np.uint32)
-    if n_docs == 0:
-        return signatures
+    # one row per permutation: every pass below writes a contiguous row
+    mins = np.empty((num_perm, n_docs), dtype=np.uint64)
     first = 0
     with np.errstate(over="ignore"):
         while first < n_docs:
             # a chunk of documents whose shingles fit in cache: every pass below stays there
             last = max(first + 1, int(np.searchsorted(offsets, offsets[first] + _CHUNK)) - 1)
             lo, hi = offsets[first], offsets[last]
-            chunk, starts = shingles[lo:hi], offsets[first:last] - lo
-            if len(chunk) * num_perm <= _SMALL:
-                # few shingles: all permutations at once beats a Python loop of tiny passes
-                work2 = np.multiply.outer(chunk, a) + b
-                signatures[first:last] = np.minimum.reduceat(work2, starts, axis=0) >> _SHIFT
-            else:
-                work = np.empty_like(chunk)
-                for i in range(num_perm):
-                    np.multiply(chunk, a[i], out=work)
-                    work += b[i]
-                    signatures[first:last, i] = np.minimum.reduceat(work, starts) >> _SHIFT
+            _chunk_minima(shingles[lo:hi], offsets[first:last] - lo, a, b, mins[:, first:last])
             first = last
-    return signatures
+    mins >>= _SHIFT
+    return mins.T.astype(np.uint32, order="C")
+
+
+def _chunk_minima(chunk: U64, starts: npt.NDArray[np.int64], a: U64, b: U64, out: U64) -> None:
+    """``out[i, d]`` = minimum of ``a[i] * x + b[i]`` over the shingles ``x`` of document ``d``.
+
+    A few permutations are applied per pass (rows of one work array), which keeps the work array
+    in cache and saves Python calls; with few shingles, all of them at once.
+    """
+    step = len(a) if len(chunk) * len(a) <= _SMALL else _PERMS_PER_PASS
+    work = np.empty((min(step, len(a)), len(chunk)), dtype=np.uint64)
+    for i in range(0, len(a), step):
+        j = min(i + step, len(a))
+        rows = work[: j - i]
+        np.multiply(a[i:j, None], chunk, out=rows)
+        rows += b[i:j, None]
+        np.minimum.reduceat(rows, starts, axis=1, out=out[i:j])
 
 
 def estimate_jaccard(sig_a: U32, sig_b: U32) -> float:

@@ -1,0 +1,77 @@
+"""The batch paths give the same values as plain per-document arithmetic."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from dedup_store.core import FingerprintParams, fingerprint_batch, minhash_signatures
+from dedup_store.core.minhash import permutations
+from dedup_store.core.simhash import bit_votes, lane_counts
+
+RNG = np.random.default_rng(20240607)
+
+
+def _random_offsets(n_docs: int, max_len: int) -> np.ndarray:
+    lengths = RNG.integers(1, max_len, size=n_docs)
+    return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+
+
+def _naive_bit_counts(features: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    bits = (features[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)
+    return np.add.reduceat(bits.astype(np.int64), offsets[:-1], axis=0)
+
+
+@pytest.mark.parametrize(("n_docs", "max_len"), [(1, 2), (7, 40), (300, 90), (3, 3000)])
+def test_lane_counts_count_every_bit(n_docs: int, max_len: int) -> None:
+    offsets = _random_offsets(n_docs, max_len)
+    features = RNG.integers(0, 2**64, size=int(offsets[-1]), dtype=np.uint64)
+    expected = _naive_bit_counts(features, offsets)
+    assert np.array_equal(lane_counts(features, offsets), expected)
+    assert np.array_equal(bit_votes(features, offsets), expected.astype(np.float64))
+
+
+def test_bit_votes_of_a_document_longer_than_a_lane() -> None:
+    offsets = np.array([0, 5, 70_005], dtype=np.int64)
+    features = np.full(70_005, 2**63 + 1, dtype=np.uint64)
+    votes = bit_votes(features, offsets)
+    assert votes[1, 0] == votes[1, 63] == 70_000
+    assert votes[0, 0] == 5 and votes[1, 1] == 0
+
+
+@pytest.mark.parametrize(("n_docs", "max_len", "num_perm"), [(1, 3, 7), (40, 30, 84), (5, 900, 9)])
+def test_minhash_is_the_minimum_of_each_permutation(
+    n_docs: int, max_len: int, num_perm: int
+) -> None:
+    offsets = _random_offsets(n_docs, max_len)
+    shingles = RNG.integers(0, 2**64, size=int(offsets[-1]), dtype=np.uint64)
+    a, b = permutations(num_perm, 3)
+    expected = [
+        [
+            min((int(ai) * int(x) + int(bi)) % 2**64 for x in shingles[lo:hi]) >> 32
+            for ai, bi in zip(a, b, strict=True)
+        ]
+        for lo, hi in itertools.pairwise(offsets)
+    ]
+    signatures = minhash_signatures(shingles, offsets, num_perm, 3)
+    assert signatures.dtype == np.uint32 and signatures.flags.c_contiguous
+    assert signatures.tolist() == expected
+
+
+def test_a_batch_equals_its_documents_one_by_one() -> None:
+    words = ["river", "rose", "all", "night", "the", "farmers", "watched", "banks", "中文分词", "и"]
+    docs = [" ".join(RNG.choice(words, size=int(RNG.integers(0, 2000)))) for _ in range(40)]
+    docs += ["", "...", "one"]
+    params = FingerprintParams()
+    batch = fingerprint_batch(docs, params)
+    alone = [fingerprint_batch([doc], params) for doc in docs]
+    assert batch.empty_index == [i for i, single in enumerate(alone) if single.empty_index]
+    for row, source in enumerate(batch.source_index.tolist()):
+        single = alone[source]
+        assert batch.canonical_texts[row] == single.canonical_texts[0]
+        for field in ("shingles", "sample_keys"):
+            assert np.array_equal(getattr(batch.row(row), field), getattr(single.row(0), field))
+        for field in ("signatures", "band_keys", "simhashes", "block_keys"):
+            assert np.array_equal(getattr(batch, field)[row], getattr(single, field)[0])
