@@ -33,9 +33,15 @@ def mix64(x: U64) -> U64:
     """The splitmix64 finalizer: a bijection of uint64 with good avalanche."""
     with np.errstate(over="ignore"):
         z = x + _SPLITMIX_GAMMA
-        z = (z ^ (z >> _S30)) * _MIX1
-        z = (z ^ (z >> _S27)) * _MIX2
-        return z ^ (z >> _S31)
+        shifted = z >> _S30
+        z ^= shifted
+        z *= _MIX1
+        np.right_shift(z, _S27, out=shifted)
+        z ^= shifted
+        z *= _MIX2
+        np.right_shift(z, _S31, out=shifted)
+        z ^= shifted
+        return z
 
 
 def combine_columns(columns: U64, salt: int = 0) -> U64:

@@ -13,6 +13,7 @@ over the concatenated tokens of the batch.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import threading
 from collections.abc import Sequence
 
@@ -94,11 +95,21 @@ class Segments:
         owner = np.fromiter((d for d, _ in pieces), dtype=np.int64, count=len(pieces))
         return cls(hashes, lengths, owner, text)
 
+    @classmethod
+    def whole(cls, token_lists: Sequence[list[str]]) -> Segments:
+        """One segment of all the tokens of each (non-empty) list, owned by its position."""
+        n = len(token_lists)
+        text = list(itertools.chain.from_iterable(token_lists))
+        lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=n)
+        return cls(hash_tokens(text), lengths, np.arange(n, dtype=np.int64), text)
+
 
 def split_segments(
     token_lists: Sequence[list[str]], canonical_texts: Sequence[str]
 ) -> tuple[Segments, Segments]:
     """Word segments and CJK character segments of a batch of canonical token lists."""
+    if all(text.isascii() or not has_cjk(text) for text in canonical_texts):
+        return Segments.whole(token_lists), Segments.build([])
     words: list[tuple[int, list[str]]] = []
     chars: list[tuple[int, list[str]]] = []
     for doc, (tokens, text) in enumerate(zip(token_lists, canonical_texts, strict=True)):
@@ -125,27 +136,47 @@ def shingle(segments: Segments, n: int) -> tuple[U64, I64]:
     total = len(segments.hashes)
     if total == 0:
         return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
-    seg_of = np.repeat(np.arange(len(segments.lengths)), segments.lengths)
-    seg_start = np.cumsum(segments.lengths) - segments.lengths
-    pos_in_seg = np.arange(total) - seg_start[seg_of]
-    length = segments.lengths[seg_of]
-    starts = np.flatnonzero((pos_in_seg <= length - n) | ((pos_in_seg == 0) & (length < n)))
-    acc = np.zeros(len(starts), dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for j in range(n):
-            idx = np.minimum(starts + j, total - 1)
-            inside = (starts + j < total) & (seg_of[idx] == seg_of[starts])
-            acc += np.where(inside, segments.hashes[idx] * COMBINE[j], np.uint64(0))
-    return mix64(acc), segments.owner[seg_of[starts]]
+    lengths = segments.lengths
+    # tokens from each position to the end of its segment (at least 1)
+    remaining = np.repeat(np.cumsum(lengths), lengths) - np.arange(total)
+    starts = np.flatnonzero(remaining >= n)
+    short = lengths < n
+    if np.any(short):
+        # a segment shorter than n gives one shingle of all its tokens, at its first position
+        firsts = (np.cumsum(lengths) - lengths)[short]
+        starts = np.sort(np.concatenate([starts, firsts]))
+    acc = _combined(segments.hashes, remaining if np.any(short) else None, n)[starts]
+    owner = np.repeat(segments.owner, lengths)[starts]
+    return mix64(acc), owner
+
+
+def _combined(hashes: U64, remaining: I64 | None, n: int) -> U64:
+    """At every position, the combination of the next ``n`` token hashes.
+
+    With ``remaining`` given, tokens past the end of the position's segment count as zero.
+    """
+    total = len(hashes)
+    padded = np.zeros(total + n - 1, dtype=np.uint64)
+    padded[:total] = hashes
+    acc: U64 = hashes * COMBINE[0]
+    term = np.empty_like(acc)
+    for j in range(1, n):
+        np.multiply(padded[j : j + total], COMBINE[j], out=term)
+        if remaining is not None:
+            term[remaining <= j] = 0
+        acc += term
+    return acc
 
 
 def group_by_document(values: U64, owner: I64, n_docs: int) -> tuple[U64, I64]:
     """Sort values by owner (stable), returning them with ``offsets`` of length ``n_docs + 1``."""
-    order = np.argsort(owner, kind="stable")
     counts = np.bincount(owner, minlength=n_docs)
     offsets = np.zeros(n_docs + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    return values[order], offsets
+    if not np.any(owner[1:] < owner[:-1]):
+        # already grouped (no CJK shingles appended after the word shingles)
+        return values.copy(), offsets
+    return values[np.argsort(owner, kind="stable")], offsets
 
 
 def unique_per_document(values: U64, owner: I64, n_docs: int) -> tuple[U64, I64]:
