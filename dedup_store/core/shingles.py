@@ -27,6 +27,8 @@ from dedup_store.core.hashing import COMBINE, U64, mix64
 I64 = npt.NDArray[np.int64]
 
 _VOCABULARY_LIMIT = 1 << 20
+# sort groups as rows of a padded array while that is at most this many times their size
+_PAD_LIMIT = 2
 
 
 class _Vocabulary(dict[str, int]):
@@ -191,7 +193,15 @@ def unique_per_document(values: U64, owner: I64, n_docs: int) -> tuple[U64, I64]
 
 
 def _sort_by_owner_then_value(values: U64, owner: I64, n_docs: int) -> tuple[U64, I64]:
-    """Sort by ``(owner, value)``: one sort of packed keys, lexsort only if prefixes collide."""
+    """Sort by ``(owner, value)``.
+
+    Values already grouped by owner, in groups of similar sizes, are sorted as the rows of one
+    padded array; otherwise one sort of packed keys, and lexsort only if their prefixes collide.
+    """
+    if len(values) and not np.any(owner[1:] < owner[:-1]):
+        counts = np.bincount(owner, minlength=n_docs)
+        if n_docs * int(counts.max()) <= _PAD_LIMIT * len(values):
+            return _sort_rows(values, counts), owner
     owner_bits = max(1, int(n_docs).bit_length())
     if owner_bits <= 24 and len(values):
         shift = np.uint64(owner_bits)
@@ -203,3 +213,20 @@ def _sort_by_owner_then_value(values: U64, owner: I64, n_docs: int) -> tuple[U64
             return sorted_values, owner[order]
     order = np.lexsort((values, owner))
     return values[order], owner[order]
+
+
+def _sort_rows(values: U64, counts: I64) -> U64:
+    """Sort each group of values (``counts[d]`` consecutive values for group ``d``).
+
+    Every group becomes one row of an array padded with the largest ``uint64``; padding sorts
+    last and is left out by position, so a real value equal to it stays in.
+    """
+    n_rows, width = len(counts), int(counts.max())
+    first = np.cumsum(counts) - counts
+    slot = np.arange(len(values)) + np.repeat(np.arange(n_rows) * width - first, counts)
+    grid = np.full(n_rows * width, np.iinfo(np.uint64).max, dtype=np.uint64)
+    grid[slot] = values
+    rows = grid.reshape(n_rows, width)
+    rows.sort(axis=1)
+    sorted_values: U64 = rows[np.arange(width) < counts[:, None]]
+    return sorted_values

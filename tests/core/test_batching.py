@@ -9,6 +9,7 @@ import pytest
 
 from dedup_store.core import FingerprintParams, fingerprint_batch, minhash_signatures
 from dedup_store.core.minhash import permutations
+from dedup_store.core.shingles import unique_per_document
 from dedup_store.core.simhash import bit_votes, lane_counts
 
 RNG = np.random.default_rng(20240607)
@@ -75,3 +76,25 @@ def test_a_batch_equals_its_documents_one_by_one() -> None:
             assert np.array_equal(getattr(batch.row(row), field), getattr(single.row(0), field))
         for field in ("signatures", "band_keys", "simhashes", "block_keys"):
             assert np.array_equal(getattr(batch, field)[row], getattr(single, field)[0])
+
+
+@pytest.mark.parametrize("grouped", [True, False])
+@pytest.mark.parametrize(("n_docs", "max_len"), [(1, 5), (9, 30), (200, 40), (4, 3000)])
+def test_unique_per_document_sorts_and_dedups_each_document(
+    grouped: bool, n_docs: int, max_len: int
+) -> None:
+    counts = RNG.integers(0, max_len, size=n_docs)
+    owner = np.repeat(np.arange(n_docs), counts)
+    if not grouped:
+        owner = RNG.permutation(owner)
+    pool = np.array([0, 1, 5, 2**64 - 1, 2**63], dtype=np.uint64)
+    values = np.where(
+        RNG.random(len(owner)) < 0.3,
+        RNG.choice(pool, size=len(owner)),
+        RNG.integers(0, 2**64, size=len(owner), dtype=np.uint64),
+    )
+    got, offsets = unique_per_document(values, owner, n_docs)
+    for doc in range(n_docs):
+        expected = np.unique(values[owner == doc])
+        assert np.array_equal(got[offsets[doc] : offsets[doc + 1]], expected)
+    assert offsets[-1] == len(got)
