@@ -7,17 +7,25 @@ marks of non-CJK scripts; CJK tokens are whole runs of Han, Hiragana and Katakan
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 import unicodedata
+from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
 
+import numpy as np
+import numpy.typing as npt
 import regex
 import snowballstemmer
+import xxhash
 from selectolax.lexbor import LexborHTMLParser
 
+from dedup_store.core.hashing import U64, XXH3_SHORT_MAX, xxh3_64_short
 from dedup_store.core.params import FingerprintParams
+
+I64 = npt.NDArray[np.int64]
 
 _CJK_CLASS = r"\p{Han}\p{Hiragana}\p{Katakana}"
 _TOKEN = regex.compile(rf"(?V1)(?P<cjk>[{_CJK_CLASS}]+)|[[\p{{L}}\p{{N}}\p{{M}}]--[{_CJK_CLASS}]]+")
@@ -28,6 +36,13 @@ _WORD = re.compile(r"[^\W_]+")
 # ASCII fast path: capitals to small letters, everything but letters and digits to a space.
 _ASCII_TABLE = str.maketrans({i: chr(i).lower() if chr(i).isalnum() else " " for i in range(128)})
 _CYRILLIC = regex.compile(r"\p{Cyrillic}")
+# Batches of ASCII text: spaces around the joined text, so that 8-byte reads never leave it.
+_PAD = " " * 8
+# characters of ASCII text canonicalized per run of numpy passes (they stay in cache)
+_CHARS_PER_RUN = 1 << 17
+_SPACE = ord(" ")
+_LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [2**64 - 1], dtype=np.uint64)
+_STOP_TABLE_MULTIPLIERS = (0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB)
 _HTML_HINT = re.compile(
     r"<(?:!doctype|!--|html|head|body|p|div|br|span|a|b|i|em|strong|script|style|table|tr|td|"
     r"ul|ol|li|h[1-6]|article|section|nav|header|footer|main|img|meta|link|title)[\s>/]",
@@ -150,3 +165,149 @@ def has_cjk(text: str) -> bool:
 def canonicalize(text: str, params: FingerprintParams) -> str:
     """The canonical text: canonical tokens joined by single spaces."""
     return " ".join(canonical_tokens(text, params))
+
+
+@dataclasses.dataclass(frozen=True)
+class CanonicalBatch:
+    """Canonical texts of a batch of documents, with the hash of every canonical token.
+
+    Attributes:
+        texts: the canonical text of each document (empty when no token is left).
+        token_counts: canonical tokens per document.
+        token_hashes: xxh3-64 of each token's bytes, all documents concatenated.
+    """
+
+    texts: list[str]
+    token_counts: I64
+    token_hashes: U64
+
+
+def ascii_canonical_batch(texts: Sequence[str], params: FingerprintParams) -> CanonicalBatch | None:
+    """Canonical texts and token hashes of ASCII plain-text documents, all at once in numpy.
+
+    The same texts and tokens as :func:`canonical_tokens`, without a Python string per token.
+    ``None`` when a document needs the general path: non-ASCII text, HTML, or stemming.
+    """
+    if params.stem or params.html == "always" or not all(map(str.isascii, texts)):
+        return None
+    if params.html == "auto" and any(map(looks_like_html, texts)):
+        return None
+    sizes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    parts = [
+        _ascii_canonical_run(texts[first:last], params.stopwords)
+        for first, last in batch_runs(sizes, _CHARS_PER_RUN)
+    ]
+    if len(parts) == 1:
+        return parts[0]
+    return CanonicalBatch(
+        texts=[text for part in parts for text in part.texts],
+        token_counts=np.concatenate([part.token_counts for part in parts]),
+        token_hashes=np.concatenate([part.token_hashes for part in parts]),
+    )
+
+
+def batch_runs(sizes: I64, limit: int) -> list[tuple[int, int]]:
+    """``(first, last)`` ranges of consecutive items of about ``limit`` in total size.
+
+    Every item is in exactly one range; an empty batch gives the one range ``(0, 0)``.
+    """
+    n = len(sizes)
+    ends = np.cumsum(sizes)
+    total = int(ends[-1]) if n else 0
+    cuts = np.searchsorted(ends, np.arange(limit, total, limit), side="right").tolist()
+    bounds = sorted({0, n, *(cut for cut in cuts if 0 < cut < n)})
+    if len(bounds) == 1:
+        return [(0, n)]
+    return list(itertools.pairwise(bounds))
+
+
+def _ascii_canonical_run(texts: Sequence[str], drop_stopwords: bool) -> CanonicalBatch:
+    """:func:`ascii_canonical_batch` of a run of documents small enough to stay in cache."""
+    translated = [text.translate(_ASCII_TABLE) for text in texts]
+    raw = (_PAD + " ".join(translated) + _PAD).encode("ascii")
+    words = np.ndarray(shape=(len(raw) - 7,), dtype="<u8", buffer=raw, strides=(1,))
+    starts, ends = _word_spans(raw)
+    if drop_stopwords:
+        keep = ~_ascii_stopword_mask(raw, words, starts, ends)
+        starts, ends = starts[keep], ends[keep]
+    doc_starts = np.cumsum([len(_PAD), *(len(t) + 1 for t in translated)])
+    doc = np.searchsorted(doc_starts, starts, side="right") - 1
+    counts = np.bincount(doc, minlength=len(texts))
+    return CanonicalBatch(
+        texts=_joined_words(raw, starts, ends, counts),
+        token_counts=counts,
+        token_hashes=_word_hashes(raw, words, starts, ends),
+    )
+
+
+def _word_spans(raw: bytes) -> tuple[I64, I64]:
+    """Start and end offsets of the runs of non-space bytes (``raw`` starts and ends in space)."""
+    word = np.frombuffer(raw, dtype=np.uint8) != _SPACE
+    edges = np.flatnonzero(word[1:] != word[:-1]) + 1
+    return edges[0::2], edges[1::2]
+
+
+@lru_cache(maxsize=1)
+def _ascii_stop_table() -> tuple[U64, np.uint64, np.uint64, U64, frozenset[bytes]]:
+    """An exact lookup table of the ASCII stop words of at most 8 bytes, and the longer ones.
+
+    Returns:
+        ``(table, multiplier, shift, long_heads, long_words)``: a word of up to 8 bytes, read as
+        a little-endian integer ``key``, is a stop word when
+        ``table[(key * multiplier) >> shift] == key`` (no two stop words share a slot);
+        ``long_heads`` are the first 8 bytes of the longer stop words ``long_words``.
+    """
+    encoded = [w.encode("ascii") for w in stopwords() if w.isascii()]
+    keys = [int.from_bytes(w, "little") for w in encoded if len(w) <= 8]
+    long_words = frozenset(w for w in encoded if len(w) > 8)
+    long_heads = np.array(sorted({int.from_bytes(w[:8], "little") for w in long_words}))
+    for bits in range(12, 33):
+        for multiplier in _STOP_TABLE_MULTIPLIERS:
+            slots = {(key * multiplier % 2**64) >> (64 - bits) for key in keys}
+            if len(slots) == len(keys):
+                table = np.zeros(1 << bits, dtype=np.uint64)
+                for key in keys:
+                    table[(key * multiplier % 2**64) >> (64 - bits)] = key
+                heads = long_heads.astype(np.uint64)
+                return table, np.uint64(multiplier), np.uint64(64 - bits), heads, long_words
+    raise AssertionError("no collision-free stop word table")  # pragma: no cover
+
+
+def _ascii_stopword_mask(raw: bytes, words: U64, starts: I64, ends: I64) -> npt.NDArray[np.bool_]:
+    """Which words of ``raw`` are stop words (exactly: no hash is trusted alone)."""
+    table, multiplier, shift, long_heads, long_words = _ascii_stop_table()
+    lengths = ends - starts
+    head = words[starts]
+    key = head & _LOW_BYTES[np.minimum(lengths, 8)]
+    with np.errstate(over="ignore"):
+        slot = (key * multiplier) >> shift
+    stop: npt.NDArray[np.bool_] = (table[slot] == key) & (lengths <= 8)
+    maybe = np.flatnonzero((lengths > 8) & np.isin(head, long_heads))
+    for i in maybe.tolist():
+        stop[i] = raw[starts[i] : ends[i]] in long_words
+    return stop
+
+
+def _joined_words(raw: bytes, starts: I64, ends: I64, counts: I64) -> list[str]:
+    """Each document's words joined by single spaces (``counts`` words per document)."""
+    if len(starts) == 0:
+        return [""] * len(counts)
+    # every word with the space after it: ranges [start, end] of raw, concatenated
+    inside = np.zeros(len(raw) + 1, dtype=np.int8)
+    inside[starts] = 1
+    inside[ends + 1] -= 1
+    chars = np.frombuffer(raw, dtype=np.uint8)[np.cumsum(inside[:-1], dtype=np.int8).view(bool)]
+    text = chars.tobytes().decode("ascii")
+    word_ends = np.concatenate([[0], np.cumsum(ends - starts + 1)])
+    last = np.cumsum(counts)
+    bounds = zip(word_ends[last - counts].tolist(), word_ends[last].tolist(), strict=True)
+    return [text[first : end - 1] for first, end in bounds]
+
+
+def _word_hashes(raw: bytes, words: U64, starts: I64, ends: I64) -> U64:
+    """xxh3-64 of every word of ``raw``."""
+    lengths = ends - starts
+    hashes = xxh3_64_short(words[starts], words[ends - 8], lengths.astype(np.uint64))
+    for i in np.flatnonzero(lengths > XXH3_SHORT_MAX).tolist():
+        hashes[i] = xxhash.xxh3_64_intdigest(raw[starts[i] : ends[i]])
+    return hashes

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 
 import numpy as np
 
-from dedup_store.core.canonical import canonical_tokens
+from dedup_store.core.canonical import (
+    CanonicalBatch,
+    ascii_canonical_batch,
+    batch_runs,
+    canonical_tokens,
+)
 from dedup_store.core.hashing import U64, exact_hash
 from dedup_store.core.lsh import band_keys
 from dedup_store.core.minhash import U32, estimate_jaccard, minhash_signatures
@@ -193,6 +197,10 @@ def fingerprint_batch(
             validate_text(text)
         except InvalidDocumentError as e:
             raise InvalidDocumentError(f"document {position}: {e}") from None
+    if weights is None:
+        ascii_batch = ascii_canonical_batch(texts, params)
+        if ascii_batch is not None:
+            return _fingerprint_canonical(ascii_batch, params)
     return fingerprint_tokens([canonical_tokens(t, params) for t in texts], params, weights)
 
 
@@ -209,18 +217,53 @@ def fingerprint_tokens(
     params = params or FingerprintParams()
     kept = [i for i, tokens in enumerate(all_tokens) if tokens]
     token_lists = [all_tokens[i] for i in kept]
-    n = len(kept)
     canonical = [" ".join(tokens) for tokens in token_lists]
-    token_counts = np.fromiter(map(len, token_lists), dtype=np.int64, count=n)
+    token_counts = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(kept))
+
+    def segments(first: int, last: int) -> tuple[Segments, Segments]:
+        return split_segments(token_lists[first:last], canonical[first:last])
+
+    empty = [i for i, tokens in enumerate(all_tokens) if not tokens]
+    return _assemble(params, kept, empty, canonical, token_counts, segments, weights)
+
+
+def _fingerprint_canonical(batch: CanonicalBatch, params: FingerprintParams) -> FingerprintBatch:
+    """Fingerprint documents from their canonical texts and token hashes (word tokens only)."""
+    kept = np.flatnonzero(batch.token_counts).tolist()
+    empty = np.flatnonzero(batch.token_counts == 0).tolist()
+    token_counts = batch.token_counts[kept]
+    token_offsets = np.concatenate([[0], np.cumsum(token_counts)]).tolist()
+
+    def segments(first: int, last: int) -> tuple[Segments, Segments]:
+        hashes = batch.token_hashes[token_offsets[first] : token_offsets[last]]
+        owner = np.arange(last - first, dtype=np.int64)
+        words = Segments(hashes, token_counts[first:last], owner, [])
+        return words, Segments.build([])
+
+    canonical = [batch.texts[i] for i in kept]
+    return _assemble(params, kept, empty, canonical, token_counts, segments, None)
+
+
+def _assemble(
+    params: FingerprintParams,
+    kept: list[int],
+    empty: list[int],
+    canonical: list[str],
+    token_counts: I64,
+    segments: Callable[[int, int], tuple[Segments, Segments]],
+    weights: FeatureWeights | None,
+) -> FingerprintBatch:
+    """The fingerprints of the ``kept`` documents, whose segments ``segments(first, last)`` gives
+    for each run of rows."""
     parts = [
-        _fingerprint_rows(token_lists[first:last], canonical[first:last], params, weights)
-        for first, last in _chunks(token_counts)
+        _fingerprint_rows(last - first, *segments(first, last), params, weights)
+        for first, last in batch_runs(token_counts, _TOKENS_PER_CHUNK)
     ]
     rows = _Rows.concatenate(parts)
     return FingerprintBatch(
         params=params,
         source_index=np.asarray(kept, dtype=np.int64),
-        empty_index=[i for i, tokens in enumerate(all_tokens) if not tokens],
+        empty_index=empty,
         canonical_texts=canonical,
         exact_hashes=[exact_hash(text) for text in canonical],
         token_counts=token_counts,
@@ -233,19 +276,6 @@ def fingerprint_tokens(
         sample_keys=rows.sample_keys,
         sample_offsets=rows.sample_offsets,
     )
-
-
-def _chunks(token_counts: I64) -> list[tuple[int, int]]:
-    """``(first, last)`` row ranges of about :data:`_TOKENS_PER_CHUNK` tokens (at least one)."""
-    n = len(token_counts)
-    ends = np.cumsum(token_counts)
-    total = int(ends[-1]) if n else 0
-    limits = np.arange(_TOKENS_PER_CHUNK, total, _TOKENS_PER_CHUNK)
-    cuts = np.searchsorted(ends, limits, side="right").tolist()
-    bounds = sorted({0, n, *(cut for cut in cuts if 0 < cut < n)})
-    if len(bounds) == 1:
-        return [(0, n)]
-    return list(itertools.pairwise(bounds))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -286,14 +316,13 @@ def _join_offsets(offsets: list[I64]) -> I64:
 
 
 def _fingerprint_rows(
-    token_lists: list[list[str]],
-    canonical: list[str],
+    n: int,
+    words: Segments,
+    chars: Segments,
     params: FingerprintParams,
     weights: FeatureWeights | None,
 ) -> _Rows:
-    """The array fields of the fingerprints of non-empty token lists."""
-    n = len(token_lists)
-    words, chars = split_segments(token_lists, canonical)
+    """The array fields of the fingerprints of ``n`` non-empty documents, from their segments."""
     word_shingles, word_owner = shingle(words, params.shingle_size)
     char_shingles, char_owner = shingle(chars, params.cjk_shingle_size)
     ordered = np.concatenate([word_shingles, char_shingles])

@@ -86,3 +86,93 @@ def exact_hash(canonical_text: str) -> bytes:
 def as_int64(values: U64) -> npt.NDArray[np.int64]:
     """Reinterpret uint64 as int64 (PostgreSQL ``bigint``) without changing bits."""
     return values.view(np.int64)
+
+
+#: xxh3-64 (seed 0, default secret) constants for inputs of 1 to 16 bytes: the secret words
+#: each length class reads, folded together as the reference implementation does.
+_XXH3_FLIP_1TO3 = np.uint64(0x396CFEB8 ^ 0xBE4BA423)
+_XXH3_FLIP_4TO8 = np.uint64(0x1CAD21F72C81017C ^ 0xDB979083E96DD4DE)
+_XXH3_FLIP_9TO16_LO = np.uint64(0x1F67B3B7A4A44072 ^ 0x78E5C0CC4EE679CB)
+_XXH3_FLIP_9TO16_HI = np.uint64(0x2172FFCC7DD05A82 ^ 0x8E2443F7744608B8)
+_XXH_PRIME64_2 = np.uint64(0xC2B2AE3D27D4EB4F)
+_XXH_PRIME64_3 = np.uint64(0x165667B19E3779F9)
+_XXH_PRIME_MX1 = np.uint64(0x165667919E3779F9)
+_XXH_PRIME_MX2 = np.uint64(0x9FB21C651E98DF25)
+_LOW32 = np.uint64(0xFFFF_FFFF)
+#: Longest input :func:`xxh3_64_short` hashes.
+XXH3_SHORT_MAX = 16
+
+
+def _xorshift(h: U64, shift: int) -> U64:
+    result: U64 = h ^ (h >> np.uint64(shift))
+    return result
+
+
+def _rotl(h: U64, bits: int) -> U64:
+    result: U64 = (h << np.uint64(bits)) | (h >> np.uint64(64 - bits))
+    return result
+
+
+def _mul128_fold64(a: U64, b: U64) -> U64:
+    """The low and the high 64 bits of the 128-bit products ``a * b``, xored."""
+    a_lo, a_hi = a & _LOW32, a >> np.uint64(32)
+    b_lo, b_hi = b & _LOW32, b >> np.uint64(32)
+    lo_lo, lo_hi, hi_lo = a_lo * b_lo, a_lo * b_hi, a_hi * b_lo
+    middle = (lo_lo >> np.uint64(32)) + (lo_hi & _LOW32) + (hi_lo & _LOW32)
+    high = a_hi * b_hi + (lo_hi >> np.uint64(32)) + (hi_lo >> np.uint64(32))
+    high += middle >> np.uint64(32)
+    result: U64 = (a * b) ^ high
+    return result
+
+
+def _xxh3_1to3(head: U64, length: U64) -> U64:
+    byte = np.uint64(0xFF)
+    first = head & byte
+    middle = (head >> ((length >> np.uint64(1)) << np.uint64(3))) & byte
+    last = (head >> ((length - np.uint64(1)) << np.uint64(3))) & byte
+    combined = (first << np.uint64(16)) | (middle << np.uint64(24)) | last
+    h = (combined | (length << np.uint64(8))) ^ _XXH3_FLIP_1TO3
+    h = _xorshift(h, 33) * _XXH_PRIME64_2
+    h = _xorshift(h, 29) * _XXH_PRIME64_3
+    return _xorshift(h, 32)
+
+
+def _xxh3_4to8(head: U64, tail: U64, length: U64) -> U64:
+    h = ((tail >> np.uint64(32)) + ((head & _LOW32) << np.uint64(32))) ^ _XXH3_FLIP_4TO8
+    h ^= _rotl(h, 49) ^ _rotl(h, 24)
+    h *= _XXH_PRIME_MX2
+    h ^= (h >> np.uint64(35)) + length
+    h *= _XXH_PRIME_MX2
+    return _xorshift(h, 28)
+
+
+def _xxh3_9to16(head: U64, tail: U64, length: U64) -> U64:
+    low = head ^ _XXH3_FLIP_9TO16_LO
+    high = tail ^ _XXH3_FLIP_9TO16_HI
+    h = length + low.byteswap() + high + _mul128_fold64(low, high)
+    h = _xorshift(h, 37) * _XXH_PRIME_MX1
+    return _xorshift(h, 32)
+
+
+def xxh3_64_short(head: U64, tail: U64, length: U64) -> U64:
+    """xxh3-64 (seed 0) of many inputs of 1 to :data:`XXH3_SHORT_MAX` bytes, in numpy.
+
+    Args:
+        head: the 8 bytes read (little-endian) from the start of each input; bytes past its end
+            may hold anything.
+        tail: the 8 bytes ending at the end of each input; bytes before its start may hold
+            anything.
+        length: the length of each input.
+
+    Returns:
+        The same values as ``xxhash.xxh3_64_intdigest`` of each input.
+    """
+    with np.errstate(over="ignore"):
+        out = _xxh3_4to8(head, tail, length)
+        tiny = np.flatnonzero(length < np.uint64(4))
+        if len(tiny):
+            out[tiny] = _xxh3_1to3(head[tiny], length[tiny])
+        wide = np.flatnonzero(length > np.uint64(8))
+        if len(wide):
+            out[wide] = _xxh3_9to16(head[wide], tail[wide], length[wide])
+    return out

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
 import pytest
+import xxhash
 
-from dedup_store.core import FingerprintParams, fingerprint_batch, minhash_signatures
+from dedup_store.core import (
+    FingerprintBatch,
+    FingerprintParams,
+    canonical_tokens,
+    fingerprint_batch,
+    minhash_signatures,
+)
+from dedup_store.core.canonical import ascii_canonical_batch
+from dedup_store.core.fingerprint import fingerprint_tokens
+from dedup_store.core.hashing import xxh3_64_short
 from dedup_store.core.minhash import permutations
 from dedup_store.core.shingles import unique_per_document
 from dedup_store.core.simhash import bit_votes, lane_counts
@@ -98,3 +109,54 @@ def test_unique_per_document_sorts_and_dedups_each_document(
         expected = np.unique(values[owner == doc])
         assert np.array_equal(got[offsets[doc] : offsets[doc + 1]], expected)
     assert offsets[-1] == len(got)
+
+
+def test_xxh3_64_short_matches_xxhash() -> None:
+    pieces = [RNG.integers(0, 256, size=n, dtype=np.uint8).tobytes() for n in range(1, 17)] * 50
+    pieces += [bytes([b]) * n for b in (0, 0x61, 0xFF) for n in range(1, 17)]
+    noise = RNG.integers(0, 256, size=8, dtype=np.uint8).tobytes()
+    raw = noise + b"".join(pieces) + noise
+    lengths = np.array([len(p) for p in pieces], dtype=np.int64)
+    starts = 8 + np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    words = np.ndarray(shape=(len(raw) - 7,), dtype="<u8", buffer=raw, strides=(1,))
+    got = xxh3_64_short(words[starts], words[starts + lengths - 8], lengths.astype(np.uint64))
+    assert got.tolist() == [xxhash.xxh3_64_intdigest(p) for p in pieces]
+
+
+ASCII_DOCS = [
+    "The river rose ALL night; the farmers watched the banks.",
+    "Ourselves, themselves and yourselves: ourselvesx THEMSELVE yourselve!",
+    "a I x 7 42 of-the_and " + "verylongwordthatkeepsgoing" * 3 + " " + "q" * 16 + " " + "z" * 17,
+    "the a of",
+    "",
+    "   ...   ",
+    "Tabs\tand\nnew lines\r\nand \x0bvertical\x0c feeds \x1c\x1d\x1e\x1f too",
+]
+
+
+@pytest.mark.parametrize("stopwords", [True, False])
+def test_ascii_batch_path_equals_the_token_path(stopwords: bool) -> None:
+    params = FingerprintParams(stopwords=stopwords)
+    docs = ASCII_DOCS + [" ".join(RNG.choice(ASCII_DOCS, size=30)) for _ in range(20)]
+    canonical = ascii_canonical_batch(docs, params)
+    assert canonical is not None
+    tokens = [canonical_tokens(doc, params) for doc in docs]
+    assert canonical.texts == [" ".join(t) for t in tokens]
+    assert canonical.token_counts.tolist() == [len(t) for t in tokens]
+    batch, expected = fingerprint_batch(docs, params), fingerprint_tokens(tokens, params)
+    assert batch.empty_index == expected.empty_index
+    assert batch.canonical_texts == expected.canonical_texts
+    assert batch.exact_hashes == expected.exact_hashes
+    for field in dataclasses.fields(FingerprintBatch):
+        value = getattr(batch, field.name)
+        if isinstance(value, np.ndarray):
+            assert np.array_equal(value, getattr(expected, field.name)), field.name
+
+
+def test_ascii_batch_path_is_only_for_plain_ascii() -> None:
+    params = FingerprintParams()
+    assert ascii_canonical_batch(["plain text"], params) is not None
+    assert ascii_canonical_batch(["naïve text"], params) is None
+    assert ascii_canonical_batch(["<p>markup</p>"], params) is None
+    assert ascii_canonical_batch(["plain text"], FingerprintParams(stem=True)) is None
+    assert ascii_canonical_batch(["plain text"], FingerprintParams(html="always")) is None
