@@ -1,0 +1,32 @@
+"""Candidate pairs of a batch, joined back to the new documents in numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dedup_store.db.candidates import BAND, BLOCK, SAMPLE, KeyGroup, _merge, _pairs_inside
+
+
+def _ids(*values: int) -> np.ndarray:
+    return np.array(values, dtype=np.int64)
+
+
+def test_pairs_inside_a_batch_are_older_first_and_complete() -> None:
+    group = KeyGroup(BAND, 1, keys=_ids(7, 3, 7, 7, 5), docs=_ids(14, 11, 12, 10, 13))
+    a, b = _pairs_inside(group)
+    assert sorted(zip(a.tolist(), b.tolist(), strict=True)) == [(10, 12), (10, 14), (12, 14)]
+
+
+def test_a_pair_found_by_any_other_key_is_not_block_only() -> None:
+    a = _ids(1, 1, 2, 3, 3)
+    b = _ids(9, 9, 9, 9, 9)
+    kinds = np.array([BLOCK, BAND, BLOCK, SAMPLE, SAMPLE], dtype=np.int8)
+    merged = _merge(a, b, kinds)
+    assert merged.a.tolist() == [1, 2, 3]
+    assert merged.b.tolist() == [9, 9, 9]
+    assert merged.block_only.tolist() == [False, True, False]
+
+
+def test_merge_of_nothing_is_empty() -> None:
+    merged = _merge(_ids(), _ids(), np.array([], dtype=np.int8))
+    assert len(merged.a) == len(merged.b) == len(merged.block_only) == 0
