@@ -55,27 +55,20 @@ DROP INDEX {s}.documents_exact_hash;
 CREATE INDEX documents_exact_hash ON {s}.documents USING hash (exact_hash);
 """
 
+# revision 0001's key table of one kind: one row per key, slots numbered from 0
+KEY_TABLE = """
+CREATE TABLE {s}.{kind}_keys (
+    {kind} smallint NOT NULL,
+    key bigint NOT NULL,
+    doc_id bigint NOT NULL
+);
+INSERT INTO {s}.{kind}_keys ({kind}, key, doc_id)
+SELECT u.slot - 1, u.key, d.id
+FROM {s}.documents d, unnest(d.{kind}_keys) WITH ORDINALITY AS u(key, slot);
+CREATE INDEX {kind}_keys_lookup ON {s}.{kind}_keys ({kind}, key) INCLUDE (doc_id);
+"""
+
 DOWNGRADE = """
-CREATE TABLE {s}.band_keys (
-    band smallint NOT NULL,
-    key bigint NOT NULL,
-    doc_id bigint NOT NULL
-);
-INSERT INTO {s}.band_keys (band, key, doc_id)
-SELECT u.slot - 1, u.key, d.id
-FROM {s}.documents d, unnest(d.band_keys) WITH ORDINALITY AS u(key, slot);
-CREATE INDEX band_keys_lookup ON {s}.band_keys (band, key) INCLUDE (doc_id);
-
-CREATE TABLE {s}.block_keys (
-    block smallint NOT NULL,
-    key bigint NOT NULL,
-    doc_id bigint NOT NULL
-);
-INSERT INTO {s}.block_keys (block, key, doc_id)
-SELECT u.slot - 1, u.key, d.id
-FROM {s}.documents d, unnest(d.block_keys) WITH ORDINALITY AS u(key, slot);
-CREATE INDEX block_keys_lookup ON {s}.block_keys (block, key) INCLUDE (doc_id);
-
 DROP INDEX {s}.documents_exact_hash;
 CREATE INDEX documents_exact_hash ON {s}.documents (exact_hash);
 
@@ -98,5 +91,8 @@ def upgrade(schema: str = "dedup") -> None:
 
 
 def downgrade(schema: str = "dedup") -> None:
+    s = _quoted(schema)
+    for kind in ("band", "block"):
+        op.execute(KEY_TABLE.format(s=s, kind=kind))
     # dropping the columns drops the per-slot indexes on them
-    op.execute(DOWNGRADE.format(s=_quoted(schema)))
+    op.execute(DOWNGRADE.format(s=s))
