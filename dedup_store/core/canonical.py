@@ -35,6 +35,8 @@ _ANY_CJK = regex.compile(rf"[{_CJK_CLASS}]")
 _WORD = re.compile(r"[^\W_]+")
 # ASCII fast path: capitals to small letters, everything but letters and digits to a space.
 _ASCII_TABLE = str.maketrans({i: chr(i).lower() if chr(i).isalnum() else " " for i in range(128)})
+# The same for ASCII bytes (other bytes never occur where it is used).
+_ASCII_BYTES = bytes(ord(_ASCII_TABLE[i]) if i < 128 else ord(" ") for i in range(256))
 _CYRILLIC = regex.compile(r"\p{Cyrillic}")
 # Batches of ASCII text: spaces around the joined text, so that 8-byte reads never leave it.
 _PAD = " " * 8
@@ -223,14 +225,13 @@ def batch_runs(sizes: I64, limit: int) -> list[tuple[int, int]]:
 
 def _ascii_canonical_run(texts: Sequence[str], drop_stopwords: bool) -> CanonicalBatch:
     """:func:`ascii_canonical_batch` of a run of documents small enough to stay in cache."""
-    translated = [text.translate(_ASCII_TABLE) for text in texts]
-    raw = (_PAD + " ".join(translated) + _PAD).encode("ascii")
+    raw = (_PAD + " ".join(texts) + _PAD).encode("ascii").translate(_ASCII_BYTES)
     words = np.ndarray(shape=(len(raw) - 7,), dtype="<u8", buffer=raw, strides=(1,))
     starts, ends = _word_spans(raw)
     if drop_stopwords:
         keep = ~_ascii_stopword_mask(raw, words, starts, ends)
         starts, ends = starts[keep], ends[keep]
-    doc_starts = np.cumsum([len(_PAD), *(len(t) + 1 for t in translated)])
+    doc_starts = np.cumsum([len(_PAD), *(len(t) + 1 for t in texts)])
     doc = np.searchsorted(doc_starts, starts, side="right") - 1
     counts = np.bincount(doc, minlength=len(texts))
     return CanonicalBatch(
