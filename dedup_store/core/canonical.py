@@ -231,9 +231,9 @@ def _ascii_canonical_run(texts: Sequence[str], drop_stopwords: bool) -> Canonica
     if drop_stopwords:
         keep = ~_ascii_stopword_mask(raw, words, starts, ends)
         starts, ends = starts[keep], ends[keep]
+    # each document's words start between its first byte and the next document's
     doc_starts = np.cumsum([len(_PAD), *(len(t) + 1 for t in texts)])
-    doc = np.searchsorted(doc_starts, starts, side="right") - 1
-    counts = np.bincount(doc, minlength=len(texts))
+    counts = np.diff(np.searchsorted(starts, doc_starts))
     return CanonicalBatch(
         texts=_joined_words(raw, starts, ends, counts),
         token_counts=counts,
