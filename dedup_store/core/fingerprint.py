@@ -40,6 +40,11 @@ DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 #: stay in the processor cache.
 _TOKENS_PER_CHUNK = 1 << 14
 
+#: Batches of plain ASCII text of at least this many characters are canonicalized in numpy
+#: (:func:`~dedup_store.core.canonical.ascii_canonical_batch`); below, its fixed cost outweighs
+#: the savings.
+_ASCII_BATCH_MIN_CHARS = 1 << 14
+
 
 def validate_text(text: object, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
     """Return ``text`` if it can be fingerprinted and stored, else raise a clear error.
@@ -197,7 +202,7 @@ def fingerprint_batch(
             validate_text(text)
         except InvalidDocumentError as e:
             raise InvalidDocumentError(f"document {position}: {e}") from None
-    if weights is None:
+    if weights is None and sum(map(len, texts)) >= _ASCII_BATCH_MIN_CHARS:
         ascii_batch = ascii_canonical_batch(texts, params)
         if ascii_batch is not None:
             return _fingerprint_canonical(ascii_batch, params)

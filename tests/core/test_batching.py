@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import itertools
 
 import numpy as np
@@ -24,6 +25,7 @@ from dedup_store.core.shingles import unique_per_document
 from dedup_store.core.simhash import bit_votes, lane_counts
 
 RNG = np.random.default_rng(20240607)
+fingerprint_module = importlib.import_module("dedup_store.core.fingerprint")
 
 
 def _random_offsets(n_docs: int, max_len: int) -> np.ndarray:
@@ -135,7 +137,10 @@ ASCII_DOCS = [
 
 
 @pytest.mark.parametrize("stopwords", [True, False])
-def test_ascii_batch_path_equals_the_token_path(stopwords: bool) -> None:
+def test_ascii_batch_path_equals_the_token_path(
+    stopwords: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fingerprint_module, "_ASCII_BATCH_MIN_CHARS", 0)
     params = FingerprintParams(stopwords=stopwords)
     docs = ASCII_DOCS + [" ".join(RNG.choice(ASCII_DOCS, size=30)) for _ in range(20)]
     canonical = ascii_canonical_batch(docs, params)
