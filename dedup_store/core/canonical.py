@@ -32,16 +32,20 @@ _TOKEN = regex.compile(rf"(?V1)(?P<cjk>[{_CJK_CLASS}]+)|[[\p{{L}}\p{{N}}\p{{M}}]
 _CJK_CHAR = regex.compile(rf"[{_CJK_CLASS}]")
 # Fast path for text without CJK: the standard library's word runs (letters, digits, marks).
 _ANY_CJK = regex.compile(rf"[{_CJK_CLASS}]")
+# No Han, Hiragana or Katakana character lies below this one (U+2E80, the first CJK radical).
+_FIRST_CJK = "\u2e80"
 _WORD = re.compile(r"[^\W_]+")
 # ASCII fast path: capitals to small letters, everything but letters and digits to a space.
 _ASCII_TABLE = str.maketrans({i: chr(i).lower() if chr(i).isalnum() else " " for i in range(128)})
 # The same for ASCII bytes (other bytes never occur where it is used).
 _ASCII_BYTES = bytes(ord(_ASCII_TABLE[i]) if i < 128 else ord(" ") for i in range(256))
 _CYRILLIC = regex.compile(r"\p{Cyrillic}")
-# Batches of ASCII text: spaces around the joined text, so that 8-byte reads never leave it.
-_PAD = " " * 8
-# characters of ASCII text canonicalized per run of numpy passes (they stay in cache)
-_CHARS_PER_RUN = 1 << 17
+# Everything but letters, digits and marks (the complement of _WORD).
+_NON_WORD = re.compile(r"[\W_]+")
+# Batches in numpy: spaces around the joined text, so that 8-byte reads never leave it.
+_PAD = b" " * 8
+# bytes of text canonicalized per run of numpy passes (they stay in cache)
+_BYTES_PER_RUN = 1 << 17
 _SPACE = ord(" ")
 _LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [2**64 - 1], dtype=np.uint64)
 _STOP_TABLE_MULTIPLIERS = (0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB)
@@ -110,7 +114,7 @@ def canonical_tokens(text: str, params: FingerprintParams) -> list[str]:
             tokens = _drop_stopwords(tokens)
     else:
         text = unicodedata.normalize("NFKC", text).casefold()
-        if _ANY_CJK.search(text) is None:
+        if not has_cjk(text):
             tokens = _WORD.findall(text)
             if params.stopwords:
                 tokens = _drop_stopwords(tokens)
@@ -161,6 +165,9 @@ def is_cjk(token: str) -> bool:
 
 def has_cjk(text: str) -> bool:
     """Whether ``text`` contains any Han, Hiragana or Katakana character."""
+    # all of them lie at or above the first CJK radical: most text is ruled out by its maximum
+    if not text or max(text) < _FIRST_CJK:
+        return False
     return _ANY_CJK.search(text) is not None
 
 
@@ -176,7 +183,7 @@ class CanonicalBatch:
     Attributes:
         texts: the canonical text of each document (empty when no token is left).
         token_counts: canonical tokens per document.
-        token_hashes: xxh3-64 of each token's bytes, all documents concatenated.
+        token_hashes: xxh3-64 of each token's UTF-8 bytes, all documents concatenated.
     """
 
     texts: list[str]
@@ -184,20 +191,24 @@ class CanonicalBatch:
     token_hashes: U64
 
 
-def ascii_canonical_batch(texts: Sequence[str], params: FingerprintParams) -> CanonicalBatch | None:
-    """Canonical texts and token hashes of ASCII plain-text documents, all at once in numpy.
+def canonical_batch(texts: Sequence[str], params: FingerprintParams) -> CanonicalBatch | None:
+    """Canonical texts and token hashes of a batch of documents, in numpy across the batch.
 
     The same texts and tokens as :func:`canonical_tokens`, without a Python string per token.
-    ``None`` when a document needs the general path: non-ASCII text, HTML, or stemming.
+    ``None`` when a document has CJK text (shingled by characters) or stemming is on.
     """
-    if params.stem or params.html == "always" or not all(map(str.isascii, texts)):
+    if params.stem:
         return None
-    if params.html == "auto" and any(map(looks_like_html, texts)):
-        return None
-    sizes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    pieces = []
+    for text in texts:
+        piece = _word_bytes(text, params)
+        if piece is None:
+            return None
+        pieces.append(piece)
+    sizes = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
     parts = [
-        _ascii_canonical_run(texts[first:last], params.stopwords)
-        for first, last in batch_runs(sizes, _CHARS_PER_RUN)
+        _canonical_run(pieces[first:last], params.stopwords)
+        for first, last in batch_runs(sizes, _BYTES_PER_RUN)
     ]
     if len(parts) == 1:
         return parts[0]
@@ -206,6 +217,19 @@ def ascii_canonical_batch(texts: Sequence[str], params: FingerprintParams) -> Ca
         token_counts=np.concatenate([part.token_counts for part in parts]),
         token_hashes=np.concatenate([part.token_hashes for part in parts]),
     )
+
+
+def _word_bytes(text: str, params: FingerprintParams) -> bytes | None:
+    """The document's words (before stop words) separated by spaces, as UTF-8; ``None`` if it
+    has CJK text. The words are those of :func:`canonical_tokens`, path for path."""
+    if params.html == "always" or (params.html == "auto" and looks_like_html(text)):
+        text = html_to_text(text)
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_BYTES)
+    text = unicodedata.normalize("NFKC", text).casefold()
+    if has_cjk(text):
+        return None
+    return _NON_WORD.sub(" ", text).encode("utf-8")
 
 
 def batch_runs(sizes: I64, limit: int) -> list[tuple[int, int]]:
@@ -223,16 +247,16 @@ def batch_runs(sizes: I64, limit: int) -> list[tuple[int, int]]:
     return list(itertools.pairwise(bounds))
 
 
-def _ascii_canonical_run(texts: Sequence[str], drop_stopwords: bool) -> CanonicalBatch:
-    """:func:`ascii_canonical_batch` of a run of documents small enough to stay in cache."""
-    raw = (_PAD + " ".join(texts) + _PAD).encode("ascii").translate(_ASCII_BYTES)
+def _canonical_run(pieces: list[bytes], drop_stopwords: bool) -> CanonicalBatch:
+    """:func:`canonical_batch` of a run of documents small enough to stay in cache."""
+    raw = _PAD + b" ".join(pieces) + _PAD
     words = np.ndarray(shape=(len(raw) - 7,), dtype="<u8", buffer=raw, strides=(1,))
     starts, ends = _word_spans(raw)
     if drop_stopwords:
-        keep = ~_ascii_stopword_mask(raw, words, starts, ends)
+        keep = np.flatnonzero(~_stopword_mask(raw, words, starts, ends))
         starts, ends = starts[keep], ends[keep]
     # each document's words start between its first byte and the next document's
-    doc_starts = np.cumsum([len(_PAD), *(len(t) + 1 for t in texts)])
+    doc_starts = np.cumsum([len(_PAD), *(len(piece) + 1 for piece in pieces)])
     counts = np.diff(np.searchsorted(starts, doc_starts))
     return CanonicalBatch(
         texts=_joined_words(raw, starts, ends, counts),
@@ -248,44 +272,60 @@ def _word_spans(raw: bytes) -> tuple[I64, I64]:
     return edges[0::2], edges[1::2]
 
 
-@lru_cache(maxsize=1)
-def _ascii_stop_table() -> tuple[U64, np.uint64, np.uint64, U64, frozenset[bytes]]:
-    """An exact lookup table of the ASCII stop words of at most 8 bytes, and the longer ones.
+@dataclasses.dataclass(frozen=True)
+class _StopTable:
+    """An exact lookup of the stop words by their first 8 bytes (UTF-8, little-endian integer).
 
-    Returns:
-        ``(table, multiplier, shift, long_heads, long_words)``: a word of up to 8 bytes, read as
-        a little-endian integer ``key``, is a stop word when
-        ``table[(key * multiplier) >> shift] == key`` (no two stop words share a slot);
-        ``long_heads`` are the first 8 bytes of the longer stop words ``long_words``.
+    A word of up to 8 bytes read as the integer ``key`` (zero past its end) is a stop word when
+    ``keys[slot] == key`` and ``short[slot]``, with ``slot = (key * multiplier) >> shift`` (no
+    two keys share a slot). A longer word whose first 8 bytes are such a key with ``long[slot]``
+    may be one of ``long_words``, which is checked on its bytes.
     """
-    encoded = [w.encode("ascii") for w in stopwords() if w.isascii()]
-    keys = [int.from_bytes(w, "little") for w in encoded if len(w) <= 8]
+
+    keys: U64
+    short: npt.NDArray[np.bool_]
+    long: npt.NDArray[np.bool_]
+    multiplier: np.uint64
+    shift: np.uint64
+    long_words: frozenset[bytes]
+
+
+@lru_cache(maxsize=1)
+def _stop_table() -> _StopTable:
+    encoded = [word.encode("utf-8") for word in stopwords()]
+    short = {int.from_bytes(w, "little") for w in encoded if len(w) <= 8}
     long_words = frozenset(w for w in encoded if len(w) > 8)
-    long_heads = np.array(sorted({int.from_bytes(w[:8], "little") for w in long_words}))
+    long = {int.from_bytes(w[:8], "little") for w in long_words}
+    keys = sorted(short | long)
     for bits in range(12, 33):
         for multiplier in _STOP_TABLE_MULTIPLIERS:
-            slots = {(key * multiplier % 2**64) >> (64 - bits) for key in keys}
-            if len(slots) == len(keys):
+            slots = [(key * multiplier % 2**64) >> (64 - bits) for key in keys]
+            if len(set(slots)) == len(keys):
                 table = np.zeros(1 << bits, dtype=np.uint64)
-                for key in keys:
-                    table[(key * multiplier % 2**64) >> (64 - bits)] = key
-                heads = long_heads.astype(np.uint64)
-                return table, np.uint64(multiplier), np.uint64(64 - bits), heads, long_words
+                table[slots] = keys
+                return _StopTable(
+                    keys=table,
+                    short=np.isin(table, list(short)) & (table != 0),
+                    long=np.isin(table, list(long)) & (table != 0),
+                    multiplier=np.uint64(multiplier),
+                    shift=np.uint64(64 - bits),
+                    long_words=long_words,
+                )
     raise AssertionError("no collision-free stop word table")  # pragma: no cover
 
 
-def _ascii_stopword_mask(raw: bytes, words: U64, starts: I64, ends: I64) -> npt.NDArray[np.bool_]:
-    """Which words of ``raw`` are stop words (exactly: no hash is trusted alone)."""
-    table, multiplier, shift, long_heads, long_words = _ascii_stop_table()
+def _stopword_mask(raw: bytes, words: U64, starts: I64, ends: I64) -> npt.NDArray[np.bool_]:
+    """Which words of ``raw`` are stop words (exactly: longer words are checked on their bytes)."""
+    table = _stop_table()
     lengths = ends - starts
-    head = words[starts]
-    key = head & _LOW_BYTES[np.minimum(lengths, 8)]
+    within = lengths <= 8
+    key = words[starts] & _LOW_BYTES[np.minimum(lengths, 8)]
     with np.errstate(over="ignore"):
-        slot = (key * multiplier) >> shift
-    stop: npt.NDArray[np.bool_] = (table[slot] == key) & (lengths <= 8)
-    maybe = np.flatnonzero((lengths > 8) & np.isin(head, long_heads))
-    for i in maybe.tolist():
-        stop[i] = raw[starts[i] : ends[i]] in long_words
+        slot = (key * table.multiplier) >> table.shift
+    hit = table.keys[slot] == key
+    stop: npt.NDArray[np.bool_] = hit & within & table.short[slot]
+    for i in np.flatnonzero(hit & ~within & table.long[slot]).tolist():
+        stop[i] = raw[starts[i] : ends[i]] in table.long_words
     return stop
 
 
@@ -298,11 +338,11 @@ def _joined_words(raw: bytes, starts: I64, ends: I64, counts: I64) -> list[str]:
     inside[starts] = 1
     inside[ends + 1] -= 1
     chars = np.frombuffer(raw, dtype=np.uint8)[np.cumsum(inside[:-1], dtype=np.int8).view(bool)]
-    text = chars.tobytes().decode("ascii")
+    blob = chars.tobytes()
     word_ends = np.concatenate([[0], np.cumsum(ends - starts + 1)])
     last = np.cumsum(counts)
     bounds = zip(word_ends[last - counts].tolist(), word_ends[last].tolist(), strict=True)
-    return [text[first : end - 1] for first, end in bounds]
+    return [blob[first : end - 1].decode("utf-8") for first, end in bounds]
 
 
 def _word_hashes(raw: bytes, words: U64, starts: I64, ends: I64) -> U64:

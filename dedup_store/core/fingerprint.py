@@ -10,8 +10,8 @@ import numpy as np
 
 from dedup_store.core.canonical import (
     CanonicalBatch,
-    ascii_canonical_batch,
     batch_runs,
+    canonical_batch,
     canonical_tokens,
 )
 from dedup_store.core.hashing import U64, exact_hash
@@ -40,10 +40,10 @@ DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 #: stay in the processor cache.
 _TOKENS_PER_CHUNK = 1 << 14
 
-#: Batches of plain ASCII text of at least this many characters are canonicalized in numpy
-#: (:func:`~dedup_store.core.canonical.ascii_canonical_batch`); below, its fixed cost outweighs
+#: Batches of at least this many characters are canonicalized in numpy when they can be
+#: (:func:`~dedup_store.core.canonical.canonical_batch`); below, its fixed cost outweighs
 #: the savings.
-_ASCII_BATCH_MIN_CHARS = 1 << 14
+_NUMPY_CANONICAL_MIN_CHARS = 1 << 14
 
 
 def validate_text(text: object, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
@@ -202,10 +202,10 @@ def fingerprint_batch(
             validate_text(text)
         except InvalidDocumentError as e:
             raise InvalidDocumentError(f"document {position}: {e}") from None
-    if weights is None and sum(map(len, texts)) >= _ASCII_BATCH_MIN_CHARS:
-        ascii_batch = ascii_canonical_batch(texts, params)
-        if ascii_batch is not None:
-            return _fingerprint_canonical(ascii_batch, params)
+    if weights is None and sum(map(len, texts)) >= _NUMPY_CANONICAL_MIN_CHARS:
+        plain = canonical_batch(texts, params)
+        if plain is not None:
+            return _fingerprint_canonical(plain, params)
     return fingerprint_tokens([canonical_tokens(t, params) for t in texts], params, weights)
 
 

@@ -17,7 +17,7 @@ from dedup_store.core import (
     fingerprint_batch,
     minhash_signatures,
 )
-from dedup_store.core.canonical import ascii_canonical_batch
+from dedup_store.core.canonical import canonical_batch, has_cjk
 from dedup_store.core.fingerprint import fingerprint_tokens
 from dedup_store.core.hashing import xxh3_64_short
 from dedup_store.core.minhash import permutations
@@ -26,6 +26,7 @@ from dedup_store.core.simhash import bit_votes, lane_counts
 
 RNG = np.random.default_rng(20240607)
 fingerprint_module = importlib.import_module("dedup_store.core.fingerprint")
+canonical_module = importlib.import_module("dedup_store.core.canonical")
 
 
 def _random_offsets(n_docs: int, max_len: int) -> np.ndarray:
@@ -125,7 +126,7 @@ def test_xxh3_64_short_matches_xxhash() -> None:
     assert got.tolist() == [xxhash.xxh3_64_intdigest(p) for p in pieces]
 
 
-ASCII_DOCS = [
+PLAIN_DOCS = [
     "The river rose ALL night; the farmers watched the banks.",
     "Ourselves, themselves and yourselves: ourselvesx THEMSELVE yourselve!",
     "a I x 7 42 of-the_and " + "verylongwordthatkeepsgoing" * 3 + " " + "q" * 16 + " " + "z" * 17,
@@ -133,17 +134,22 @@ ASCII_DOCS = [
     "",
     "   ...   ",
     "Tabs\tand\nnew lines\r\nand \x0bvertical\x0c feeds \x1c\x1d\x1e\x1f too",
+    "Naïve café STRASSE Straße ﬁle № 5 — “quoted” ½ x²",
+    "Река поднималась всю ночь, и крестьяне смотрели на берега которые это",
+    "<p>Hello <b>world</b></p><script>var x = 1;</script><div>again</div>",
+    "Ǆemal ΣΊΣΥΦΟΣ İstanbul ﬀ ﬃ ßẞ",
 ]
 
 
+@pytest.mark.parametrize("html", ["auto", "always", "never"])
 @pytest.mark.parametrize("stopwords", [True, False])
-def test_ascii_batch_path_equals_the_token_path(
-    stopwords: bool, monkeypatch: pytest.MonkeyPatch
+def test_numpy_canonical_path_equals_the_token_path(
+    stopwords: bool, html: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(fingerprint_module, "_ASCII_BATCH_MIN_CHARS", 0)
-    params = FingerprintParams(stopwords=stopwords)
-    docs = ASCII_DOCS + [" ".join(RNG.choice(ASCII_DOCS, size=30)) for _ in range(20)]
-    canonical = ascii_canonical_batch(docs, params)
+    monkeypatch.setattr(fingerprint_module, "_NUMPY_CANONICAL_MIN_CHARS", 0)
+    params = FingerprintParams.from_dict({"stopwords": stopwords, "html": html})
+    docs = PLAIN_DOCS + [" ".join(RNG.choice(PLAIN_DOCS, size=30)) for _ in range(20)]
+    canonical = canonical_batch(docs, params)
     assert canonical is not None
     tokens = [canonical_tokens(doc, params) for doc in docs]
     assert canonical.texts == [" ".join(t) for t in tokens]
@@ -158,10 +164,15 @@ def test_ascii_batch_path_equals_the_token_path(
             assert np.array_equal(value, getattr(expected, field.name)), field.name
 
 
-def test_ascii_batch_path_is_only_for_plain_ascii() -> None:
+def test_numpy_canonical_path_declines_cjk_and_stemming() -> None:
     params = FingerprintParams()
-    assert ascii_canonical_batch(["plain text"], params) is not None
-    assert ascii_canonical_batch(["naïve text"], params) is None
-    assert ascii_canonical_batch(["<p>markup</p>"], params) is None
-    assert ascii_canonical_batch(["plain text"], FingerprintParams(stem=True)) is None
-    assert ascii_canonical_batch(["plain text"], FingerprintParams(html="always")) is None
+    assert canonical_batch(["plain text", "naïve текст"], params) is not None
+    assert canonical_batch(["plain text", "中文分词"], params) is None
+    assert canonical_batch(["plain text"], FingerprintParams(stem=True)) is None
+
+
+def test_no_cjk_character_lies_below_the_first_cjk_radical() -> None:
+    below = "".join(chr(c) for c in range(0x2E80) if not 0xD800 <= c <= 0xDFFF)
+    assert canonical_module._ANY_CJK.search(below) is None
+    assert canonical_module._ANY_CJK.match(canonical_module._FIRST_CJK) is not None
+    assert not has_cjk("") and not has_cjk("naïve “text” — ok") and has_cjk("a 中 b")
