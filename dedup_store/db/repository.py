@@ -69,13 +69,11 @@ def allocate_ids(conn: Connection, schema: str, count: int) -> I64:
     """
     if count == 0:
         return np.empty(0, dtype=np.int64)
-    sequence = f'"{schema}".document_ids'
-    first = conn.execute(
-        text(
-            "SELECT setval(CAST(:seq AS regclass), nextval(CAST(:seq AS regclass)) + :n - 1) - :n + 1"
-        ),
-        {"seq": sequence, "n": count},
+    sequence = f"'\"{schema}\".document_ids'"
+    last = conn.execute(
+        text(f"SELECT setval({sequence}, nextval({sequence}) + :n - 1)"), {"n": count}
     ).scalar_one()
+    first = last - count + 1
     return np.arange(first, first + count, dtype=np.int64)
 
 
