@@ -525,7 +525,7 @@ def check_phases(store: DedupStore, engine: sa.Engine, queries: Sequence[tuple[s
         return [(label, run_checks(store, queries, corpus.fresh_texts(WARM_UP)))], notes
     phases = [(label, run_checks(store, queries[:BEFORE_ANALYZE], corpus.fresh_texts(WARM_UP)))]
     seconds = analyze(engine, store.schema)
-    notes += f"; ANALYZE of the five tables took {seconds:.1f} s (not in the ingest time)"
+    notes += f"; ANALYZE of the store's tables took {seconds:.1f} s (not in the ingest time)"
     phases.append(("after ANALYZE", run_checks(store, queries, corpus.fresh_texts(WARM_UP))))
     return phases, notes
 
