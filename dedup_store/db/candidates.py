@@ -141,14 +141,17 @@ def find_candidates(conn: Connection, schema: str, groups: list[KeyGroup]) -> Ca
         else:
             branch = slot_lookup(s, group.kind, group.slot, f"= ANY(CAST(:{name} AS bigint[]))")
         branches.append(f"SELECT {number} AS grp, f.id, f.key FROM ({branch}) f")
-    statement = f"SELECT grp, id, key FROM ({' UNION ALL '.join(branches)}) found ORDER BY grp"
-    columns = list(zip(*conn.execute(text(statement), parameters), strict=True)) or [(), (), ()]
-    grp, found_ids, found_keys = (np.array(c, dtype=np.int64) for c in columns)
-    bounds = np.searchsorted(grp, np.arange(len(groups) + 1))
+    statement = (
+        "SELECT grp, array_agg(id), array_agg(key) "
+        f"FROM ({' UNION ALL '.join(branches)}) found GROUP BY grp"
+    )
+    empty = np.empty(0, dtype=np.int64)
+    hits = dict.fromkeys(range(len(groups)), (empty, empty))
+    for number, ids, keys in conn.execute(text(statement), parameters):
+        hits[number] = (np.array(ids, dtype=np.int64), np.array(keys, dtype=np.int64))
     a_parts, b_parts, kind_parts = [], [], []
     for number, group in enumerate(groups):
-        hits = slice(bounds[number], bounds[number + 1])
-        for a, b in (_join_found(group, found_ids[hits], found_keys[hits]), _pairs_inside(group)):
+        for a, b in (_join_found(group, *hits[number]), _pairs_inside(group)):
             a_parts.append(a)
             b_parts.append(b)
             kind_parts.append(np.full(len(a), group.kind, dtype=np.int8))
