@@ -47,6 +47,7 @@ _PAD = b" " * 8
 # bytes of text canonicalized per run of numpy passes (they stay in cache)
 _BYTES_PER_RUN = 1 << 17
 _SPACE = ord(" ")
+_NEWLINE = ord("\n")
 _LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [2**64 - 1], dtype=np.uint64)
 _STOP_TABLE_MULTIPLIERS = (0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB)
 _HTML_HINT = re.compile(
@@ -63,7 +64,7 @@ _BLOCK_ELEMENTS = (
 
 def looks_like_html(text: str) -> bool:
     """Whether ``text`` contains markup of common HTML elements (the ``auto`` rule)."""
-    return _HTML_HINT.search(text) is not None
+    return "<" in text and _HTML_HINT.search(text) is not None
 
 
 def html_to_text(markup: str) -> str:
@@ -199,17 +200,13 @@ def canonical_batch(texts: Sequence[str], params: FingerprintParams) -> Canonica
     """
     if params.stem:
         return None
-    pieces = []
-    for text in texts:
-        piece = _word_bytes(text, params)
-        if piece is None:
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    parts = []
+    for first, last in batch_runs(lengths, _BYTES_PER_RUN):
+        words = _run_word_bytes(texts[first:last], params)
+        if words is None:
             return None
-        pieces.append(piece)
-    sizes = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
-    parts = [
-        _canonical_run(pieces[first:last], params.stopwords)
-        for first, last in batch_runs(sizes, _BYTES_PER_RUN)
-    ]
+        parts.append(_canonical_run(*words, params.stopwords))
     if len(parts) == 1:
         return parts[0]
     return CanonicalBatch(
@@ -217,6 +214,28 @@ def canonical_batch(texts: Sequence[str], params: FingerprintParams) -> Canonica
         token_counts=np.concatenate([part.token_counts for part in parts]),
         token_hashes=np.concatenate([part.token_hashes for part in parts]),
     )
+
+
+def _run_word_bytes(texts: Sequence[str], params: FingerprintParams) -> tuple[bytes, I64] | None:
+    """Every document's words (before stop words) as UTF-8, one space after each document but
+    the last, with each document's size in bytes; ``None`` if a document has CJK text.
+
+    Plain ASCII text without HTML markup is translated in one pass over the joined documents;
+    otherwise document by document (:func:`_word_bytes`).
+    """
+    joined = " ".join(texts)
+    plain = params.html == "never" or (params.html == "auto" and not looks_like_html(joined))
+    if plain and joined.isascii():
+        sizes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+        return joined.encode("ascii").translate(_ASCII_BYTES), sizes
+    pieces = []
+    for text in texts:
+        piece = _word_bytes(text, params)
+        if piece is None:
+            return None
+        pieces.append(piece)
+    sizes = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+    return b" ".join(pieces), sizes
 
 
 def _word_bytes(text: str, params: FingerprintParams) -> bytes | None:
@@ -247,17 +266,22 @@ def batch_runs(sizes: I64, limit: int) -> list[tuple[int, int]]:
     return list(itertools.pairwise(bounds))
 
 
-def _canonical_run(pieces: list[bytes], drop_stopwords: bool) -> CanonicalBatch:
-    """:func:`canonical_batch` of a run of documents small enough to stay in cache."""
-    raw = _PAD + b" ".join(pieces) + _PAD
+def _canonical_run(body: bytes, sizes: I64, drop_stopwords: bool) -> CanonicalBatch:
+    """:func:`canonical_batch` of a run of documents small enough to stay in cache.
+
+    ``body`` holds the documents' word bytes (``sizes[d]`` bytes for document ``d``), one
+    separator byte (a space) after each document but the last.
+    """
+    raw = _PAD + body + _PAD
     words = np.ndarray(shape=(len(raw) - 7,), dtype="<u8", buffer=raw, strides=(1,))
     starts, ends = _word_spans(raw)
     if drop_stopwords:
         keep = np.flatnonzero(~_stopword_mask(raw, words, starts, ends))
         starts, ends = starts[keep], ends[keep]
     # each document's words start between its first byte and the next document's
-    doc_starts = np.cumsum([len(_PAD), *(len(piece) + 1 for piece in pieces)])
-    counts = np.diff(np.searchsorted(starts, doc_starts))
+    doc_starts = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes + 1, out=doc_starts[1:])
+    counts = np.diff(np.searchsorted(starts, doc_starts + len(_PAD)))
     return CanonicalBatch(
         texts=_joined_words(raw, starts, ends, counts),
         token_counts=counts,
@@ -330,19 +354,26 @@ def _stopword_mask(raw: bytes, words: U64, starts: I64, ends: I64) -> npt.NDArra
 
 
 def _joined_words(raw: bytes, starts: I64, ends: I64, counts: I64) -> list[str]:
-    """Each document's words joined by single spaces (``counts`` words per document)."""
+    """Each document's words joined by single spaces (``counts`` words per document).
+
+    Every word is gathered with the byte after it (a space), the byte after each document's last
+    word becomes a line break, and one decode and one split of the whole run give the texts.
+    """
     if len(starts) == 0:
         return [""] * len(counts)
-    # every word with the space after it: ranges [start, end] of raw, concatenated
-    inside = np.zeros(len(raw) + 1, dtype=np.int8)
-    inside[starts] = 1
-    inside[ends + 1] -= 1
-    chars = np.frombuffer(raw, dtype=np.uint8)[np.cumsum(inside[:-1], dtype=np.int8).view(bool)]
-    blob = chars.tobytes()
-    word_ends = np.concatenate([[0], np.cumsum(ends - starts + 1)])
-    last = np.cumsum(counts)
-    bounds = zip(word_ends[last - counts].tolist(), word_ends[last].tolist(), strict=True)
-    return [blob[first : end - 1].decode("utf-8") for first, end in bounds]
+    spans = ends - starts + 1
+    span_ends = np.cumsum(spans)
+    total = int(span_ends[-1])
+    source = np.repeat(starts - (span_ends - spans), spans)
+    source += np.arange(total, dtype=np.int64)
+    chars = np.frombuffer(raw, dtype=np.uint8)[source]
+    filled = counts > 0
+    chars[span_ends[np.cumsum(counts)[filled] - 1] - 1] = _NEWLINE
+    texts: list[str] = chars.tobytes().decode("utf-8").split("\n")
+    if filled.all():
+        return texts[:-1]
+    found = iter(texts)
+    return [next(found) if has_words else "" for has_words in filled.tolist()]
 
 
 def _word_hashes(raw: bytes, words: U64, starts: I64, ends: I64) -> U64:
