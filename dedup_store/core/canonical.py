@@ -272,12 +272,15 @@ def _canonical_run(body: bytes, sizes: I64, drop_stopwords: bool) -> CanonicalBa
     ``body`` holds the documents' word bytes (``sizes[d]`` bytes for document ``d``), one
     separator byte (a space) after each document but the last.
     """
-    raw = _PAD + body + _PAD
-    words = np.ndarray(shape=(len(raw) - 7,), dtype="<u8", buffer=raw, strides=(1,))
+    # spaces after the body up to a multiple of 8 bytes, at least 9: every 8-byte read at a
+    # word's position stays inside
+    raw = _PAD + body + _PAD + _PAD[: 8 - len(body) % 8]
+    aligned = np.frombuffer(raw, dtype="<u8")
     starts, ends = _word_spans(raw)
+    heads = _read_words(aligned, starts)
     if drop_stopwords:
-        keep = np.flatnonzero(~_stopword_mask(raw, words, starts, ends))
-        starts, ends = starts[keep], ends[keep]
+        keep = np.flatnonzero(~_stopword_mask(raw, heads, starts, ends))
+        starts, ends, heads = starts[keep], ends[keep], heads[keep]
     # each document's words start between its first byte and the next document's
     doc_starts = np.zeros(len(sizes) + 1, dtype=np.int64)
     np.cumsum(sizes + 1, out=doc_starts[1:])
@@ -285,8 +288,23 @@ def _canonical_run(body: bytes, sizes: I64, drop_stopwords: bool) -> CanonicalBa
     return CanonicalBatch(
         texts=_joined_words(raw, starts, ends, counts),
         token_counts=counts,
-        token_hashes=_word_hashes(raw, words, starts, ends),
+        token_hashes=_word_hashes(raw, heads, _read_words(aligned, ends - 8), starts, ends),
     )
+
+
+def _read_words(aligned: U64, at: I64) -> U64:
+    """The 8 bytes at each byte offset ``at`` (little-endian), from the text as aligned words.
+
+    Two aligned reads and shifts per offset: much cheaper than reading unaligned words.
+    """
+    index = at >> 3
+    shift = (at & 7).astype(np.uint64) << np.uint64(3)
+    low = aligned[index] >> shift
+    index += 1
+    # shifted in two steps: a shift by 64 bits (offsets that are multiples of 8) gives zero
+    high = (aligned[index] << np.uint64(1)) << (np.uint64(63) - shift)
+    low |= high
+    return low
 
 
 def _word_spans(raw: bytes) -> tuple[I64, I64]:
@@ -338,12 +356,15 @@ def _stop_table() -> _StopTable:
     raise AssertionError("no collision-free stop word table")  # pragma: no cover
 
 
-def _stopword_mask(raw: bytes, words: U64, starts: I64, ends: I64) -> npt.NDArray[np.bool_]:
-    """Which words of ``raw`` are stop words (exactly: longer words are checked on their bytes)."""
+def _stopword_mask(raw: bytes, heads: U64, starts: I64, ends: I64) -> npt.NDArray[np.bool_]:
+    """Which words of ``raw`` are stop words (exactly: longer words are checked on their bytes).
+
+    ``heads`` holds the 8 bytes from each word's start (little-endian).
+    """
     table = _stop_table()
     lengths = ends - starts
     within = lengths <= 8
-    key = words[starts] & _LOW_BYTES[np.minimum(lengths, 8)]
+    key = heads & _LOW_BYTES[np.minimum(lengths, 8)]
     with np.errstate(over="ignore"):
         slot = (key * table.multiplier) >> table.shift
     hit = table.keys[slot] == key
@@ -376,10 +397,11 @@ def _joined_words(raw: bytes, starts: I64, ends: I64, counts: I64) -> list[str]:
     return [next(found) if has_words else "" for has_words in filled.tolist()]
 
 
-def _word_hashes(raw: bytes, words: U64, starts: I64, ends: I64) -> U64:
-    """xxh3-64 of every word of ``raw``."""
+def _word_hashes(raw: bytes, heads: U64, tails: U64, starts: I64, ends: I64) -> U64:
+    """xxh3-64 of every word of ``raw``, given the 8 bytes from each word's start (``heads``)
+    and the 8 bytes up to its end (``tails``)."""
     lengths = ends - starts
-    hashes = xxh3_64_short(words[starts], words[ends - 8], lengths.astype(np.uint64))
+    hashes = xxh3_64_short(heads, tails, lengths.astype(np.uint64))
     for i in np.flatnonzero(lengths > XXH3_SHORT_MAX).tolist():
         hashes[i] = xxhash.xxh3_64_intdigest(raw[starts[i] : ends[i]])
     return hashes
