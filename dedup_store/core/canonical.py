@@ -303,8 +303,8 @@ def _read_words(aligned: U64, at: I64) -> U64:
     index += 1
     # shifted in two steps: a shift by 64 bits (offsets that are multiples of 8) gives zero
     high = (aligned[index] << np.uint64(1)) << (np.uint64(63) - shift)
-    low |= high
-    return low
+    words: U64 = low | high
+    return words
 
 
 def _word_spans(raw: bytes) -> tuple[I64, I64]:

@@ -7,6 +7,8 @@ numpy ``uint64`` arithmetic (which wraps modulo 2**64, as intended).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 import xxhash
@@ -57,17 +59,20 @@ def combine_columns(columns: U64, salt: int = 0) -> U64:
     return combine_groups(columns[:, None, :], np.array([salt], dtype=np.uint64))[:, 0]
 
 
-def combine_groups(groups: U64, salts: U64) -> U64:
-    """Hash every group of a 3-D ``uint64`` array ``(n, groups, width)`` into one value.
+def combine_groups(groups: npt.NDArray[np.unsignedinteger[Any]], salts: U64) -> U64:
+    """Hash every group of a 3-D unsigned array ``(n, groups, width)`` into one value.
 
     Group ``g`` of row ``i`` gives the same value as
-    ``combine_columns(groups[:, g, :], salts[g])[i]``; all groups are done in one pass.
+    ``combine_columns(groups[:, g, :], salts[g])[i]``; all groups are done in one pass per
+    position within the groups (integers of up to 64 bits are taken as ``uint64``).
     """
-    width = groups.shape[2]
     with np.errstate(over="ignore"):
-        start = salts.astype(np.uint64) * _SPLITMIX_GAMMA
-        weighted = groups * COMBINE[:width]
-        acc = np.add.reduce(weighted, axis=2, dtype=np.uint64) + start
+        acc = np.empty(groups.shape[:2], dtype=np.uint64)
+        acc[...] = salts.astype(np.uint64) * _SPLITMIX_GAMMA
+        term = np.empty_like(acc)
+        for j in range(groups.shape[2]):
+            np.multiply(groups[:, :, j], COMBINE[j], out=term)
+            acc += term
     return mix64(acc)
 
 

@@ -26,7 +26,7 @@ _MEGA_SALT = 1 << 16
 
 def super_shingles(signatures: U32, bands: int, rows: int) -> npt.NDArray[np.uint64]:
     """One 64-bit hash per band: shape ``(n_docs, bands)``."""
-    wide = signatures[:, : bands * rows].astype(np.uint64).reshape(len(signatures), bands, rows)
+    wide = signatures[:, : bands * rows].reshape(len(signatures), bands, rows)
     return combine_groups(wide, np.arange(1, bands + 1, dtype=np.uint64))
 
 
