@@ -13,22 +13,24 @@ import numpy as np
 from dedup_store.core.hashing import U64
 from dedup_store.core.shingles import I64, unique_per_document
 
-_MAX = np.iinfo(np.uint64).max
-
 
 def sliding_min(values: U64, w: int) -> U64:
-    """Minimum of every window of ``w`` consecutive values (van Herk / Gil-Werman, O(n))."""
-    n = len(values)
-    if n < w:
+    """Minimum of every window of ``w`` consecutive values.
+
+    Minima of windows of 1, 2, 4, ... values, each from two of the previous ones, until the
+    widest power of two ``p <= w``; a window of ``w`` is then two overlapping windows of ``p``.
+    About ``log2(w)`` elementwise passes.
+    """
+    if len(values) < w:
         return np.empty(0, dtype=np.uint64)
-    blocks = -(-n // w)
-    padded = np.full(blocks * w, _MAX, dtype=np.uint64)
-    padded[:n] = values
-    grid = padded.reshape(blocks, w)
-    prefix = np.minimum.accumulate(grid, axis=1).ravel()
-    suffix = np.minimum.accumulate(grid[:, ::-1], axis=1)[:, ::-1].ravel()
-    count = n - w + 1
-    return np.minimum(suffix[:count], prefix[w - 1 : w - 1 + count])
+    mins = values
+    span = 1
+    while span * 2 <= w:
+        mins = np.minimum(mins[:-span], mins[span:])
+        span *= 2
+    if span < w:
+        mins = np.minimum(mins[: len(mins) - (w - span)], mins[w - span :])
+    return mins if span > 1 else values.copy()
 
 
 def winnow(sequence: U64, offsets: I64, w: int) -> tuple[U64, I64]:
