@@ -31,6 +31,9 @@ _COMBO_SALT = 0xD6E8FEB86659FD93
 # bit 0 of each 16-bit lane of a uint64, and the most a lane can count
 _LANE_BITS = np.uint64(0x0001_0001_0001_0001)
 _LANE_MAX = 0xFFFF
+# the same for the 8-bit lanes of a uint64
+_BYTE_LANE_BITS = np.uint64(0x0101_0101_0101_0101)
+_BYTE_LANE_MAX = 0xFF
 
 
 def simhash_batch(
@@ -109,14 +112,17 @@ def bit_votes(
 def lane_counts(features: U64, offsets: I64) -> npt.NDArray[np.uint16]:
     """Per document and bit, how many features have that bit set (at most 65535 per document).
 
-    Bit ``j`` of every byte of the even bytes, then of the odd bytes, is shifted to the bottom of
-    the four 16-bit lanes of a ``uint64`` and masked; one ``add.reduceat`` per shift then counts
-    four bits of every document at once, with no carry from one lane into the next.
+    Documents of at most 255 features are counted in 8-bit lanes (:func:`_byte_lane_counts`).
+    Otherwise bit ``j`` of every byte of the even bytes, then of the odd bytes, is shifted to the
+    bottom of the four 16-bit lanes of a ``uint64`` and masked; one ``add.reduceat`` per shift
+    then counts four bits of every document at once, with no carry from one lane into the next.
 
     Returns:
         shape ``(n_docs, 64)``; column ``j`` is bit ``j`` (least significant first).
     """
     n_docs = len(offsets) - 1
+    if n_docs and int(np.max(np.diff(offsets))) <= _BYTE_LANE_MAX:
+        return _byte_lane_counts(features, offsets).astype(np.uint16)
     # [document, bit within the byte, byte parity, lane]; byte = 2 * lane + parity
     counts = np.empty((n_docs, 8, 2, 4), dtype=np.uint16)
     lanes = counts.view(np.uint64).reshape(n_docs, 8, 2)
@@ -126,6 +132,21 @@ def lane_counts(features: U64, offsets: I64) -> npt.NDArray[np.uint16]:
         work &= _LANE_BITS
         np.add.reduceat(work, offsets[:-1], out=lanes[:, shift % 8, shift // 8])
     return counts.transpose(0, 3, 2, 1).reshape(n_docs, 64)
+
+
+def _byte_lane_counts(features: U64, offsets: I64) -> npt.NDArray[np.uint8]:
+    """:func:`lane_counts` of documents of at most 255 features, in the eight 8-bit lanes of a
+    ``uint64``: bit ``j`` of every byte per shift, eight passes in all."""
+    n_docs = len(offsets) - 1
+    # [document, bit within the byte, byte]
+    counts = np.empty((n_docs, 8, 8), dtype=np.uint8)
+    lanes = counts.view(np.uint64).reshape(n_docs, 8)
+    work = np.empty_like(features)
+    for shift in range(8):
+        np.right_shift(features, np.uint64(shift), out=work)
+        work &= _BYTE_LANE_BITS
+        np.add.reduceat(work, offsets[:-1], out=lanes[:, shift])
+    return counts.transpose(0, 2, 1).reshape(n_docs, 64)
 
 
 @lru_cache(maxsize=2)
