@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
+from typing import cast
 
 import numpy as np
 
@@ -14,7 +15,7 @@ from dedup_store.core.canonical import (
     canonical_batch,
     canonical_tokens,
 )
-from dedup_store.core.hashing import U64, exact_hash
+from dedup_store.core.hashing import U64, exact_hashes
 from dedup_store.core.lsh import band_keys
 from dedup_store.core.minhash import U32, estimate_jaccard, minhash_signatures
 from dedup_store.core.params import FingerprintParams
@@ -68,6 +69,38 @@ def validate_text(text: object, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
             f"document is {size} bytes, larger than the limit of {max_bytes}"
         )
     return text
+
+
+def validate_texts(texts: Sequence[object], max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    """Check every text as :func:`validate_text` does.
+
+    A batch of strings whose concatenation is valid and at most ``max_bytes`` bytes is checked in
+    a few passes over that concatenation; otherwise text by text.
+
+    Raises:
+        InvalidDocumentError: for the first invalid text, naming its position.
+    """
+    if not _joined_valid(texts, max_bytes):
+        for position, text in enumerate(texts):
+            try:
+                validate_text(text, max_bytes)
+            except InvalidDocumentError as e:
+                raise InvalidDocumentError(f"document {position}: {e}") from None
+
+
+def _joined_valid(texts: Sequence[object], max_bytes: int) -> bool:
+    """Whether all ``texts`` are strings whose concatenation is valid and fits ``max_bytes``."""
+    if not all(isinstance(text, str) for text in texts):
+        return False
+    joined = "".join(cast("Sequence[str]", texts))
+    if "\x00" in joined:
+        return False
+    if joined.isascii():
+        return len(joined) <= max_bytes
+    try:
+        return len(joined.encode("utf-8")) <= max_bytes
+    except UnicodeEncodeError:
+        return False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,11 +230,7 @@ def fingerprint_batch(
     ``empty_index``. Invalid text raises :class:`InvalidDocumentError` naming its position.
     """
     params = params or FingerprintParams()
-    for position, text in enumerate(texts):
-        try:
-            validate_text(text)
-        except InvalidDocumentError as e:
-            raise InvalidDocumentError(f"document {position}: {e}") from None
+    validate_texts(texts)
     if weights is None and sum(map(len, texts)) >= _NUMPY_CANONICAL_MIN_CHARS:
         plain = canonical_batch(texts, params)
         if plain is not None:
@@ -245,7 +274,7 @@ def _fingerprint_canonical(batch: CanonicalBatch, params: FingerprintParams) -> 
         words = Segments(hashes, token_counts[first:last], owner, [])
         return words, Segments.build([])
 
-    canonical = [batch.texts[i] for i in kept]
+    canonical = batch.texts if not empty else [batch.texts[i] for i in kept]
     return _assemble(params, kept, empty, canonical, token_counts, segments, None)
 
 
@@ -270,7 +299,7 @@ def _assemble(
         source_index=np.asarray(kept, dtype=np.int64),
         empty_index=empty,
         canonical_texts=canonical,
-        exact_hashes=[exact_hash(text) for text in canonical],
+        exact_hashes=exact_hashes(canonical),
         token_counts=token_counts,
         shingles=rows.shingles,
         shingle_offsets=rows.shingle_offsets,

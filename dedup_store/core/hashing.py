@@ -88,6 +88,11 @@ def exact_hash(canonical_text: str) -> bytes:
     return xxhash.xxh3_128_digest(canonical_text.encode("utf-8"))
 
 
+def exact_hashes(canonical_texts: list[str]) -> list[bytes]:
+    """:func:`exact_hash` of each canonical text."""
+    return list(map(xxhash.xxh3_128_digest, map(str.encode, canonical_texts)))
+
+
 def as_int64(values: U64) -> npt.NDArray[np.int64]:
     """Reinterpret uint64 as int64 (PostgreSQL ``bigint``) without changing bits."""
     return values.view(np.int64)
