@@ -363,14 +363,19 @@ def _stopword_mask(raw: bytes, heads: U64, starts: I64, ends: I64) -> npt.NDArra
     """
     table = _stop_table()
     lengths = ends - starts
-    within = lengths <= 8
     key = heads & _LOW_BYTES[np.minimum(lengths, 8)]
     with np.errstate(over="ignore"):
-        slot = (key * table.multiplier) >> table.shift
-    hit = table.keys[slot] == key
-    stop: npt.NDArray[np.bool_] = hit & within & table.short[slot]
-    for i in np.flatnonzero(hit & ~within & table.long[slot]).tolist():
-        stop[i] = raw[starts[i] : ends[i]] in table.long_words
+        slot = ((key * table.multiplier) >> table.shift).astype(np.intp)
+    stop: npt.NDArray[np.bool_] = table.keys[slot] == key
+    stop &= table.short[slot]
+    # words of more than 8 bytes: a stop word only if one of the long ones
+    longer = np.flatnonzero(lengths > 8)
+    if len(longer):
+        long_slot = slot[longer]
+        hit = (table.keys[long_slot] == key[longer]) & table.long[long_slot]
+        stop[longer] = False
+        for i in longer[hit].tolist():
+            stop[i] = raw[starts[i] : ends[i]] in table.long_words
     return stop
 
 
