@@ -90,9 +90,10 @@ def validate_texts(texts: Sequence[object], max_bytes: int = DEFAULT_MAX_BYTES) 
 
 def _joined_valid(texts: Sequence[object], max_bytes: int) -> bool:
     """Whether all ``texts`` are strings whose concatenation is valid and fits ``max_bytes``."""
-    if not all(isinstance(text, str) for text in texts):
+    try:
+        joined = "".join(cast("Sequence[str]", texts))
+    except TypeError:
         return False
-    joined = "".join(cast("Sequence[str]", texts))
     if "\x00" in joined:
         return False
     if joined.isascii():
