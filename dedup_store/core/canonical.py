@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
+import threading
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
@@ -49,6 +50,7 @@ _BYTES_PER_RUN = 1 << 17
 _SPACE = ord(" ")
 _NEWLINE = ord("\n")
 _LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [2**64 - 1], dtype=np.uint64)
+_CACHE_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 _STOP_TABLE_MULTIPLIERS = (0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB)
 _HTML_HINT = re.compile(
     r"<(?:!doctype|!--|html|head|body|p|div|br|span|a|b|i|em|strong|script|style|table|tr|td|"
@@ -278,9 +280,11 @@ def _canonical_run(body: bytes, sizes: I64, drop_stopwords: bool) -> CanonicalBa
     aligned = np.frombuffer(raw, dtype="<u8")
     starts, ends = _word_spans(raw)
     heads = _read_words(aligned, starts)
+    # a word of up to 8 bytes is its key; a longer one has its first 8 bytes as key
+    keys = heads & _LOW_BYTES[np.minimum(ends - starts, 8)]
     if drop_stopwords:
-        keep = np.flatnonzero(~_stopword_mask(raw, heads, starts, ends))
-        starts, ends, heads = starts[keep], ends[keep], heads[keep]
+        keep = np.flatnonzero(~_stopword_mask(raw, keys, starts, ends))
+        starts, ends, heads, keys = starts[keep], ends[keep], heads[keep], keys[keep]
     # each document's words start between its first byte and the next document's
     doc_starts = np.zeros(len(sizes) + 1, dtype=np.int64)
     np.cumsum(sizes + 1, out=doc_starts[1:])
@@ -288,7 +292,7 @@ def _canonical_run(body: bytes, sizes: I64, drop_stopwords: bool) -> CanonicalBa
     return CanonicalBatch(
         texts=_joined_words(raw, starts, ends, counts),
         token_counts=counts,
-        token_hashes=_word_hashes(raw, heads, _read_words(aligned, ends - 8), starts, ends),
+        token_hashes=_word_hashes(raw, aligned, keys, heads, starts, ends),
     )
 
 
@@ -356,14 +360,13 @@ def _stop_table() -> _StopTable:
     raise AssertionError("no collision-free stop word table")  # pragma: no cover
 
 
-def _stopword_mask(raw: bytes, heads: U64, starts: I64, ends: I64) -> npt.NDArray[np.bool_]:
+def _stopword_mask(raw: bytes, key: U64, starts: I64, ends: I64) -> npt.NDArray[np.bool_]:
     """Which words of ``raw`` are stop words (exactly: longer words are checked on their bytes).
 
-    ``heads`` holds the 8 bytes from each word's start (little-endian).
+    ``key`` holds each word's first (up to) 8 bytes as a little-endian integer.
     """
     table = _stop_table()
     lengths = ends - starts
-    key = heads & _LOW_BYTES[np.minimum(lengths, 8)]
     with np.errstate(over="ignore"):
         slot = ((key * table.multiplier) >> table.shift).astype(np.intp)
     stop: npt.NDArray[np.bool_] = table.keys[slot] == key
@@ -402,10 +405,54 @@ def _joined_words(raw: bytes, starts: I64, ends: I64, counts: I64) -> list[str]:
     return [next(found) if has_words else "" for has_words in filled.tolist()]
 
 
-def _word_hashes(raw: bytes, heads: U64, tails: U64, starts: I64, ends: I64) -> U64:
-    """xxh3-64 of every word of ``raw``, given the 8 bytes from each word's start (``heads``)
-    and the 8 bytes up to its end (``tails``)."""
+class _WordHashCache:
+    """xxh3-64 of words of up to 8 bytes, direct-mapped by the word as an integer (its key).
+
+    A slot holds the last word filed there (key 0, which no word has, when empty) and its hash.
+    Lookups and updates hold the lock, so a key is never read with another word's hash.
+    """
+
+    def __init__(self, bits: int) -> None:
+        self.keys = np.zeros(1 << bits, dtype=np.uint64)
+        self.hashes = np.zeros(1 << bits, dtype=np.uint64)
+        self.shift = np.uint64(64 - bits)
+        self.lock = threading.Lock()
+
+    def slots(self, keys: U64) -> I64:
+        """The slot of each key."""
+        with np.errstate(over="ignore"):
+            slot: I64 = ((keys * _CACHE_MULTIPLIER) >> self.shift).astype(np.intp)
+        return slot
+
+
+_WORD_HASH_CACHE = _WordHashCache(15)
+
+
+def _word_hashes(raw: bytes, aligned: U64, keys: U64, heads: U64, starts: I64, ends: I64) -> U64:
+    """xxh3-64 of every word of ``raw`` (``aligned`` is ``raw`` as 8-byte words), given each
+    word's key and the 8 bytes from its start (``heads``); words of up to 8 bytes through the
+    cache of the words seen."""
+    cache = _WORD_HASH_CACHE
+    short = ends - starts <= 8
+    slot = cache.slots(keys)
+    with cache.lock:
+        hashes = cache.hashes[slot]
+        todo = np.flatnonzero((cache.keys[slot] != keys) | ~short)
+        if len(todo) == 0:
+            return hashes
+        fresh = _computed_hashes(raw, aligned, heads[todo], starts[todo], ends[todo])
+        hashes[todo] = fresh
+        # equal slots of several new words: the last one is filed, key and hash alike
+        filed = short[todo]
+        cache.keys[slot[todo[filed]]] = keys[todo[filed]]
+        cache.hashes[slot[todo[filed]]] = fresh[filed]
+    return hashes
+
+
+def _computed_hashes(raw: bytes, aligned: U64, heads: U64, starts: I64, ends: I64) -> U64:
+    """xxh3-64 of the words of ``raw`` from ``starts`` to ``ends``, computed."""
     lengths = ends - starts
+    tails = _read_words(aligned, ends - 8)
     hashes = xxh3_64_short(heads, tails, lengths.astype(np.uint64))
     for i in np.flatnonzero(lengths > XXH3_SHORT_MAX).tolist():
         hashes[i] = xxhash.xxh3_64_intdigest(raw[starts[i] : ends[i]])
