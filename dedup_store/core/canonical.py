@@ -434,18 +434,19 @@ def _word_hashes(raw: bytes, aligned: U64, keys: U64, heads: U64, starts: I64, e
     cache of the words seen."""
     cache = _WORD_HASH_CACHE
     short = ends - starts <= 8
+    longer = np.flatnonzero(~short)
     slot = cache.slots(keys)
     with cache.lock:
         hashes = cache.hashes[slot]
-        todo = np.flatnonzero((cache.keys[slot] != keys) | ~short)
-        if len(todo) == 0:
-            return hashes
-        fresh = _computed_hashes(raw, aligned, heads[todo], starts[todo], ends[todo])
-        hashes[todo] = fresh
-        # equal slots of several new words: the last one is filed, key and hash alike
-        filed = short[todo]
-        cache.keys[slot[todo[filed]]] = keys[todo[filed]]
-        cache.hashes[slot[todo[filed]]] = fresh[filed]
+        misses = np.flatnonzero((cache.keys[slot] != keys) & short)
+        if len(misses):
+            fresh = _computed_hashes(raw, aligned, heads[misses], starts[misses], ends[misses])
+            hashes[misses] = fresh
+            # equal slots of several new words: the last one is filed, key and hash alike
+            cache.keys[slot[misses]] = keys[misses]
+            cache.hashes[slot[misses]] = fresh
+    if len(longer):
+        hashes[longer] = _computed_hashes(raw, aligned, heads[longer], starts[longer], ends[longer])
     return hashes
 
 

@@ -178,6 +178,8 @@ def xxh3_64_short(head: U64, tail: U64, length: U64) -> U64:
         The same values as ``xxhash.xxh3_64_intdigest`` of each input.
     """
     with np.errstate(over="ignore"):
+        if len(length) and int(length.min()) > 8:
+            return _xxh3_9to16(head, tail, length)
         out = _xxh3_4to8(head, tail, length)
         tiny = np.flatnonzero(length < np.uint64(4))
         if len(tiny):
