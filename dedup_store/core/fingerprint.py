@@ -360,8 +360,10 @@ def _fingerprint_rows(
     """The array fields of the fingerprints of ``n`` non-empty documents, from their segments."""
     word_shingles, word_owner = shingle(words, params.shingle_size)
     char_shingles, char_owner = shingle(chars, params.cjk_shingle_size)
-    ordered = np.concatenate([word_shingles, char_shingles])
-    owner = np.concatenate([word_owner, char_owner])
+    ordered, owner = word_shingles, word_owner
+    if len(char_shingles):
+        ordered = np.concatenate([word_shingles, char_shingles])
+        owner = np.concatenate([word_owner, char_owner])
     shingles, shingle_offsets = unique_per_document(ordered, owner, n)
     signatures = minhash_signatures(shingles, shingle_offsets, params.num_perm, params.seed)
     simhashes = _simhashes(words, chars, char_shingles, char_owner, n, params, weights)
@@ -388,6 +390,11 @@ def _simhashes(
     weights: FeatureWeights | None,
 ) -> U64:
     """SimHash over word tokens and CJK character shingles, term-frequency weighted."""
+    if weights is None and len(char_shingles) == 0 and len(words.lengths) == n:
+        # one word segment per document, in order: the features are already grouped
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(words.lengths, out=offsets[1:])
+        return simhash_batch(words.hashes, offsets)
     word_owner = np.repeat(words.owner, words.lengths)
     features = np.concatenate([words.hashes, char_shingles])
     owner = np.concatenate([word_owner, char_owner])

@@ -171,13 +171,16 @@ def _combined(hashes: U64, remaining: I64 | None, n: int) -> U64:
 
 
 def group_by_document(values: U64, owner: I64, n_docs: int) -> tuple[U64, I64]:
-    """Sort values by owner (stable), returning them with ``offsets`` of length ``n_docs + 1``."""
+    """Sort values by owner (stable), returning them with ``offsets`` of length ``n_docs + 1``.
+
+    Values already grouped by owner are returned as they are (not copied).
+    """
     counts = np.bincount(owner, minlength=n_docs)
     offsets = np.zeros(n_docs + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     if not np.any(owner[1:] < owner[:-1]):
         # already grouped (no CJK shingles appended after the word shingles)
-        return values.copy(), offsets
+        return values, offsets
     return values[np.argsort(owner, kind="stable")], offsets
 
 
