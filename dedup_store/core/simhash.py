@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -57,16 +58,33 @@ def simhash_batch(
         lo, hi = offsets[first], offsets[last]
         chunk_offsets = offsets[first : last + 1] - lo
         chunk_weights = None if weights is None else weights[lo:hi]
-        votes = bit_votes(features[lo:hi], chunk_offsets, chunk_weights)
-        # a bit is set when the features that have it outweigh those that do not
-        if chunk_weights is None:
-            totals = np.diff(chunk_offsets).astype(np.float64)
-        else:
-            totals = np.add.reduceat(chunk_weights.astype(np.float64), chunk_offsets[:-1])
-        positive = votes * 2 > totals[:, None]
-        out[first:last] = np.packbits(positive, axis=1, bitorder="little").view("<u8").ravel()
+        positive = _majority_bits(features[lo:hi], chunk_offsets, chunk_weights)
+        out[first:last] = np.packbits(positive.ravel(), bitorder="little").view("<u8")
         first = last
     return out
+
+
+def _majority_bits(
+    features: U64, offsets: I64, weights: npt.NDArray[np.float32] | None
+) -> npt.NDArray[np.bool_]:
+    """Per document and bit, whether the features that have it outweigh those that do not.
+
+    Unweighted counts of at most 65535 per document are compared as integers: twice the count
+    exceeds the total exactly when the count exceeds half the total, rounded down.
+    """
+    sizes = np.diff(offsets)
+    if weights is None and len(features) > _UNPACK_UP_TO and int(np.max(sizes)) <= _LANE_MAX:
+        counts = _lane_counts(features, offsets)
+        half = (sizes // 2).astype(counts.dtype)
+        positive: npt.NDArray[np.bool_] = counts > half[:, None]
+        return positive
+    votes = bit_votes(features, offsets, weights)
+    if weights is None:
+        totals = sizes.astype(np.float64)
+    else:
+        totals = np.add.reduceat(weights.astype(np.float64), offsets[:-1])
+    majority: npt.NDArray[np.bool_] = votes * 2 > totals[:, None]
+    return majority
 
 
 def bit_votes(
@@ -120,9 +138,14 @@ def lane_counts(features: U64, offsets: I64) -> npt.NDArray[np.uint16]:
     Returns:
         shape ``(n_docs, 64)``; column ``j`` is bit ``j`` (least significant first).
     """
+    return _lane_counts(features, offsets).astype(np.uint16, copy=False)
+
+
+def _lane_counts(features: U64, offsets: I64) -> npt.NDArray[np.unsignedinteger[Any]]:
+    """:func:`lane_counts` as ``uint8`` for documents of at most 255 features, else ``uint16``."""
     n_docs = len(offsets) - 1
     if n_docs and int(np.max(np.diff(offsets))) <= _BYTE_LANE_MAX:
-        return _byte_lane_counts(features, offsets).astype(np.uint16)
+        return _byte_lane_counts(features, offsets)
     # [document, bit within the byte, byte parity, lane]; byte = 2 * lane + parity
     counts = np.empty((n_docs, 8, 2, 4), dtype=np.uint16)
     lanes = counts.view(np.uint64).reshape(n_docs, 8, 2)
