@@ -23,6 +23,7 @@ import snowballstemmer
 import xxhash
 from selectolax.lexbor import LexborHTMLParser
 
+from dedup_store.core import kernels
 from dedup_store.core.hashing import U64, XXH3_SHORT_MAX, xxh3_64_short
 from dedup_store.core.params import FingerprintParams
 
@@ -272,8 +273,48 @@ def _canonical_run(body: bytes, sizes: I64, drop_stopwords: bool) -> CanonicalBa
     """:func:`canonical_batch` of a run of documents small enough to stay in cache.
 
     ``body`` holds the documents' word bytes (``sizes[d]`` bytes for document ``d``), one
-    separator byte (a space) after each document but the last.
+    separator byte (a space) after each document but the last. The compiled kernel does it in one
+    pass when it is built, :func:`_numpy_run` otherwise.
     """
+    if kernels.compiled is None:
+        return _numpy_run(body, sizes, drop_stopwords)
+    table = _kernel_stop_table() if drop_stopwords else None
+    text, counts, hashes = kernels.compiled.canonical_words(
+        body, sizes, table, xxhash.xxh3_64_intdigest
+    )
+    return CanonicalBatch(
+        texts=text.decode("utf-8").split("\n") if len(sizes) else [],
+        token_counts=np.frombuffer(counts, dtype=np.int64),
+        token_hashes=np.frombuffer(hashes, dtype=np.uint64),
+    )
+
+
+@lru_cache(maxsize=1)
+def _kernel_stop_table() -> tuple[U64, I64, I64, bytes]:
+    """The stop words as the compiled kernel looks them up: open addressing on their xxh3-64.
+
+    Returns ``(hashes, starts, lengths, blob)``: slot ``s`` holds the word
+    ``blob[starts[s]:starts[s] + lengths[s]]`` with hash ``hashes[s]``, or nothing when
+    ``lengths[s]`` is -1; a word is looked for from slot ``hash % size`` on.
+    """
+    words = sorted(word.encode("utf-8") for word in stopwords())
+    size = 1 << (2 * len(words)).bit_length()
+    hashes = np.zeros(size, dtype=np.uint64)
+    starts = np.zeros(size, dtype=np.int64)
+    lengths = np.full(size, -1, dtype=np.int64)
+    offset = 0
+    for word in words:
+        digest = xxhash.xxh3_64_intdigest(word)
+        slot = digest % size
+        while lengths[slot] >= 0:
+            slot = (slot + 1) % size
+        hashes[slot], starts[slot], lengths[slot] = digest, offset, len(word)
+        offset += len(word)
+    return hashes, starts, lengths, b"".join(words)
+
+
+def _numpy_run(body: bytes, sizes: I64, drop_stopwords: bool) -> CanonicalBatch:
+    """:func:`_canonical_run` in numpy passes over the whole run."""
     # spaces after the body up to a multiple of 8 bytes, at least 9: every 8-byte read at a
     # word's position stays inside
     raw = _PAD + body + _PAD + _PAD[: 8 - len(body) % 8]

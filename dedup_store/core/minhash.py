@@ -15,6 +15,7 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
+from dedup_store.core import kernels
 from dedup_store.core.hashing import U64
 
 U32 = npt.NDArray[np.uint32]
@@ -52,7 +53,17 @@ def minhash_signatures(
     if n_docs and np.any(np.diff(offsets) <= 0):
         raise ValueError("every document needs at least one shingle")
     a, b = permutations(num_perm, seed)
-    # one row per permutation: every pass below writes a contiguous row
+    if kernels.compiled is not None:
+        signatures = np.empty((n_docs, num_perm), dtype=np.uint32)
+        kernels.compiled.minhash_minima(
+            np.ascontiguousarray(shingles, dtype=np.uint64),
+            np.ascontiguousarray(offsets, dtype=np.int64),
+            a,
+            b,
+            signatures,
+        )
+        return signatures
+    # numpy: one row per permutation: every pass below writes a contiguous row
     mins = np.empty((num_perm, n_docs), dtype=np.uint64)
     first = 0
     with np.errstate(over="ignore"):

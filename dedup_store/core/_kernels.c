@@ -1,0 +1,506 @@
+/*
+ * Compiled kernels of the fingerprint core: the two loops that numpy cannot fuse.
+ *
+ * canonical_words: the words of a run of documents (already case folded, with everything but
+ *     letters, digits and marks turned into spaces), stop words dropped, each kept word hashed
+ *     with xxh3-64 and the words of each document joined by single spaces.
+ * minhash_minima: MinHash signatures, min over a document's shingles x of (a[i] * x + b[i])
+ *     modulo 2**64, top 32 bits kept.
+ *
+ * Both give exactly what the numpy implementations in canonical.py and minhash.py give (the
+ * tests compare them); those run when this module is not built. Arrays are passed as buffers
+ * (bytes, numpy arrays) and results returned as bytes, so no numpy headers are needed.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---- xxh3-64, seed 0 and the default secret, for inputs of 1 to 16 bytes ---------------- */
+
+#define XXH_PRIME64_2 0xC2B2AE3D27D4EB4FULL
+#define XXH_PRIME64_3 0x165667B19E3779F9ULL
+#define XXH_PRIME_MX1 0x165667919E3779F9ULL
+#define XXH_PRIME_MX2 0x9FB21C651E98DF25ULL
+/* the secret words each length class reads, folded together as the reference does */
+#define XXH3_FLIP_1TO3 (0x396CFEB8ULL ^ 0xBE4BA423ULL)
+#define XXH3_FLIP_4TO8 (0x1CAD21F72C81017CULL ^ 0xDB979083E96DD4DEULL)
+#define XXH3_FLIP_9TO16_LO (0x1F67B3B7A4A44072ULL ^ 0x78E5C0CC4EE679CBULL)
+#define XXH3_FLIP_9TO16_HI (0x2172FFCC7DD05A82ULL ^ 0x8E2443F7744608B8ULL)
+#define XXH3_SHORT_MAX 16
+
+static inline uint64_t read_le64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+static inline uint32_t read_le32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap32(v);
+#endif
+    return v;
+}
+
+static inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+static inline uint64_t swap64(uint64_t x)
+{
+    x = ((x << 8) & 0xFF00FF00FF00FF00ULL) | ((x >> 8) & 0x00FF00FF00FF00FFULL);
+    x = ((x << 16) & 0xFFFF0000FFFF0000ULL) | ((x >> 16) & 0x0000FFFF0000FFFFULL);
+    return (x << 32) | (x >> 32);
+}
+
+static inline uint64_t mul128_fold64(uint64_t a, uint64_t b)
+{
+    uint64_t a_lo = a & 0xFFFFFFFFULL, a_hi = a >> 32;
+    uint64_t b_lo = b & 0xFFFFFFFFULL, b_hi = b >> 32;
+    uint64_t lo_lo = a_lo * b_lo, lo_hi = a_lo * b_hi, hi_lo = a_hi * b_lo;
+    uint64_t middle = (lo_lo >> 32) + (lo_hi & 0xFFFFFFFFULL) + (hi_lo & 0xFFFFFFFFULL);
+    uint64_t high = a_hi * b_hi + (lo_hi >> 32) + (hi_lo >> 32) + (middle >> 32);
+    return (a * b) ^ high;
+}
+
+/* xxh3-64 of 1 to 3, 4 to 8 and 9 to 16 bytes */
+static inline uint64_t xxh3_1to3(const unsigned char *p, size_t len)
+{
+    uint64_t h = ((uint64_t)p[0] << 16) | ((uint64_t)p[len >> 1] << 24) | p[len - 1]
+                 | ((uint64_t)len << 8);
+    h ^= XXH3_FLIP_1TO3;
+    h ^= h >> 33;
+    h *= XXH_PRIME64_2;
+    h ^= h >> 29;
+    h *= XXH_PRIME64_3;
+    return h ^ (h >> 32);
+}
+
+static inline uint64_t xxh3_4to8(uint64_t first, uint64_t last, size_t len)
+{
+    uint64_t h = (last + (first << 32)) ^ XXH3_FLIP_4TO8;
+    h ^= rotl64(h, 49) ^ rotl64(h, 24);
+    h *= XXH_PRIME_MX2;
+    h ^= (h >> 35) + (uint64_t)len;
+    h *= XXH_PRIME_MX2;
+    return h ^ (h >> 28);
+}
+
+static inline uint64_t xxh3_9to16(uint64_t head, uint64_t tail, size_t len)
+{
+    uint64_t lo = head ^ XXH3_FLIP_9TO16_LO, hi = tail ^ XXH3_FLIP_9TO16_HI;
+    uint64_t h = (uint64_t)len + swap64(lo) + hi + mul128_fold64(lo, hi);
+    h ^= h >> 37;
+    h *= XXH_PRIME_MX1;
+    return h ^ (h >> 32);
+}
+
+/* xxh3-64 of 1 to 16 bytes. Word lengths vary at random, so all three length classes are
+   computed and one is picked, without a branch to mispredict; `readable` bytes from p on and
+   `before` bytes before p may be read. */
+static inline uint64_t xxh3_short(const unsigned char *p, size_t len, size_t readable,
+                                  size_t before)
+{
+    if (readable < 8 || before < 8) {
+        unsigned char word[16] = {0};
+        memcpy(word, p, len);
+        return len > 8   ? xxh3_9to16(read_le64(word), read_le64(word + len - 8), len)
+               : len > 3 ? xxh3_4to8(read_le32(word), read_le32(word + len - 4), len)
+                         : xxh3_1to3(word, len);
+    }
+    uint64_t head = read_le64(p), tail = read_le64(p + len - 8);
+    uint64_t wide = xxh3_9to16(head, tail, len);
+    uint64_t mid = xxh3_4to8(head & 0xFFFFFFFFULL, tail >> 32, len);
+    uint64_t tiny = xxh3_1to3(p, len);
+    uint64_t h = len > 8 ? wide : mid;
+    return len > 3 ? h : tiny;
+}
+
+/* ---- buffers --------------------------------------------------------------------------- */
+
+/* A contiguous buffer of `itemsize`-byte items; sets an error and returns -1 otherwise. */
+static int get_items(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *what)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) {
+        return -1;
+    }
+    if (view->len % itemsize != 0) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd bytes is not a whole number of %zd-byte items",
+                     what, view->len, itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- canonical words ------------------------------------------------------------------- */
+
+/* An exact set of stop words: open addressing on their xxh3-64, bytes compared on a match. */
+typedef struct {
+    const uint64_t *hashes;
+    const int64_t *starts;
+    const int64_t *lengths; /* -1: empty slot */
+    const unsigned char *blob;
+    uint64_t mask;
+} StopSet;
+
+static int is_stopword(const StopSet *stops, uint64_t hash, const unsigned char *word, size_t len)
+{
+    for (uint64_t slot = hash & stops->mask;; slot = (slot + 1) & stops->mask) {
+        int64_t slot_len = stops->lengths[slot];
+        if (slot_len < 0) {
+            return 0;
+        }
+        if (stops->hashes[slot] == hash && (size_t)slot_len == len
+            && memcmp(stops->blob + stops->starts[slot], word, len) == 0) {
+            return 1;
+        }
+    }
+}
+
+/* xxh3-64 of a word longer than xxh3_short takes, from the Python callable `long_hash`. */
+static int hash_long(PyObject *long_hash, const unsigned char *word, size_t len, uint64_t *out)
+{
+    PyObject *arg = PyBytes_FromStringAndSize((const char *)word, (Py_ssize_t)len);
+    if (arg == NULL) {
+        return -1;
+    }
+    PyObject *result = PyObject_CallOneArg(long_hash, arg);
+    Py_DECREF(arg);
+    if (result == NULL) {
+        return -1;
+    }
+    *out = PyLong_AsUnsignedLongLong(result);
+    Py_DECREF(result);
+    return (*out == (uint64_t)-1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+typedef struct {
+    unsigned char *text;  /* kept words, a space between words, '\n' between documents */
+    size_t text_len;
+    uint64_t *hashes;     /* one per kept word */
+    size_t word_count;
+    int64_t *counts;      /* kept words per document */
+} WordsOut;
+
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+#define LOWS 0x7F7F7F7F7F7F7F7FULL
+
+/* The high bit of every byte of w (little-endian) that is a space, no other bit. */
+static inline uint64_t space_bytes(uint64_t w)
+{
+    uint64_t x = w ^ (ONES * ' ');
+    return ~(((x & LOWS) + LOWS) | x) & HIGHS;
+}
+
+static inline size_t first_byte(uint64_t high_bits) { return (size_t)__builtin_ctzll(high_bits) >> 3; }
+
+/* The offset of the first byte from `at` on that is (want_space) or is not a space, or `end`.
+   Eight bytes at a time while they lie inside the buffer (`limit` bytes from `p`). */
+static inline size_t scan(const unsigned char *p, size_t at, size_t end, size_t limit,
+                          int want_space)
+{
+    while (at < end) {
+        if (at + 8 > limit) {
+            while (at < end && (p[at] == ' ') != want_space) {
+                at++;
+            }
+            return at;
+        }
+        uint64_t spaces = space_bytes(read_le64(p + at));
+        uint64_t hits = want_space ? spaces : ~spaces & HIGHS;
+        if (hits) {
+            at += first_byte(hits);
+            return at < end ? at : end;
+        }
+        at += 8;
+    }
+    return end;
+}
+
+/* The words of one document, body[first:last] (`limit`: bytes readable from body). */
+static int document_words(const unsigned char *body, size_t first, size_t last, size_t limit,
+                          const StopSet *stops, PyObject *long_hash, WordsOut *out,
+                          int64_t *count)
+{
+    unsigned char *text = out->text;
+    size_t text_len = out->text_len, words = out->word_count, kept = 0;
+    size_t at = scan(body, first, last, limit, 0);
+    while (at < last) {
+        size_t start = at;
+        at = scan(body, start, last, limit, 1);
+        size_t len = at - start;
+        uint64_t hash;
+        if (len <= XXH3_SHORT_MAX) {
+            hash = xxh3_short(body + start, len, limit - start, start);
+        }
+        else if (hash_long(long_hash, body + start, len, &hash) < 0) {
+            return -1;
+        }
+        at = scan(body, at, last, limit, 0);
+        if (stops != NULL && is_stopword(stops, hash, body + start, len)) {
+            continue;
+        }
+        if (kept++) {
+            text[text_len++] = ' ';
+        }
+        if (len <= 16 && start + 16 <= limit) {
+            /* the output has 16 bytes of slack: copy a fixed 16 */
+            memcpy(text + text_len, body + start, 16);
+        }
+        else {
+            memcpy(text + text_len, body + start, len);
+        }
+        text_len += len;
+        out->hashes[words++] = hash;
+    }
+    out->text_len = text_len;
+    out->word_count = words;
+    *count = (int64_t)kept;
+    return 0;
+}
+
+static int parse_stop_set(PyObject *table, Py_buffer views[4], StopSet *stops)
+{
+    PyObject *hashes, *starts, *lengths, *blob;
+    if (!PyArg_ParseTuple(table, "OOOO", &hashes, &starts, &lengths, &blob)) {
+        return -1;
+    }
+    if (get_items(hashes, &views[0], 8, "stop hashes") < 0) {
+        return -1;
+    }
+    if (get_items(starts, &views[1], 8, "stop starts") < 0) {
+        PyBuffer_Release(&views[0]);
+        return -1;
+    }
+    if (get_items(lengths, &views[2], 8, "stop lengths") < 0) {
+        PyBuffer_Release(&views[0]);
+        PyBuffer_Release(&views[1]);
+        return -1;
+    }
+    if (get_items(blob, &views[3], 1, "stop words") < 0) {
+        for (int k = 0; k < 3; k++) {
+            PyBuffer_Release(&views[k]);
+        }
+        return -1;
+    }
+    Py_ssize_t slots = views[0].len / 8;
+    if (slots == 0 || (slots & (slots - 1)) != 0 || views[1].len != views[0].len
+        || views[2].len != views[0].len) {
+        PyErr_SetString(PyExc_ValueError, "stop table: slot arrays must have one power-of-two size");
+        for (int k = 0; k < 4; k++) {
+            PyBuffer_Release(&views[k]);
+        }
+        return -1;
+    }
+    stops->hashes = views[0].buf;
+    stops->starts = views[1].buf;
+    stops->lengths = views[2].buf;
+    stops->blob = views[3].buf;
+    stops->mask = (uint64_t)slots - 1;
+    return 0;
+}
+
+PyDoc_STRVAR(canonical_words_doc,
+"canonical_words(body, sizes, stop_table, long_hash) -> (text, counts, hashes)\n\n"
+"The words of documents laid out in body: document d is the next sizes[d] bytes (int64), one\n"
+"separator byte after each; words are runs of bytes other than spaces. Stop words (stop_table:\n"
+"(slot hashes u64, slot starts i64, slot lengths i64 with -1 for empty, word bytes), or None)\n"
+"are dropped. Returns the kept words joined by spaces with '\\n' between documents, the kept\n"
+"word count of each document (int64 bytes) and the xxh3-64 of each kept word (uint64 bytes);\n"
+"words longer than 16 bytes are hashed by long_hash(word_bytes).");
+
+static PyObject *canonical_words(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *body_obj, *sizes_obj, *table, *long_hash, *result = NULL;
+    Py_buffer body, sizes, stop_views[4];
+    StopSet stops = {NULL, NULL, NULL, NULL, 0};
+    WordsOut out = {NULL, 0, NULL, 0, NULL};
+    if (!PyArg_ParseTuple(args, "OOOO", &body_obj, &sizes_obj, &table, &long_hash)) {
+        return NULL;
+    }
+    if (get_items(body_obj, &body, 1, "body") < 0) {
+        return NULL;
+    }
+    if (get_items(sizes_obj, &sizes, 8, "sizes") < 0) {
+        PyBuffer_Release(&body);
+        return NULL;
+    }
+    int with_stops = table != Py_None;
+    if (with_stops && parse_stop_set(table, stop_views, &stops) < 0) {
+        goto done;
+    }
+    Py_ssize_t n_docs = sizes.len / 8;
+    const int64_t *size = sizes.buf;
+    const unsigned char *text = body.buf;
+    out.text = PyMem_Malloc((size_t)body.len + (size_t)n_docs + 16);
+    out.hashes = PyMem_Malloc(((size_t)body.len / 2 + 1) * sizeof(uint64_t));
+    out.counts = PyMem_Malloc(((size_t)n_docs + 1) * sizeof(int64_t));
+    if (out.text == NULL || out.hashes == NULL || out.counts == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t at = 0;
+    for (Py_ssize_t d = 0; d < n_docs; d++) {
+        if (size[d] < 0 || size[d] > body.len - at) {
+            PyErr_SetString(PyExc_ValueError, "document sizes exceed the body");
+            goto done;
+        }
+        if (d) {
+            out.text[out.text_len++] = '\n';
+        }
+        if (document_words(text, (size_t)at, (size_t)(at + size[d]), (size_t)body.len,
+                           with_stops ? &stops : NULL, long_hash, &out, &out.counts[d]) < 0) {
+            goto done;
+        }
+        at += size[d] + 1;
+    }
+    result = Py_BuildValue("(y#y#y#)", out.text, (Py_ssize_t)out.text_len, out.counts,
+                           n_docs * (Py_ssize_t)sizeof(int64_t), out.hashes,
+                           (Py_ssize_t)(out.word_count * sizeof(uint64_t)));
+done:
+    PyMem_Free(out.text);
+    PyMem_Free(out.hashes);
+    PyMem_Free(out.counts);
+    if (with_stops && stops.hashes != NULL) {
+        for (int k = 0; k < 4; k++) {
+            PyBuffer_Release(&stop_views[k]);
+        }
+    }
+    PyBuffer_Release(&sizes);
+    PyBuffer_Release(&body);
+    return result;
+}
+
+/* ---- MinHash --------------------------------------------------------------------------- */
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) \
+    && defined(__GLIBC__)
+/* one build for the oldest x86-64, one for AVX2 and one for AVX-512 (64-bit multiplies in
+   vector registers), chosen when the module loads */
+#define VECTOR_CLONES __attribute__((target_clones("default", "avx2", "arch=x86-64-v4")))
+#else
+#define VECTOR_CLONES
+#endif
+
+/* minima[i] = min(minima[i], a[i] * x + b[i]) for every shingle x of xs, four at a time so
+   that each pass over the minima takes four shingles */
+VECTOR_CLONES
+static void fold_minima(const uint64_t *xs, Py_ssize_t count, const uint64_t *a,
+                        const uint64_t *b, uint64_t *minima, Py_ssize_t perms)
+{
+    Py_ssize_t s = 0;
+    for (; s + 4 <= count; s += 4) {
+        uint64_t x0 = xs[s], x1 = xs[s + 1], x2 = xs[s + 2], x3 = xs[s + 3];
+        for (Py_ssize_t i = 0; i < perms; i++) {
+            uint64_t m = minima[i], v;
+            v = a[i] * x0 + b[i];
+            m = v < m ? v : m;
+            v = a[i] * x1 + b[i];
+            m = v < m ? v : m;
+            v = a[i] * x2 + b[i];
+            m = v < m ? v : m;
+            v = a[i] * x3 + b[i];
+            m = v < m ? v : m;
+            minima[i] = m;
+        }
+    }
+    for (; s < count; s++) {
+        uint64_t x = xs[s];
+        for (Py_ssize_t i = 0; i < perms; i++) {
+            uint64_t v = a[i] * x + b[i];
+            minima[i] = v < minima[i] ? v : minima[i];
+        }
+    }
+}
+
+PyDoc_STRVAR(minhash_minima_doc,
+"minhash_minima(shingles, offsets, a, b, out) -> None\n\n"
+"out[d * len(a) + i] (uint32) = top 32 bits of the minimum of (a[i] * x + b[i]) mod 2**64 over\n"
+"the shingles x (uint64) of document d, shingles[offsets[d]:offsets[d + 1]] (int64 offsets,\n"
+"every document non-empty).");
+
+static PyObject *minhash_minima(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *objs[5];
+    Py_buffer views[5];
+    const Py_ssize_t itemsizes[5] = {8, 8, 8, 8, 4};
+    const char *names[5] = {"shingles", "offsets", "a", "b", "out"};
+    PyObject *result = NULL;
+    uint64_t *minima = NULL;
+    int held = 0;
+    if (!PyArg_ParseTuple(args, "OOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4])) {
+        return NULL;
+    }
+    for (; held < 5; held++) {
+        if (get_items(objs[held], &views[held], itemsizes[held], names[held]) < 0) {
+            goto done;
+        }
+    }
+    if (views[4].readonly) {
+        PyErr_SetString(PyExc_ValueError, "out: buffer is read-only");
+        goto done;
+    }
+    const uint64_t *shingles = views[0].buf, *a = views[2].buf, *b = views[3].buf;
+    const int64_t *offsets = views[1].buf;
+    uint32_t *out = views[4].buf;
+    Py_ssize_t total = views[0].len / 8, n_docs = views[1].len / 8 - 1, perms = views[2].len / 8;
+    if (n_docs < 0 || views[3].len != views[2].len || views[4].len != n_docs * perms * 4) {
+        PyErr_SetString(PyExc_ValueError, "minhash_minima: array sizes do not agree");
+        goto done;
+    }
+    for (Py_ssize_t d = 0; d < n_docs; d++) {
+        if (offsets[d] < 0 || offsets[d] >= offsets[d + 1] || offsets[d + 1] > total) {
+            PyErr_SetString(PyExc_ValueError, "every document needs at least one shingle");
+            goto done;
+        }
+    }
+    minima = PyMem_Malloc((size_t)(perms ? perms : 1) * sizeof(uint64_t));
+    if (minima == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t d = 0; d < n_docs; d++) {
+        for (Py_ssize_t i = 0; i < perms; i++) {
+            minima[i] = UINT64_MAX;
+        }
+        fold_minima(shingles + offsets[d], offsets[d + 1] - offsets[d], a, b, minima, perms);
+        for (Py_ssize_t i = 0; i < perms; i++) {
+            out[d * perms + i] = (uint32_t)(minima[i] >> 32);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    PyMem_Free(minima);
+    for (int k = 0; k < held; k++) {
+        PyBuffer_Release(&views[k]);
+    }
+    return result;
+}
+
+/* ---- module ---------------------------------------------------------------------------- */
+
+static PyMethodDef kernel_methods[] = {
+    {"canonical_words", canonical_words, METH_VARARGS, canonical_words_doc},
+    {"minhash_minima", minhash_minima, METH_VARARGS, minhash_minima_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef kernels_module = {
+    PyModuleDef_HEAD_INIT, "_kernels",
+    "Compiled kernels of dedup_store.core (canonical words, MinHash minima).", -1, kernel_methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__kernels(void) { return PyModule_Create(&kernels_module); }

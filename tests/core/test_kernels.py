@@ -1,0 +1,119 @@
+"""The compiled kernels give exactly what the numpy implementations give.
+
+Every other test runs with the kernels (they are built by ``pip install``); here each kernel is
+compared with its numpy implementation, which runs when the package was built without a C
+compiler, and whole batches are fingerprinted both ways.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import xxhash
+
+from dedup_store.core import FingerprintParams, fingerprint_batch, kernels, minhash_signatures
+from dedup_store.core.canonical import _canonical_run, _numpy_run, _run_word_bytes, stopwords
+
+RNG = np.random.default_rng(20261123)
+LETTERS = list("abcdefghijklmnopqrstuvwxyz0123456789")
+# a few stop words of each kind: short, longer than 8 bytes, and Cyrillic
+STOPS = ["the", "of", "a", "themselves", "yourselves", "и", "который", "ourselves"]
+
+
+def test_compiled_kernels_are_built() -> None:
+    assert kernels.compiled is not None, (
+        "dedup_store.core._kernels was not built: install with a C compiler (pip install -e .)"
+    )
+
+
+def _random_word(max_len: int) -> str:
+    if RNG.random() < 0.3:
+        return str(RNG.choice(STOPS))
+    length = int(RNG.integers(1, max_len + 1))
+    return "".join(RNG.choice(LETTERS, size=length))
+
+
+def _random_documents(count: int, max_words: int, max_len: int) -> list[str]:
+    docs = []
+    for _ in range(count):
+        words = [_random_word(max_len) for _ in range(int(RNG.integers(0, max_words + 1)))]
+        separators = RNG.choice([" ", "  ", ", ", ".\n", " — "], size=len(words))
+        docs.append("".join(w + s for w, s in zip(words, separators, strict=True)))
+    return docs
+
+
+@pytest.mark.parametrize("drop_stopwords", [True, False])
+def test_canonical_words_match_numpy(drop_stopwords: bool) -> None:
+    # words of 1 to 40 bytes cover every xxh3 length class and the long-word fallback; empty
+    # documents and documents of stop words only are among them
+    docs = [*_random_documents(400, 30, 40), "", "   ", "the of a", "Themselves, и который"]
+    params = FingerprintParams(stopwords=drop_stopwords)
+    words = _run_word_bytes(docs, params)
+    assert words is not None
+    compiled = _canonical_run(*words, drop_stopwords)
+    reference = _numpy_run(*words, drop_stopwords)
+    assert compiled.texts == reference.texts
+    assert compiled.token_counts.tolist() == reference.token_counts.tolist()
+    assert compiled.token_hashes.tolist() == reference.token_hashes.tolist()
+    tokens = [w for text in compiled.texts for w in text.split()]
+    assert compiled.token_hashes.tolist() == [xxhash.xxh3_64_intdigest(w.encode()) for w in tokens]
+    if drop_stopwords:
+        assert not set(tokens) & stopwords()
+
+
+def test_canonical_words_reject_sizes_beyond_the_body() -> None:
+    assert kernels.compiled is not None
+    with pytest.raises(ValueError, match="sizes exceed"):
+        kernels.compiled.canonical_words(b"a b", np.array([5], dtype=np.int64), None, hash)
+
+
+@pytest.mark.parametrize("num_perm", [2, 7, 84, 130])
+def test_minhash_minima_match_numpy(num_perm: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 1 to 9 shingles per document: the kernel's blocks of four and its remainder
+    counts = np.concatenate([np.arange(1, 10), RNG.integers(1, 700, size=50)])
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    shingles = RNG.integers(0, 2**64, size=int(offsets[-1]), dtype=np.uint64)
+    compiled = minhash_signatures(shingles, offsets, num_perm, seed=5)
+    monkeypatch.setattr(kernels, "compiled", None)
+    reference = minhash_signatures(shingles, offsets, num_perm, seed=5)
+    assert compiled.dtype == reference.dtype == np.uint32
+    np.testing.assert_array_equal(compiled, reference)
+
+
+def test_minhash_minima_refuse_a_document_without_shingles() -> None:
+    offsets = np.array([0, 2, 2, 3], dtype=np.int64)
+    with pytest.raises(ValueError, match="at least one shingle"):
+        minhash_signatures(np.arange(3, dtype=np.uint64), offsets, 8, seed=1)
+
+
+def _fields(batch: object) -> dict[str, object]:
+    return {
+        field.name: getattr(batch, field.name)
+        for field in dataclasses.fields(batch)  # type: ignore[arg-type]
+    }
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[str]:
+    # long enough for the batch canonicalization (numpy or compiled), with Cyrillic text
+    return _random_documents(300, 120, 14) + ["Съешь же ещё этих мягких булок, да выпей чаю"] * 3
+
+
+def _fingerprints(docs: list[str]) -> dict[str, object]:
+    return _fields(fingerprint_batch(docs, FingerprintParams()))
+
+
+def test_batches_fingerprint_the_same_with_and_without_kernels(
+    corpus: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compiled = _fingerprints(corpus)
+    monkeypatch.setattr(kernels, "compiled", None)
+    reference = _fingerprints(corpus)
+    assert compiled.keys() == reference.keys()
+    for name, value in compiled.items():
+        if isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(value, reference[name], err_msg=name)
+        else:
+            assert value == reference[name], name
