@@ -1,15 +1,19 @@
 /*
- * Compiled kernels of the fingerprint core: the two loops that numpy cannot fuse.
+ * Compiled kernels of the fingerprint core: the per-document loops that numpy runs as many
+ * passes over the batch.
  *
  * canonical_words: the words of a run of documents (already case folded, with everything but
  *     letters, digits and marks turned into spaces), stop words dropped, each kept word hashed
  *     with xxh3-64 and the words of each document joined by single spaces.
  * minhash_minima: MinHash signatures, min over a document's shingles x of (a[i] * x + b[i])
  *     modulo 2**64, top 32 bits kept.
+ * simhash_majority: unweighted SimHash, bit j set when most of a document's features have it.
+ * winnow: the distinct minima of every window of w consecutive shingles of each document.
  *
- * Both give exactly what the numpy implementations in canonical.py and minhash.py give (the
- * tests compare them); those run when this module is not built. Arrays are passed as buffers
- * (bytes, numpy arrays) and results returned as bytes, so no numpy headers are needed.
+ * They give exactly what the numpy implementations in canonical.py, minhash.py, simhash.py and
+ * winnow.py give (the tests compare them); those run when this module is not built. Arrays are
+ * passed as buffers (bytes, numpy arrays) and results returned as bytes, so no numpy headers are
+ * needed.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -199,7 +203,19 @@ static inline uint64_t space_bytes(uint64_t w)
     return ~(((x & LOWS) + LOWS) | x) & HIGHS;
 }
 
-static inline size_t first_byte(uint64_t high_bits) { return (size_t)__builtin_ctzll(high_bits) >> 3; }
+/* The index of the first (lowest) byte whose high bit is set in high_bits (non-zero). */
+static inline size_t first_byte(uint64_t high_bits)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return (size_t)__builtin_ctzll(high_bits) >> 3;
+#else
+    size_t byte = 0;
+    for (; !(high_bits & 0x80); high_bits >>= 8) {
+        byte++;
+    }
+    return byte;
+#endif
+}
 
 /* The offset of the first byte from `at` on that is (want_space) or is not a space, or `end`.
    Eight bytes at a time while they lie inside the buffer (`limit` bytes from `p`). */
@@ -293,7 +309,8 @@ static int parse_stop_set(PyObject *table, Py_buffer views[4], StopSet *stops)
     Py_ssize_t slots = views[0].len / 8;
     if (slots == 0 || (slots & (slots - 1)) != 0 || views[1].len != views[0].len
         || views[2].len != views[0].len) {
-        PyErr_SetString(PyExc_ValueError, "stop table: slot arrays must have one power-of-two size");
+        PyErr_SetString(PyExc_ValueError,
+                        "stop table: slot arrays must have one power-of-two size");
         for (int k = 0; k < 4; k++) {
             PyBuffer_Release(&views[k]);
         }
@@ -489,17 +506,279 @@ done:
     return result;
 }
 
+/* ---- SimHash --------------------------------------------------------------------------- */
+
+#define BYTE_LANES 0x0101010101010101ULL
+
+/* counts[8 * b + j] += bit j of byte b of every feature: bit j of all eight bytes is added to
+   the eight byte lanes of lanes[j] at once, emptied into the counts before a lane can overflow */
+static void count_bits(const uint64_t *features, Py_ssize_t count, uint32_t counts[64])
+{
+    for (Py_ssize_t first = 0; first < count; first += 255) {
+        Py_ssize_t last = first + 255 < count ? first + 255 : count;
+        uint64_t lanes[8] = {0};
+        for (Py_ssize_t f = first; f < last; f++) {
+            uint64_t h = features[f];
+            for (int j = 0; j < 8; j++) {
+                lanes[j] += (h >> j) & BYTE_LANES;
+            }
+        }
+        for (int j = 0; j < 8; j++) {
+            for (int b = 0; b < 8; b++) {
+                counts[8 * b + j] += (uint32_t)((lanes[j] >> (8 * b)) & 0xFF);
+            }
+        }
+    }
+}
+
+PyDoc_STRVAR(simhash_majority_doc,
+"simhash_majority(features, offsets) -> bytes\n\n"
+"The unweighted SimHash of each document (uint64 bytes): bit j is set when more than half of\n"
+"the document's features (uint64, features[offsets[d]:offsets[d + 1]], int64 offsets, every\n"
+"document non-empty) have bit j set.");
+
+static PyObject *simhash_majority(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *features_obj, *offsets_obj, *result = NULL;
+    Py_buffer features, offsets;
+    uint64_t *out = NULL;
+    if (!PyArg_ParseTuple(args, "OO", &features_obj, &offsets_obj)) {
+        return NULL;
+    }
+    if (get_items(features_obj, &features, 8, "features") < 0) {
+        return NULL;
+    }
+    if (get_items(offsets_obj, &offsets, 8, "offsets") < 0) {
+        PyBuffer_Release(&features);
+        return NULL;
+    }
+    const uint64_t *feature = features.buf;
+    const int64_t *offset = offsets.buf;
+    Py_ssize_t total = features.len / 8, n_docs = offsets.len / 8 - 1;
+    for (Py_ssize_t d = 0; d < n_docs; d++) {
+        if (offset[d] < 0 || offset[d] >= offset[d + 1] || offset[d + 1] > total) {
+            PyErr_SetString(PyExc_ValueError, "every document needs at least one feature");
+            goto done;
+        }
+    }
+    out = PyMem_Malloc((size_t)(n_docs > 0 ? n_docs : 1) * sizeof(uint64_t));
+    if (out == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t d = 0; d < n_docs; d++) {
+        uint32_t counts[64] = {0};
+        uint64_t size = (uint64_t)(offset[d + 1] - offset[d]), hash = 0;
+        count_bits(feature + offset[d], (Py_ssize_t)size, counts);
+        for (int j = 0; j < 64; j++) {
+            hash |= (uint64_t)(2 * (uint64_t)counts[j] > size) << j;
+        }
+        out[d] = hash;
+    }
+    Py_END_ALLOW_THREADS
+    result = PyBytes_FromStringAndSize((const char *)out, (n_docs > 0 ? n_docs : 0) * 8);
+done:
+    PyMem_Free(out);
+    PyBuffer_Release(&offsets);
+    PyBuffer_Release(&features);
+    return result;
+}
+
+/* ---- winnowing ------------------------------------------------------------------------- */
+
+static void insertion_sort(uint64_t *values, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        uint64_t v = values[i];
+        size_t j = i;
+        for (; j > 0 && values[j - 1] > v; j--) {
+            values[j] = values[j - 1];
+        }
+        values[j] = v;
+    }
+}
+
+/* out[0:na + nb] = the sorted a[0:na] and b[0:nb], merged */
+static void merge(const uint64_t *a, size_t na, const uint64_t *b, size_t nb, uint64_t *out)
+{
+    size_t i = 0, j = 0, k = 0;
+    while (i < na && j < nb) {
+        out[k++] = b[j] < a[i] ? b[j++] : a[i++];
+    }
+    memcpy(out + k, a + i, (na - i) * sizeof *a);
+    memcpy(out + k + na - i, b + j, (nb - j) * sizeof *b);
+}
+
+/* Sort values[0:n] (scratch: room for n more): runs of 32 by insertion, then merged pairwise. */
+static void sort_values(uint64_t *values, size_t n, uint64_t *scratch)
+{
+    const size_t run = 32;
+    for (size_t i = 0; i < n; i += run) {
+        insertion_sort(values + i, n - i < run ? n - i : run);
+    }
+    uint64_t *from = values, *to = scratch;
+    for (size_t width = run; width < n; width *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * width) {
+            size_t mid = lo + width < n ? lo + width : n;
+            size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            merge(from + lo, mid - lo, from + mid, hi - mid, to + lo);
+        }
+        uint64_t *swap = from;
+        from = to;
+        to = swap;
+    }
+    if (from != values) {
+        memcpy(values, from, n * sizeof *values);
+    }
+}
+
+/* Sort values[0:n] and drop repeats (scratch: room for n values); returns how many are left. */
+static size_t sort_distinct(uint64_t *values, size_t n, uint64_t *scratch)
+{
+    sort_values(values, n, scratch);
+    size_t kept = n ? 1 : 0;
+    for (size_t i = 1; i < n; i++) {
+        if (values[i] != values[kept - 1]) {
+            values[kept++] = values[i];
+        }
+    }
+    return kept;
+}
+
+/* mins[i] = min(mins[i], mins[i + span]) for i < n - span */
+VECTOR_CLONES
+static void fold_min(uint64_t *mins, size_t n, size_t span)
+{
+    for (size_t i = 0; i + span < n; i++) {
+        uint64_t other = mins[i + span];
+        mins[i] = other < mins[i] ? other : mins[i];
+    }
+}
+
+/* The minima of the windows of w consecutive values of values[0:n] (n >= w), a minimum equal
+   to the previous window's left out, into out; returns how many were written. `mins` is scratch
+   space for n values. Minima of windows of 1, 2, 4, ... values, each from two of the previous
+   ones, up to the widest power of two p <= w; a window of w is two overlapping windows of p. */
+static size_t window_minima(const uint64_t *values, size_t n, size_t w, uint64_t *mins,
+                            uint64_t *out)
+{
+    memcpy(mins, values, n * sizeof *mins);
+    size_t span = 1, valid = n;
+    for (; span * 2 <= w; span *= 2) {
+        fold_min(mins, valid, span);
+        valid -= span;
+    }
+    if (span < w) {
+        fold_min(mins, valid, w - span);
+        valid -= w - span;
+    }
+    size_t written = 0;
+    for (size_t i = 0; i < valid; i++) {
+        if (written == 0 || out[written - 1] != mins[i]) {
+            out[written++] = mins[i];
+        }
+    }
+    return written;
+}
+
+PyDoc_STRVAR(winnow_doc,
+"winnow(sequence, offsets, w) -> (keys, key_offsets)\n\n"
+"The distinct minima of every window of w consecutive values of each document's sequence\n"
+"(uint64, sequence[offsets[d]:offsets[d + 1]], int64 offsets, every document non-empty; a\n"
+"document shorter than w keeps its minimum), sorted per document and concatenated (uint64\n"
+"bytes), with the offsets of each document's keys (int64 bytes, one more than documents).");
+
+static PyObject *winnow(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *sequence_obj, *offsets_obj, *result = NULL;
+    Py_ssize_t w;
+    Py_buffer sequence, offsets;
+    uint64_t *keys = NULL;
+    int64_t *key_offsets = NULL;
+    uint64_t *scratch = NULL;
+    if (!PyArg_ParseTuple(args, "OOn", &sequence_obj, &offsets_obj, &w)) {
+        return NULL;
+    }
+    if (w < 1) {
+        PyErr_SetString(PyExc_ValueError, "the window must hold at least one value");
+        return NULL;
+    }
+    if (get_items(sequence_obj, &sequence, 8, "sequence") < 0) {
+        return NULL;
+    }
+    if (get_items(offsets_obj, &offsets, 8, "offsets") < 0) {
+        PyBuffer_Release(&sequence);
+        return NULL;
+    }
+    const uint64_t *values = sequence.buf;
+    const int64_t *offset = offsets.buf;
+    Py_ssize_t total = sequence.len / 8, n_docs = offsets.len / 8 - 1;
+    for (Py_ssize_t d = 0; d < n_docs; d++) {
+        if (offset[d] < 0 || offset[d] >= offset[d + 1] || offset[d + 1] > total) {
+            PyErr_SetString(PyExc_ValueError, "every document needs at least one value");
+            goto done;
+        }
+    }
+    if (n_docs < 0) {
+        n_docs = 0;
+    }
+    keys = PyMem_Malloc((size_t)(total > 0 ? total : 1) * sizeof(uint64_t));
+    key_offsets = PyMem_Malloc((size_t)(n_docs + 1) * sizeof(int64_t));
+    scratch = PyMem_Malloc((size_t)(total > 0 ? total : 1) * sizeof(uint64_t));
+    if (keys == NULL || key_offsets == NULL || scratch == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t written = 0;
+    key_offsets[0] = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t d = 0; d < n_docs; d++) {
+        const uint64_t *doc = values + offset[d];
+        size_t n = (size_t)(offset[d + 1] - offset[d]), found;
+        if (n < (size_t)w) {
+            uint64_t minimum = doc[0];
+            for (size_t i = 1; i < n; i++) {
+                minimum = doc[i] < minimum ? doc[i] : minimum;
+            }
+            keys[written] = minimum;
+            found = 1;
+        }
+        else {
+            found = window_minima(doc, n, (size_t)w, scratch, keys + written);
+            found = sort_distinct(keys + written, found, scratch);
+        }
+        written += found;
+        key_offsets[d + 1] = (int64_t)written;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_BuildValue("(y#y#)", keys, (Py_ssize_t)(written * sizeof(uint64_t)), key_offsets,
+                           (Py_ssize_t)((size_t)(n_docs + 1) * sizeof(int64_t)));
+done:
+    PyMem_Free(keys);
+    PyMem_Free(key_offsets);
+    PyMem_Free(scratch);
+    PyBuffer_Release(&offsets);
+    PyBuffer_Release(&sequence);
+    return result;
+}
+
 /* ---- module ---------------------------------------------------------------------------- */
 
 static PyMethodDef kernel_methods[] = {
     {"canonical_words", canonical_words, METH_VARARGS, canonical_words_doc},
     {"minhash_minima", minhash_minima, METH_VARARGS, minhash_minima_doc},
+    {"simhash_majority", simhash_majority, METH_VARARGS, simhash_majority_doc},
+    {"winnow", winnow, METH_VARARGS, winnow_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef kernels_module = {
     PyModuleDef_HEAD_INIT, "_kernels",
-    "Compiled kernels of dedup_store.core (canonical words, MinHash minima).", -1, kernel_methods,
+    "Compiled kernels of dedup_store.core (canonical words, MinHash, SimHash, winnowing).", -1,
+    kernel_methods,
     NULL, NULL, NULL, NULL,
 };
 

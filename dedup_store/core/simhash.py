@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dedup_store.core import kernels
 from dedup_store.core.hashing import MASK64, U64, as_int64, mix64
 
 I64 = npt.NDArray[np.int64]
@@ -50,6 +51,12 @@ def simhash_batch(
     Returns:
         One ``uint64`` per document.
     """
+    if weights is None and kernels.compiled is not None:
+        majority = kernels.compiled.simhash_majority(
+            np.ascontiguousarray(features, dtype=np.uint64),
+            np.ascontiguousarray(offsets, dtype=np.int64),
+        )
+        return np.frombuffer(majority, dtype=np.uint64).copy()
     n_docs = len(offsets) - 1
     out = np.zeros(n_docs, dtype=np.uint64)
     first = 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dedup_store.core import kernels
 from dedup_store.core.hashing import U64
 from dedup_store.core.shingles import I64, unique_per_document
 
@@ -44,6 +45,13 @@ def winnow(sequence: U64, offsets: I64, w: int) -> tuple[U64, I64]:
     Returns:
         ``(keys, key_offsets)``: distinct sample hashes per document, sorted, concatenated.
     """
+    if kernels.compiled is not None:
+        keys, key_offsets = kernels.compiled.winnow(
+            np.ascontiguousarray(sequence, dtype=np.uint64),
+            np.ascontiguousarray(offsets, dtype=np.int64),
+            w,
+        )
+        return np.frombuffer(keys, dtype=np.uint64), np.frombuffer(key_offsets, dtype=np.int64)
     n_docs = len(offsets) - 1
     lengths = np.diff(offsets)
     owner = np.repeat(np.arange(n_docs), lengths)

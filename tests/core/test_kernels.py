@@ -15,6 +15,8 @@ import xxhash
 
 from dedup_store.core import FingerprintParams, fingerprint_batch, kernels, minhash_signatures
 from dedup_store.core.canonical import _canonical_run, _numpy_run, _run_word_bytes, stopwords
+from dedup_store.core.simhash import simhash_batch
+from dedup_store.core.winnow import winnow
 
 RNG = np.random.default_rng(20261123)
 LETTERS = list("abcdefghijklmnopqrstuvwxyz0123456789")
@@ -86,6 +88,37 @@ def test_minhash_minima_refuse_a_document_without_shingles() -> None:
     offsets = np.array([0, 2, 2, 3], dtype=np.int64)
     with pytest.raises(ValueError, match="at least one shingle"):
         minhash_signatures(np.arange(3, dtype=np.uint64), offsets, 8, seed=1)
+
+
+def test_simhash_majority_matches_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    # around 255 features the kernel empties its byte lanes; 600 and more: the numpy 16-bit lanes
+    counts = np.array([1, 2, 3, 254, 255, 256, 257, 511, 600, 1000, 70000])
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    features = RNG.integers(0, 2**64, size=int(offsets[-1]), dtype=np.uint64)
+    # a biased bit, and a bit set in exactly half of the features of the two-feature document
+    features |= np.uint64(1 << 7) * (RNG.random(len(features)) < 0.6).astype(np.uint64)
+    features[1:3] = [np.uint64(1 << 5), np.uint64(0)]
+    compiled = simhash_batch(features, offsets)
+    monkeypatch.setattr(kernels, "compiled", None)
+    np.testing.assert_array_equal(compiled, simhash_batch(features, offsets))
+
+
+@pytest.mark.parametrize("w", [1, 2, 5, 16])
+def test_winnow_matches_numpy(w: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # random documents, increasing and decreasing runs (the window queue full, then emptied at
+    # every step), repeated values, and documents shorter than the window
+    counts = np.concatenate([RNG.integers(1, 300, size=60), [1, w, w + 1, 40, 40, 40]])
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    sequence = RNG.integers(0, 2**64, size=int(offsets[-1]), dtype=np.uint64)
+    runs = offsets[-4:-1]
+    sequence[runs[0] : runs[0] + 40] = np.arange(40, dtype=np.uint64)
+    sequence[runs[1] : runs[1] + 40] = np.arange(40, 0, -1, dtype=np.uint64)
+    sequence[runs[2] : runs[2] + 40] = RNG.integers(0, 3, size=40, dtype=np.uint64)
+    keys, key_offsets = winnow(sequence, offsets, w)
+    monkeypatch.setattr(kernels, "compiled", None)
+    expected_keys, expected_offsets = winnow(sequence, offsets, w)
+    np.testing.assert_array_equal(keys, expected_keys)
+    np.testing.assert_array_equal(key_offsets, expected_offsets)
 
 
 def _fields(batch: object) -> dict[str, object]:
