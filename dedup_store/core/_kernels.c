@@ -5,15 +5,16 @@
  * canonical_words: the words of a run of documents (already case folded, with everything but
  *     letters, digits and marks turned into spaces), stop words dropped, each kept word hashed
  *     with xxh3-64 and the words of each document joined by single spaces.
+ * shingle_hashes: the hash of every n-gram of consecutive token hashes.
  * minhash_minima: MinHash signatures, min over a document's shingles x of (a[i] * x + b[i])
  *     modulo 2**64, top 32 bits kept.
  * simhash_majority: unweighted SimHash, bit j set when most of a document's features have it.
  * winnow: the distinct minima of every window of w consecutive shingles of each document.
  *
- * They give exactly what the numpy implementations in canonical.py, minhash.py, simhash.py and
- * winnow.py give (the tests compare them); those run when this module is not built. Arrays are
- * passed as buffers (bytes, numpy arrays) and results returned as bytes, so no numpy headers are
- * needed.
+ * They give exactly what the numpy implementations in canonical.py, shingles.py, minhash.py,
+ * simhash.py and winnow.py give (the tests compare them); those run when this module is not
+ * built. Arrays are passed as buffers (bytes, numpy arrays) and results returned as bytes, so no
+ * numpy headers are needed.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -396,6 +397,94 @@ done:
     return result;
 }
 
+/* ---- shingles -------------------------------------------------------------------------- */
+
+#define SPLITMIX_GAMMA 0x9E3779B97F4A7C15ULL
+
+/* the splitmix64 finalizer (hashing.mix64) */
+static inline uint64_t mix64(uint64_t z)
+{
+    z += SPLITMIX_GAMMA;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+PyDoc_STRVAR(shingle_hashes_doc,
+"shingle_hashes(tokens, lengths, n, combine) -> bytes\n\n"
+"The hash of every n-gram of consecutive token hashes (uint64) within each segment, segment\n"
+"after segment (lengths: int64 tokens per segment, each at least 1): mix64 of the sum of\n"
+"token[p + j] * combine[j] for j < n. A segment shorter than n gives one hash, of all its\n"
+"tokens. Returns uint64 bytes.");
+
+static PyObject *shingle_hashes(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *tokens_obj, *lengths_obj, *combine_obj, *result = NULL;
+    Py_ssize_t n;
+    Py_buffer tokens, lengths, combine;
+    uint64_t *out = NULL;
+    if (!PyArg_ParseTuple(args, "OOnO", &tokens_obj, &lengths_obj, &n, &combine_obj)) {
+        return NULL;
+    }
+    if (get_items(tokens_obj, &tokens, 8, "tokens") < 0) {
+        return NULL;
+    }
+    if (get_items(lengths_obj, &lengths, 8, "lengths") < 0) {
+        PyBuffer_Release(&tokens);
+        return NULL;
+    }
+    if (get_items(combine_obj, &combine, 8, "combine") < 0) {
+        PyBuffer_Release(&lengths);
+        PyBuffer_Release(&tokens);
+        return NULL;
+    }
+    const uint64_t *token = tokens.buf, *multiplier = combine.buf;
+    const int64_t *length = lengths.buf;
+    Py_ssize_t total = tokens.len / 8, segments = lengths.len / 8, sum = 0;
+    if (n < 1 || n > combine.len / 8) {
+        PyErr_SetString(PyExc_ValueError, "shingle size out of range of the multipliers");
+        goto done;
+    }
+    for (Py_ssize_t s = 0; s < segments; s++) {
+        if (length[s] < 1 || length[s] > total - sum) {
+            PyErr_SetString(PyExc_ValueError, "segment lengths do not add up to the tokens");
+            goto done;
+        }
+        sum += length[s];
+    }
+    if (sum != total) {
+        PyErr_SetString(PyExc_ValueError, "segment lengths do not add up to the tokens");
+        goto done;
+    }
+    out = PyMem_Malloc((size_t)(total > 0 ? total : 1) * sizeof(uint64_t));
+    if (out == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t written = 0;
+    const uint64_t *segment = token;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t s = 0; s < segments; segment += length[s], s++) {
+        Py_ssize_t width = length[s] < n ? length[s] : n, count = length[s] - width + 1;
+        for (Py_ssize_t p = 0; p < count; p++) {
+            uint64_t acc = 0;
+            for (Py_ssize_t j = 0; j < width; j++) {
+                acc += segment[p + j] * multiplier[j];
+            }
+            out[written++] = mix64(acc);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = PyBytes_FromStringAndSize((const char *)out, written * 8);
+done:
+    PyMem_Free(out);
+    PyBuffer_Release(&combine);
+    PyBuffer_Release(&lengths);
+    PyBuffer_Release(&tokens);
+    return result;
+}
+
 /* ---- MinHash --------------------------------------------------------------------------- */
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) \
@@ -770,6 +859,7 @@ done:
 static PyMethodDef kernel_methods[] = {
     {"canonical_words", canonical_words, METH_VARARGS, canonical_words_doc},
     {"minhash_minima", minhash_minima, METH_VARARGS, minhash_minima_doc},
+    {"shingle_hashes", shingle_hashes, METH_VARARGS, shingle_hashes_doc},
     {"simhash_majority", simhash_majority, METH_VARARGS, simhash_majority_doc},
     {"winnow", winnow, METH_VARARGS, winnow_doc},
     {NULL, NULL, 0, NULL},
@@ -777,7 +867,7 @@ static PyMethodDef kernel_methods[] = {
 
 static struct PyModuleDef kernels_module = {
     PyModuleDef_HEAD_INIT, "_kernels",
-    "Compiled kernels of dedup_store.core (canonical words, MinHash, SimHash, winnowing).", -1,
+    "Compiled kernels of dedup_store.core (words, shingles, MinHash, SimHash, winnowing).", -1,
     kernel_methods,
     NULL, NULL, NULL, NULL,
 };

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
+from dedup_store.core import kernels
 from dedup_store.core.canonical import has_cjk, is_cjk
 from dedup_store.core.hashing import COMBINE, U64, mix64
 
@@ -139,6 +140,16 @@ def shingle(segments: Segments, n: int) -> tuple[U64, I64]:
     if total == 0:
         return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
     lengths = segments.lengths
+    if kernels.compiled is not None:
+        hashes = kernels.compiled.shingle_hashes(
+            np.ascontiguousarray(segments.hashes, dtype=np.uint64),
+            np.ascontiguousarray(lengths, dtype=np.int64),
+            n,
+            COMBINE,
+        )
+        return np.frombuffer(hashes, dtype=np.uint64), np.repeat(
+            segments.owner, np.maximum(lengths - n + 1, 1)
+        )
     # tokens from each position to the end of its segment (at least 1)
     remaining = np.repeat(np.cumsum(lengths), lengths) - np.arange(total)
     starts = np.flatnonzero(remaining >= n)

@@ -15,6 +15,7 @@ import xxhash
 
 from dedup_store.core import FingerprintParams, fingerprint_batch, kernels, minhash_signatures
 from dedup_store.core.canonical import _canonical_run, _numpy_run, _run_word_bytes, stopwords
+from dedup_store.core.shingles import Segments, shingle
 from dedup_store.core.simhash import simhash_batch
 from dedup_store.core.winnow import winnow
 
@@ -69,6 +70,20 @@ def test_canonical_words_reject_sizes_beyond_the_body() -> None:
     assert kernels.compiled is not None
     with pytest.raises(ValueError, match="sizes exceed"):
         kernels.compiled.canonical_words(b"a b", np.array([5], dtype=np.int64), None, hash)
+
+
+@pytest.mark.parametrize("n", [1, 3, 4, 10])
+def test_shingle_hashes_match_numpy(n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # segments shorter than, as long as and longer than n, several per document
+    lengths = np.concatenate([np.arange(1, 2 * n + 2), RNG.integers(1, 200, size=40)])
+    owner = np.sort(RNG.integers(0, 20, size=len(lengths)))
+    hashes = RNG.integers(0, 2**64, size=int(lengths.sum()), dtype=np.uint64)
+    segments = Segments(hashes, lengths.astype(np.int64), owner.astype(np.int64), [])
+    compiled = shingle(segments, n)
+    monkeypatch.setattr(kernels, "compiled", None)
+    reference = shingle(segments, n)
+    np.testing.assert_array_equal(compiled[0], reference[0])
+    np.testing.assert_array_equal(compiled[1], reference[1])
 
 
 @pytest.mark.parametrize("num_perm", [2, 7, 84, 130])
