@@ -63,21 +63,30 @@ static inline uint64_t swap64(uint64_t x)
     return (x << 32) | (x >> 32);
 }
 
+/* The low and the high 64 bits of the 128-bit product a * b, xored */
 static inline uint64_t mul128_fold64(uint64_t a, uint64_t b)
 {
+#if defined(__SIZEOF_INT128__)
+    __extension__ typedef unsigned __int128 uint128;
+    uint128 product = (uint128)a * b;
+    return (uint64_t)product ^ (uint64_t)(product >> 64);
+#else
     uint64_t a_lo = a & 0xFFFFFFFFULL, a_hi = a >> 32;
     uint64_t b_lo = b & 0xFFFFFFFFULL, b_hi = b >> 32;
     uint64_t lo_lo = a_lo * b_lo, lo_hi = a_lo * b_hi, hi_lo = a_hi * b_lo;
     uint64_t middle = (lo_lo >> 32) + (lo_hi & 0xFFFFFFFFULL) + (hi_lo & 0xFFFFFFFFULL);
     uint64_t high = a_hi * b_hi + (lo_hi >> 32) + (hi_lo >> 32) + (middle >> 32);
     return (a * b) ^ high;
+#endif
 }
 
-/* xxh3-64 of 1 to 3, 4 to 8 and 9 to 16 bytes */
-static inline uint64_t xxh3_1to3(const unsigned char *p, size_t len)
+/* xxh3-64 of 1 to 3, 4 to 8 and 9 to 16 bytes, from the input's first eight bytes `head`
+   (little-endian, zero past its end) and, above 8 bytes, its last eight bytes `tail` */
+static inline uint64_t xxh3_1to3(uint64_t head, size_t len)
 {
-    uint64_t h = ((uint64_t)p[0] << 16) | ((uint64_t)p[len >> 1] << 24) | p[len - 1]
-                 | ((uint64_t)len << 8);
+    uint64_t first = head & 0xFF, middle = (head >> (8 * (len >> 1))) & 0xFF;
+    uint64_t last = (head >> (8 * (len - 1))) & 0xFF;
+    uint64_t h = (first << 16) | (middle << 24) | last | ((uint64_t)len << 8);
     h ^= XXH3_FLIP_1TO3;
     h ^= h >> 33;
     h *= XXH_PRIME64_2;
@@ -86,8 +95,9 @@ static inline uint64_t xxh3_1to3(const unsigned char *p, size_t len)
     return h ^ (h >> 32);
 }
 
-static inline uint64_t xxh3_4to8(uint64_t first, uint64_t last, size_t len)
+static inline uint64_t xxh3_4to8(uint64_t head, size_t len)
 {
+    uint64_t first = head & 0xFFFFFFFFULL, last = (head >> (8 * (len - 4))) & 0xFFFFFFFFULL;
     uint64_t h = (last + (first << 32)) ^ XXH3_FLIP_4TO8;
     h ^= rotl64(h, 49) ^ rotl64(h, 24);
     h *= XXH_PRIME_MX2;
@@ -106,24 +116,32 @@ static inline uint64_t xxh3_9to16(uint64_t head, uint64_t tail, size_t len)
 }
 
 /* xxh3-64 of 1 to 16 bytes. Word lengths vary at random, so all three length classes are
-   computed and one is picked, without a branch to mispredict; `readable` bytes from p on and
-   `before` bytes before p may be read. */
-static inline uint64_t xxh3_short(const unsigned char *p, size_t len, size_t readable,
-                                  size_t before)
+   computed and one is picked, without a branch to mispredict. */
+static inline uint64_t xxh3_short(uint64_t head, uint64_t tail, size_t len)
 {
-    if (readable < 8 || before < 8) {
-        unsigned char word[16] = {0};
-        memcpy(word, p, len);
-        return len > 8   ? xxh3_9to16(read_le64(word), read_le64(word + len - 8), len)
-               : len > 3 ? xxh3_4to8(read_le32(word), read_le32(word + len - 4), len)
-                         : xxh3_1to3(word, len);
-    }
-    uint64_t head = read_le64(p), tail = read_le64(p + len - 8);
+    size_t clamped = len < 8 ? len : 8; /* keeps the shifts of the unused classes in range */
     uint64_t wide = xxh3_9to16(head, tail, len);
-    uint64_t mid = xxh3_4to8(head & 0xFFFFFFFFULL, tail >> 32, len);
-    uint64_t tiny = xxh3_1to3(p, len);
+    uint64_t mid = xxh3_4to8(head, clamped < 4 ? 4 : clamped);
+    uint64_t tiny = xxh3_1to3(head, clamped);
     uint64_t h = len > 8 ? wide : mid;
     return len > 3 ? h : tiny;
+}
+
+/* A word of 1 to 16 bytes at p as its first eight bytes (zero past its end) and, above 8 bytes,
+   its last eight (else 0); `readable` bytes may be read from p on. */
+static inline void word_parts(const unsigned char *p, size_t len, size_t readable,
+                              uint64_t *head, uint64_t *tail)
+{
+    if (readable < 8) {
+        unsigned char word[16] = {0};
+        memcpy(word, p, len);
+        *head = read_le64(word);
+        *tail = len > 8 ? read_le64(word + len - 8) : 0;
+        return;
+    }
+    uint64_t low_bytes = len < 8 ? (1ULL << (8 * len)) - 1 : ~0ULL;
+    *head = read_le64(p) & low_bytes;
+    *tail = len > 8 ? read_le64(p + len - 8) : 0;
 }
 
 /* ---- buffers --------------------------------------------------------------------------- */
@@ -145,27 +163,47 @@ static int get_items(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const 
 
 /* ---- canonical words ------------------------------------------------------------------- */
 
-/* An exact set of stop words: open addressing on their xxh3-64, bytes compared on a match. */
+/* An exact set of stop words: buckets of four entries, a word in one of two buckets chosen by
+   its xxh3-64. The table is five planes of `slots` values (4 per bucket): the entries' hashes,
+   first eight bytes, last eight bytes (as word_parts gives them), lengths (0: empty) and offsets
+   of their bytes in blob; the hashes, looked at for every word, take a few cache lines. */
 typedef struct {
-    const uint64_t *hashes;
-    const int64_t *starts;
-    const int64_t *lengths; /* -1: empty slot */
+    const uint64_t *table;
     const unsigned char *blob;
-    uint64_t mask;
+    uint64_t mask;  /* buckets - 1 */
+    size_t slots;   /* entries in all, 4 per bucket */
 } StopSet;
 
-static int is_stopword(const StopSet *stops, uint64_t hash, const unsigned char *word, size_t len)
+#define STOP_FIELDS 5
+#define STOP_WAYS 4
+
+/* Whether the word (hash, head, tail, len bytes at word) is a stop word. Without a branch on the
+   outcome for words of up to 16 bytes: a third of the words of a text are stop words, at
+   random. */
+static inline int is_stopword(const StopSet *stops, uint64_t hash, uint64_t head, uint64_t tail,
+                              const unsigned char *word, size_t len)
 {
-    for (uint64_t slot = hash & stops->mask;; slot = (slot + 1) & stops->mask) {
-        int64_t slot_len = stops->lengths[slot];
-        if (slot_len < 0) {
-            return 0;
-        }
-        if (stops->hashes[slot] == hash && (size_t)slot_len == len
-            && memcmp(stops->blob + stops->starts[slot], word, len) == 0) {
-            return 1;
-        }
+    const uint64_t *hashes = stops->table;
+    size_t first = STOP_WAYS * (hash & stops->mask);
+    size_t second = STOP_WAYS * ((hash >> 32) & stops->mask);
+    size_t entry = 0; /* entry 0 when the hash is not there */
+    int found = 0;
+    for (size_t k = 0; k < STOP_WAYS; k++) {
+        int here = hashes[first + k] == hash;
+        entry = here ? first + k : entry;
+        found |= here;
+        here = hashes[second + k] == hash;
+        entry = here ? second + k : entry;
+        found |= here;
     }
+    const uint64_t *field = stops->table + entry;
+    int same_length = field[3 * stops->slots] == (uint64_t)len;
+    if (len > XXH3_SHORT_MAX) {
+        return found && same_length
+               && memcmp(stops->blob + field[4 * stops->slots], word, len) == 0;
+    }
+    return found & same_length & (field[stops->slots] == head)
+           & (field[2 * stops->slots] == tail);
 }
 
 /* xxh3-64 of a word longer than xxh3_short takes, from the Python callable `long_hash`. */
@@ -241,7 +279,9 @@ static inline size_t scan(const unsigned char *p, size_t at, size_t end, size_t 
     return end;
 }
 
-/* The words of one document, body[first:last] (`limit`: bytes readable from body). */
+/* The words of one document, body[first:last] (`limit`: bytes readable from body). Every
+   word is written out with a space after it and only kept (the output moves past it) when it
+   is not a stop word. */
 static int document_words(const unsigned char *body, size_t first, size_t last, size_t limit,
                           const StopSet *stops, PyObject *long_hash, WordsOut *out,
                           int64_t *count)
@@ -253,20 +293,16 @@ static int document_words(const unsigned char *body, size_t first, size_t last, 
         size_t start = at;
         at = scan(body, start, last, limit, 1);
         size_t len = at - start;
-        uint64_t hash;
+        uint64_t hash, head = 0, tail = 0;
         if (len <= XXH3_SHORT_MAX) {
-            hash = xxh3_short(body + start, len, limit - start, start);
+            word_parts(body + start, len, limit - start, &head, &tail);
+            hash = xxh3_short(head, tail, len);
         }
         else if (hash_long(long_hash, body + start, len, &hash) < 0) {
             return -1;
         }
         at = scan(body, at, last, limit, 0);
-        if (stops != NULL && is_stopword(stops, hash, body + start, len)) {
-            continue;
-        }
-        if (kept++) {
-            text[text_len++] = ' ';
-        }
+        size_t keep = stops == NULL || !is_stopword(stops, hash, head, tail, body + start, len);
         if (len <= 16 && start + 16 <= limit) {
             /* the output has 16 bytes of slack: copy a fixed 16 */
             memcpy(text + text_len, body + start, 16);
@@ -274,63 +310,51 @@ static int document_words(const unsigned char *body, size_t first, size_t last, 
         else {
             memcpy(text + text_len, body + start, len);
         }
-        text_len += len;
-        out->hashes[words++] = hash;
+        text[text_len + len] = ' ';
+        text_len += keep * (len + 1);
+        out->hashes[words] = hash;
+        words += keep;
+        kept += keep;
     }
-    out->text_len = text_len;
+    out->text_len = text_len - (kept > 0); /* no space after the last word */
     out->word_count = words;
     *count = (int64_t)kept;
     return 0;
 }
 
-static int parse_stop_set(PyObject *table, Py_buffer views[4], StopSet *stops)
+static int parse_stop_set(PyObject *stop_set, Py_buffer views[2], StopSet *stops)
 {
-    PyObject *hashes, *starts, *lengths, *blob;
-    if (!PyArg_ParseTuple(table, "OOOO", &hashes, &starts, &lengths, &blob)) {
+    PyObject *table, *blob;
+    if (!PyArg_ParseTuple(stop_set, "OO", &table, &blob)) {
         return -1;
     }
-    if (get_items(hashes, &views[0], 8, "stop hashes") < 0) {
+    if (get_items(table, &views[0], 8, "stop table") < 0) {
         return -1;
     }
-    if (get_items(starts, &views[1], 8, "stop starts") < 0) {
+    if (get_items(blob, &views[1], 1, "stop words") < 0) {
         PyBuffer_Release(&views[0]);
         return -1;
     }
-    if (get_items(lengths, &views[2], 8, "stop lengths") < 0) {
+    Py_ssize_t buckets = views[0].len / (8 * STOP_FIELDS * STOP_WAYS);
+    if (buckets == 0 || (buckets & (buckets - 1)) != 0
+        || views[0].len != buckets * 8 * STOP_FIELDS * STOP_WAYS) {
+        PyErr_SetString(PyExc_ValueError, "stop table: not five planes of a power of two buckets");
         PyBuffer_Release(&views[0]);
         PyBuffer_Release(&views[1]);
         return -1;
     }
-    if (get_items(blob, &views[3], 1, "stop words") < 0) {
-        for (int k = 0; k < 3; k++) {
-            PyBuffer_Release(&views[k]);
-        }
-        return -1;
-    }
-    Py_ssize_t slots = views[0].len / 8;
-    if (slots == 0 || (slots & (slots - 1)) != 0 || views[1].len != views[0].len
-        || views[2].len != views[0].len) {
-        PyErr_SetString(PyExc_ValueError,
-                        "stop table: slot arrays must have one power-of-two size");
-        for (int k = 0; k < 4; k++) {
-            PyBuffer_Release(&views[k]);
-        }
-        return -1;
-    }
-    stops->hashes = views[0].buf;
-    stops->starts = views[1].buf;
-    stops->lengths = views[2].buf;
-    stops->blob = views[3].buf;
-    stops->mask = (uint64_t)slots - 1;
+    stops->table = views[0].buf;
+    stops->blob = views[1].buf;
+    stops->mask = (uint64_t)buckets - 1;
+    stops->slots = (size_t)buckets * STOP_WAYS;
     return 0;
 }
 
 PyDoc_STRVAR(canonical_words_doc,
-"canonical_words(body, sizes, stop_table, long_hash) -> (text, counts, hashes)\n\n"
+"canonical_words(body, sizes, stop_set, long_hash) -> (text, counts, hashes)\n\n"
 "The words of documents laid out in body: document d is the next sizes[d] bytes (int64), one\n"
-"separator byte after each; words are runs of bytes other than spaces. Stop words (stop_table:\n"
-"(slot hashes u64, slot starts i64, slot lengths i64 with -1 for empty, word bytes), or None)\n"
-"are dropped. Returns the kept words joined by spaces with '\\n' between documents, the kept\n"
+"separator byte after each; words are runs of bytes other than spaces. Stop words (stop_set:\n"
+"(table of buckets as uint64, the stop words' bytes), see StopSet; or None) are dropped. Returns the kept words joined by spaces with '\\n' between documents, the kept\n"
 "word count of each document (int64 bytes) and the xxh3-64 of each kept word (uint64 bytes);\n"
 "words longer than 16 bytes are hashed by long_hash(word_bytes).");
 
@@ -338,8 +362,8 @@ static PyObject *canonical_words(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *body_obj, *sizes_obj, *table, *long_hash, *result = NULL;
-    Py_buffer body, sizes, stop_views[4];
-    StopSet stops = {NULL, NULL, NULL, NULL, 0};
+    Py_buffer body, sizes, stop_views[2];
+    StopSet stops = {NULL, NULL, 0, 0};
     WordsOut out = {NULL, 0, NULL, 0, NULL};
     if (!PyArg_ParseTuple(args, "OOOO", &body_obj, &sizes_obj, &table, &long_hash)) {
         return NULL;
@@ -387,10 +411,9 @@ done:
     PyMem_Free(out.text);
     PyMem_Free(out.hashes);
     PyMem_Free(out.counts);
-    if (with_stops && stops.hashes != NULL) {
-        for (int k = 0; k < 4; k++) {
-            PyBuffer_Release(&stop_views[k]);
-        }
+    if (with_stops && stops.table != NULL) {
+        PyBuffer_Release(&stop_views[0]);
+        PyBuffer_Release(&stop_views[1]);
     }
     PyBuffer_Release(&sizes);
     PyBuffer_Release(&body);

@@ -12,7 +12,7 @@ import itertools
 import re
 import threading
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from importlib import resources
 
@@ -289,28 +289,53 @@ def _canonical_run(body: bytes, sizes: I64, drop_stopwords: bool) -> CanonicalBa
     )
 
 
-@lru_cache(maxsize=1)
-def _kernel_stop_table() -> tuple[U64, I64, I64, bytes]:
-    """The stop words as the compiled kernel looks them up: open addressing on their xxh3-64.
+#: Values per bucket of the compiled kernel's stop set: four entries of five fields.
+_STOP_WAYS = 4
+_STOP_FIELDS = 5
 
-    Returns ``(hashes, starts, lengths, blob)``: slot ``s`` holds the word
-    ``blob[starts[s]:starts[s] + lengths[s]]`` with hash ``hashes[s]``, or nothing when
-    ``lengths[s]`` is -1; a word is looked for from slot ``hash % size`` on.
+
+@lru_cache(maxsize=1)
+def _kernel_stop_table() -> tuple[U64, bytes]:
+    """The stop words as the compiled kernel looks them up (:func:`kernel_stop_set`)."""
+    return kernel_stop_set(stopwords())
+
+
+def kernel_stop_set(stop_words: Iterable[str]) -> tuple[U64, bytes]:
+    """An exact set of words as the compiled kernel looks them up, ``(table, blob)``.
+
+    Each word goes into the less full of two buckets of four entries, chosen by the low bits of
+    its xxh3-64 and of the upper half of it; the smallest power of two of buckets where no bucket
+    overflows is used. An entry holds the word's hash, its first eight bytes (little-endian,
+    zero past its end), its last eight bytes if it is longer than 8 (else 0), its length and the
+    offset of its bytes in ``blob``. The table is the five fields as planes, each one value per
+    entry, bucket after bucket.
     """
-    words = sorted(word.encode("utf-8") for word in stopwords())
-    size = 1 << (2 * len(words)).bit_length()
-    hashes = np.zeros(size, dtype=np.uint64)
-    starts = np.zeros(size, dtype=np.int64)
-    lengths = np.full(size, -1, dtype=np.int64)
-    offset = 0
-    for word in words:
-        digest = xxhash.xxh3_64_intdigest(word)
-        slot = digest % size
-        while lengths[slot] >= 0:
-            slot = (slot + 1) % size
-        hashes[slot], starts[slot], lengths[slot] = digest, offset, len(word)
-        offset += len(word)
-    return hashes, starts, lengths, b"".join(words)
+    words = sorted(word.encode("utf-8") for word in stop_words)
+    offsets = itertools.accumulate((len(word) for word in words), initial=0)
+    entries = [
+        (xxhash.xxh3_64_intdigest(word), *_head_tail(word), len(word), offset)
+        for word, offset in zip(words, offsets, strict=False)
+    ]
+    buckets = 1
+    while True:
+        table = np.zeros((_STOP_FIELDS, buckets, _STOP_WAYS), dtype=np.uint64)
+        filled = [0] * buckets
+        for entry in entries:
+            first, second = entry[0] % buckets, (entry[0] >> 32) % buckets
+            bucket = first if filled[first] <= filled[second] else second
+            if filled[bucket] == _STOP_WAYS:
+                break
+            table[:, bucket, filled[bucket]] = entry
+            filled[bucket] += 1
+        else:
+            return table.reshape(-1), b"".join(words)
+        buckets *= 2
+
+
+def _head_tail(word: bytes) -> tuple[int, int]:
+    """A word's first eight bytes (zero past its end) and, above 8 bytes, its last eight."""
+    head = int.from_bytes(word[:8], "little")
+    return head, int.from_bytes(word[-8:], "little") if len(word) > 8 else 0
 
 
 def _numpy_run(body: bytes, sizes: I64, drop_stopwords: bool) -> CanonicalBatch:

@@ -14,7 +14,13 @@ import pytest
 import xxhash
 
 from dedup_store.core import FingerprintParams, fingerprint_batch, kernels, minhash_signatures
-from dedup_store.core.canonical import _canonical_run, _numpy_run, _run_word_bytes, stopwords
+from dedup_store.core.canonical import (
+    _canonical_run,
+    _numpy_run,
+    _run_word_bytes,
+    kernel_stop_set,
+    stopwords,
+)
 from dedup_store.core.shingles import Segments, shingle
 from dedup_store.core.simhash import simhash_batch
 from dedup_store.core.winnow import winnow
@@ -64,6 +70,19 @@ def test_canonical_words_match_numpy(drop_stopwords: bool) -> None:
     assert compiled.token_hashes.tolist() == [xxhash.xxh3_64_intdigest(w.encode()) for w in tokens]
     if drop_stopwords:
         assert not set(tokens) & stopwords()
+
+
+def test_stop_sets_are_exact_for_words_of_any_length() -> None:
+    assert kernels.compiled is not None
+    stops = ["a", "abc", "abcd", "abcdefgh", "abcdefghi", "a" * 16, "b" * 17, "é" * 20]
+    near = ["ab", "abcde", "abcdefg", "abcdefghij", "a" * 15, "b" * 18, "é" * 19 + "e"]
+    body = " ".join(stops + near).encode()
+    sizes = np.array([len(body)], dtype=np.int64)
+    text, counts, _ = kernels.compiled.canonical_words(
+        body, sizes, kernel_stop_set(stops), xxhash.xxh3_64_intdigest
+    )
+    assert text.decode().split() == near
+    assert np.frombuffer(counts, dtype=np.int64).tolist() == [len(near)]
 
 
 def test_canonical_words_reject_sizes_beyond_the_body() -> None:
