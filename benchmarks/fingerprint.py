@@ -14,7 +14,9 @@ documents per second of:
   tokens, every occurrence weighing 1, that is term frequency); not timed either: building them.
 
 Each figure is the best of ``--repeat`` runs on one core (a single process, no threads), and the
-ratios are ours divided by the peer. Run it as ``python -m benchmarks.fingerprint``.
+ratios are ours divided by the peer. Ours runs the compiled kernels when they are built, or with
+``--numpy`` the numpy implementation a build without a C compiler runs. Run it as
+``python -m benchmarks.fingerprint``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from benchmarks.synthetic import Corpus
-from dedup_store.core import FingerprintParams, canonical_tokens, fingerprint_batch
+from dedup_store.core import FingerprintParams, canonical_tokens, fingerprint_batch, kernels
 from dedup_store.core.fingerprint import fingerprint_tokens
 
 
@@ -92,7 +94,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                         "(default: --docs / 5)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic text")
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure (best is kept)")
+    parser.add_argument("--numpy", action="store_true", help="run our numpy implementation "
+                        "instead of the compiled kernels (as a build without a C compiler does)")
     args = parser.parse_args(argv)
+    if args.numpy:
+        kernels.compiled = None
     params = FingerprintParams()
     corpus = Corpus(args.seed)
     sizes = [(args.docs, 40), (args.long_docs or max(1, args.docs // 5), 600)]
@@ -101,7 +107,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         docs = corpus.documents(count, words)
         rows.append((f"{count} x {words}", count, words, measure(docs, params, args.repeat)))
     print(f"params: num_perm={params.num_perm} shingle_size={params.shingle_size} "
-          f"bands={params.bands} scheme={params.scheme}; one process, seed {args.seed}")
+          f"bands={params.bands} scheme={params.scheme}; one process, seed {args.seed}; "
+          f"kernels: {'numpy' if kernels.compiled is None else 'compiled'}")
     print(render(rows))
 
 

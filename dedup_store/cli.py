@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import importlib.metadata
 import time
 from typing import Annotated, Any, Literal, NoReturn
 
@@ -20,6 +21,7 @@ from typer.core import TyperGroup
 
 from dedup_store import config
 from dedup_store.cli_render import IngestProgress, Output, OutputFormat
+from dedup_store.core import kernels
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import embedded, migrate
 from dedup_store.errors import DatabaseError, DedupStoreError, InputFormatError
@@ -140,6 +142,17 @@ FormatOption = Annotated[
 ]
 
 
+def _print_version(value: bool) -> None:
+    if not value:
+        return
+    implementation = (
+        "compiled" if kernels.compiled is not None else "numpy (built without a C compiler)"
+    )
+    typer.echo(f"dedup-store {importlib.metadata.version('dedup-store')}")
+    typer.echo(f"fingerprint kernels: {implementation}")
+    raise typer.Exit()
+
+
 @app.callback()
 def _global_options(
     ctx: typer.Context,
@@ -158,6 +171,15 @@ def _global_options(
         typer.Option(envvar=config.ENV_SCHEMA, help="PostgreSQL schema holding the store."),
     ] = config.DEFAULT_SCHEMA,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Show the version and whether the compiled fingerprint kernels are in use.",
+        ),
+    ] = False,
 ) -> None:
     """Find near-duplicate documents and remember them in PostgreSQL."""
     ctx.obj = Settings(db_url=db_url or None, schema=config.schema_name(schema), debug=debug)

@@ -83,6 +83,13 @@ def ingest_json(cli: CliHelper, *args: str, input: str | bytes | None = None) ->
     return summary
 
 
+def test_version_names_the_kernels_in_use() -> None:
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("dedup-store 0.1.0\n")
+    assert "fingerprint kernels: compiled" in result.output
+
+
 def test_init_stores_params_and_refuses_other_ones(cli: CliHelper) -> None:
     info = cli.json("init", "--threshold", "0.7", "--num-perm", "96", "--no-stopwords")
     assert isinstance(info, dict)
