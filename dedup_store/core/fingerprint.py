@@ -41,10 +41,10 @@ DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 #: stay in the processor cache.
 _TOKENS_PER_CHUNK = 1 << 14
 
-#: Batches of at least this many characters are canonicalized in numpy when they can be
+#: Batches of at least this many characters are canonicalized as a whole when they can be
 #: (:func:`~dedup_store.core.canonical.canonical_batch`); below, its fixed cost outweighs
 #: the savings.
-_NUMPY_CANONICAL_MIN_CHARS = 1 << 14
+BATCH_CANONICAL_MIN_CHARS = 1 << 14
 
 
 def validate_text(text: object, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
@@ -232,7 +232,7 @@ def fingerprint_batch(
     """
     params = params or FingerprintParams()
     validate_texts(texts)
-    if weights is None and sum(map(len, texts)) >= _NUMPY_CANONICAL_MIN_CHARS:
+    if weights is None and sum(map(len, texts)) >= BATCH_CANONICAL_MIN_CHARS:
         plain = canonical_batch(texts, params)
         if plain is not None:
             return _fingerprint_canonical(plain, params)

@@ -11,14 +11,18 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dedup_store.core import FingerprintParams, fingerprint
+from dedup_store.core import Fingerprint, FingerprintParams, fingerprint
 
 GOLDEN_PATH = Path(__file__).resolve().parents[1] / "golden" / "fingerprints.json"
 
 
 def record(text: str, params: FingerprintParams) -> dict[str, Any]:
+    """Everything the fingerprint of ``text`` pins (:func:`fingerprint_record`)."""
+    return fingerprint_record(fingerprint(text, params))
+
+
+def fingerprint_record(fp: Fingerprint) -> dict[str, Any]:
     """Everything a fingerprint pins, as JSON-ready values (64-bit values as hex strings)."""
-    fp = fingerprint(text, params)
     return {
         "canonical_text": fp.canonical_text,
         "exact_hash": fp.exact_hash.hex(),

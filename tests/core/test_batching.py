@@ -146,7 +146,7 @@ PLAIN_DOCS = [
 def test_numpy_canonical_path_equals_the_token_path(
     stopwords: bool, html: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(fingerprint_module, "_NUMPY_CANONICAL_MIN_CHARS", 0)
+    monkeypatch.setattr(fingerprint_module, "BATCH_CANONICAL_MIN_CHARS", 0)
     params = FingerprintParams.from_dict({"stopwords": stopwords, "html": html})
     docs = PLAIN_DOCS + [" ".join(RNG.choice(PLAIN_DOCS, size=30)) for _ in range(20)]
     canonical = canonical_batch(docs, params)
