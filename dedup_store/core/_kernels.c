@@ -161,6 +161,34 @@ static int get_items(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const 
     return 0;
 }
 
+/* Values (uint64) cut into groups by offsets (int64, one more than the groups): group d is
+   values[offsets[d]:offsets[d + 1]] and never empty. Sets an error naming `item` and returns -1
+   otherwise; on success the caller releases both buffers. */
+static int get_groups(PyObject *values_obj, PyObject *offsets_obj, Py_buffer *values,
+                      Py_buffer *offsets, const char *item)
+{
+    if (get_items(values_obj, values, 8, item) < 0) {
+        return -1;
+    }
+    if (get_items(offsets_obj, offsets, 8, "offsets") < 0) {
+        PyBuffer_Release(values);
+        return -1;
+    }
+    const int64_t *offset = offsets->buf;
+    Py_ssize_t total = values->len / 8, groups = offsets->len / 8 - 1;
+    int valid = groups >= 0;
+    for (Py_ssize_t d = 0; valid && d < groups; d++) {
+        valid = offset[d] >= 0 && offset[d] < offset[d + 1] && offset[d + 1] <= total;
+    }
+    if (!valid) {
+        PyErr_Format(PyExc_ValueError, "every document needs at least one %s", item);
+        PyBuffer_Release(offsets);
+        PyBuffer_Release(values);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- canonical words ------------------------------------------------------------------- */
 
 /* An exact set of stop words: buckets of four entries, a word in one of two buckets chosen by
@@ -561,16 +589,19 @@ static PyObject *minhash_minima(PyObject *self, PyObject *args)
     (void)self;
     PyObject *objs[5];
     Py_buffer views[5];
-    const Py_ssize_t itemsizes[5] = {8, 8, 8, 8, 4};
-    const char *names[5] = {"shingles", "offsets", "a", "b", "out"};
+    const char *names[3] = {"a", "b", "out"};
+    const Py_ssize_t itemsizes[3] = {8, 8, 4};
     PyObject *result = NULL;
     uint64_t *minima = NULL;
     int held = 0;
     if (!PyArg_ParseTuple(args, "OOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4])) {
         return NULL;
     }
-    for (; held < 5; held++) {
-        if (get_items(objs[held], &views[held], itemsizes[held], names[held]) < 0) {
+    if (get_groups(objs[0], objs[1], &views[0], &views[1], "shingle") < 0) {
+        return NULL;
+    }
+    for (held = 2; held < 5; held++) {
+        if (get_items(objs[held], &views[held], itemsizes[held - 2], names[held - 2]) < 0) {
             goto done;
         }
     }
@@ -581,16 +612,10 @@ static PyObject *minhash_minima(PyObject *self, PyObject *args)
     const uint64_t *shingles = views[0].buf, *a = views[2].buf, *b = views[3].buf;
     const int64_t *offsets = views[1].buf;
     uint32_t *out = views[4].buf;
-    Py_ssize_t total = views[0].len / 8, n_docs = views[1].len / 8 - 1, perms = views[2].len / 8;
-    if (n_docs < 0 || views[3].len != views[2].len || views[4].len != n_docs * perms * 4) {
+    Py_ssize_t n_docs = views[1].len / 8 - 1, perms = views[2].len / 8;
+    if (views[3].len != views[2].len || views[4].len != n_docs * perms * 4) {
         PyErr_SetString(PyExc_ValueError, "minhash_minima: array sizes do not agree");
         goto done;
-    }
-    for (Py_ssize_t d = 0; d < n_docs; d++) {
-        if (offsets[d] < 0 || offsets[d] >= offsets[d + 1] || offsets[d + 1] > total) {
-            PyErr_SetString(PyExc_ValueError, "every document needs at least one shingle");
-            goto done;
-        }
     }
     minima = PyMem_Malloc((size_t)(perms ? perms : 1) * sizeof(uint64_t));
     if (minima == NULL) {
@@ -658,22 +683,12 @@ static PyObject *simhash_majority(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OO", &features_obj, &offsets_obj)) {
         return NULL;
     }
-    if (get_items(features_obj, &features, 8, "features") < 0) {
-        return NULL;
-    }
-    if (get_items(offsets_obj, &offsets, 8, "offsets") < 0) {
-        PyBuffer_Release(&features);
+    if (get_groups(features_obj, offsets_obj, &features, &offsets, "feature") < 0) {
         return NULL;
     }
     const uint64_t *feature = features.buf;
     const int64_t *offset = offsets.buf;
-    Py_ssize_t total = features.len / 8, n_docs = offsets.len / 8 - 1;
-    for (Py_ssize_t d = 0; d < n_docs; d++) {
-        if (offset[d] < 0 || offset[d] >= offset[d + 1] || offset[d + 1] > total) {
-            PyErr_SetString(PyExc_ValueError, "every document needs at least one feature");
-            goto done;
-        }
-    }
+    Py_ssize_t n_docs = offsets.len / 8 - 1;
     out = PyMem_Malloc((size_t)(n_docs > 0 ? n_docs : 1) * sizeof(uint64_t));
     if (out == NULL) {
         PyErr_NoMemory();
@@ -690,7 +705,7 @@ static PyObject *simhash_majority(PyObject *self, PyObject *args)
         out[d] = hash;
     }
     Py_END_ALLOW_THREADS
-    result = PyBytes_FromStringAndSize((const char *)out, (n_docs > 0 ? n_docs : 0) * 8);
+    result = PyBytes_FromStringAndSize((const char *)out, n_docs * 8);
 done:
     PyMem_Free(out);
     PyBuffer_Release(&offsets);
@@ -818,25 +833,12 @@ static PyObject *winnow(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "the window must hold at least one value");
         return NULL;
     }
-    if (get_items(sequence_obj, &sequence, 8, "sequence") < 0) {
-        return NULL;
-    }
-    if (get_items(offsets_obj, &offsets, 8, "offsets") < 0) {
-        PyBuffer_Release(&sequence);
+    if (get_groups(sequence_obj, offsets_obj, &sequence, &offsets, "value") < 0) {
         return NULL;
     }
     const uint64_t *values = sequence.buf;
     const int64_t *offset = offsets.buf;
     Py_ssize_t total = sequence.len / 8, n_docs = offsets.len / 8 - 1;
-    for (Py_ssize_t d = 0; d < n_docs; d++) {
-        if (offset[d] < 0 || offset[d] >= offset[d + 1] || offset[d + 1] > total) {
-            PyErr_SetString(PyExc_ValueError, "every document needs at least one value");
-            goto done;
-        }
-    }
-    if (n_docs < 0) {
-        n_docs = 0;
-    }
     keys = PyMem_Malloc((size_t)(total > 0 ? total : 1) * sizeof(uint64_t));
     key_offsets = PyMem_Malloc((size_t)(n_docs + 1) * sizeof(int64_t));
     scratch = PyMem_Malloc((size_t)(total > 0 ? total : 1) * sizeof(uint64_t));

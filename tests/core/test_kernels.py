@@ -155,6 +155,19 @@ def test_winnow_matches_numpy(w: int, monkeypatch: pytest.MonkeyPatch) -> None:
     np.testing.assert_array_equal(key_offsets, expected_offsets)
 
 
+@pytest.mark.parametrize(
+    "offsets", [[0, 2, 2, 3], [0, 4], [], [-1, 1]], ids=["empty", "past-end", "none", "negative"]
+)
+def test_kernels_refuse_bad_groups(offsets: list[int]) -> None:
+    assert kernels.compiled is not None
+    values = np.arange(3, dtype=np.uint64)
+    bad = np.array(offsets, dtype=np.int64)
+    with pytest.raises(ValueError, match="at least one feature"):
+        kernels.compiled.simhash_majority(values, bad)
+    with pytest.raises(ValueError, match="at least one value"):
+        kernels.compiled.winnow(values, bad, 4)
+
+
 def _fields(batch: object) -> dict[str, object]:
     return {
         field.name: getattr(batch, field.name)
