@@ -6,15 +6,16 @@
  *     letters, digits and marks turned into spaces), stop words dropped, each kept word hashed
  *     with xxh3-64 and the words of each document joined by single spaces.
  * shingle_hashes: the hash of every n-gram of consecutive token hashes.
+ * combine_groups: one hash of each group of values (band keys, mega-shingles).
  * minhash_minima: MinHash signatures, min over a document's shingles x of (a[i] * x + b[i])
  *     modulo 2**64, top 32 bits kept.
  * simhash_majority: unweighted SimHash, bit j set when most of a document's features have it.
  * winnow: the distinct minima of every window of w consecutive shingles of each document.
  *
- * They give exactly what the numpy implementations in canonical.py, shingles.py, minhash.py,
- * simhash.py and winnow.py give (the tests compare them); those run when this module is not
- * built. Arrays are passed as buffers (bytes, numpy arrays) and results returned as bytes, so no
- * numpy headers are needed.
+ * They give exactly what the numpy implementations in canonical.py, shingles.py, hashing.py,
+ * minhash.py, simhash.py and winnow.py give (the tests compare them); those run when this
+ * module is not built. Arrays are passed as buffers (bytes, numpy arrays) and results returned
+ * as bytes, so no numpy headers are needed.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -536,6 +537,58 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(combine_groups_doc,
+"combine_groups(values, groups, width, salts, combine) -> bytes\n\n"
+"One hash of every group of width consecutive values (uint64; values holds rows of groups\n"
+"groups): mix64 of salts[g] * 0x9E3779B97F4A7C15 plus the sum of value[j] * combine[j], for\n"
+"group g of its row (hashing.combine_groups). Returns uint64 bytes, one per group.");
+
+static PyObject *combine_groups(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *objs[3], *result = NULL;
+    Py_ssize_t groups, width;
+    Py_buffer views[3];
+    const char *names[3] = {"values", "salts", "combine"};
+    uint64_t *out = NULL;
+    int held = 0;
+    if (!PyArg_ParseTuple(args, "OnnOO", &objs[0], &groups, &width, &objs[1], &objs[2])) {
+        return NULL;
+    }
+    for (; held < 3; held++) {
+        if (get_items(objs[held], &views[held], 8, names[held]) < 0) {
+            goto done;
+        }
+    }
+    Py_ssize_t count = views[0].len / 8;
+    if (groups < 1 || width < 1 || count % (groups * width) != 0 || views[1].len != groups * 8
+        || views[2].len < width * 8) {
+        PyErr_SetString(PyExc_ValueError, "combine_groups: array sizes do not agree");
+        goto done;
+    }
+    const uint64_t *value = views[0].buf, *salt = views[1].buf, *multiplier = views[2].buf;
+    Py_ssize_t total = count / width;
+    out = PyMem_Malloc((size_t)(total > 0 ? total : 1) * sizeof(uint64_t));
+    if (out == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < total; k++) {
+        uint64_t acc = salt[k % groups] * SPLITMIX_GAMMA;
+        for (Py_ssize_t j = 0; j < width; j++) {
+            acc += value[k * width + j] * multiplier[j];
+        }
+        out[k] = mix64(acc);
+    }
+    result = PyBytes_FromStringAndSize((const char *)out, total * 8);
+done:
+    PyMem_Free(out);
+    for (int k = 0; k < held; k++) {
+        PyBuffer_Release(&views[k]);
+    }
+    return result;
+}
+
 /* ---- MinHash --------------------------------------------------------------------------- */
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) \
@@ -885,6 +938,7 @@ static PyMethodDef kernel_methods[] = {
     {"canonical_words", canonical_words, METH_VARARGS, canonical_words_doc},
     {"minhash_minima", minhash_minima, METH_VARARGS, minhash_minima_doc},
     {"shingle_hashes", shingle_hashes, METH_VARARGS, shingle_hashes_doc},
+    {"combine_groups", combine_groups, METH_VARARGS, combine_groups_doc},
     {"simhash_majority", simhash_majority, METH_VARARGS, simhash_majority_doc},
     {"winnow", winnow, METH_VARARGS, winnow_doc},
     {NULL, NULL, 0, NULL},

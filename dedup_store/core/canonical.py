@@ -262,6 +262,8 @@ def batch_runs(sizes: I64, limit: int) -> list[tuple[int, int]]:
     n = len(sizes)
     ends = np.cumsum(sizes)
     total = int(ends[-1]) if n else 0
+    if total <= limit:
+        return [(0, n)]
     cuts = np.searchsorted(ends, np.arange(limit, total, limit), side="right").tolist()
     bounds = sorted({0, n, *(cut for cut in cuts if 0 < cut < n)})
     if len(bounds) == 1:

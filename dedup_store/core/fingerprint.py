@@ -9,6 +9,7 @@ from typing import cast
 
 import numpy as np
 
+from dedup_store.core import kernels
 from dedup_store.core.canonical import (
     CanonicalBatch,
     batch_runs,
@@ -41,9 +42,9 @@ DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 #: stay in the processor cache.
 _TOKENS_PER_CHUNK = 1 << 14
 
-#: Batches of at least this many characters are canonicalized as a whole when they can be
-#: (:func:`~dedup_store.core.canonical.canonical_batch`); below, its fixed cost outweighs
-#: the savings.
+#: Batches are canonicalized as a whole when they can be
+#: (:func:`~dedup_store.core.canonical.canonical_batch`): with the compiled kernels always, with
+#: numpy from this many characters on (below, its fixed cost outweighs the savings).
 BATCH_CANONICAL_MIN_CHARS = 1 << 14
 
 
@@ -232,7 +233,9 @@ def fingerprint_batch(
     """
     params = params or FingerprintParams()
     validate_texts(texts)
-    if weights is None and sum(map(len, texts)) >= BATCH_CANONICAL_MIN_CHARS:
+    if weights is None and (
+        kernels.compiled is not None or sum(map(len, texts)) >= BATCH_CANONICAL_MIN_CHARS
+    ):
         plain = canonical_batch(texts, params)
         if plain is not None:
             return _fingerprint_canonical(plain, params)

@@ -13,6 +13,8 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
+from dedup_store.core import kernels
+
 U64 = npt.NDArray[np.uint64]
 MASK64 = (1 << 64) - 1
 
@@ -66,6 +68,16 @@ def combine_groups(groups: npt.NDArray[np.unsignedinteger[Any]], salts: U64) -> 
     ``combine_columns(groups[:, g, :], salts[g])[i]``; all groups are done in one pass per
     position within the groups (integers of up to 64 bits are taken as ``uint64``).
     """
+    if kernels.compiled is not None:
+        rows, count, width = groups.shape
+        combined = kernels.compiled.combine_groups(
+            np.ascontiguousarray(groups, dtype=np.uint64),
+            count,
+            width,
+            np.ascontiguousarray(salts, dtype=np.uint64),
+            COMBINE,
+        )
+        return np.frombuffer(combined, dtype=np.uint64).reshape(rows, count)
     with np.errstate(over="ignore"):
         acc = np.empty(groups.shape[:2], dtype=np.uint64)
         acc[...] = salts.astype(np.uint64) * _SPLITMIX_GAMMA

@@ -50,10 +50,8 @@ def minhash_signatures(
         ``uint32`` array of shape ``(n_docs, num_perm)``.
     """
     n_docs = len(offsets) - 1
-    if n_docs and np.any(np.diff(offsets) <= 0):
-        raise ValueError("every document needs at least one shingle")
     a, b = permutations(num_perm, seed)
-    if kernels.compiled is not None:
+    if kernels.compiled is not None:  # it refuses empty documents itself
         signatures = np.empty((n_docs, num_perm), dtype=np.uint32)
         kernels.compiled.minhash_minima(
             np.ascontiguousarray(shingles, dtype=np.uint64),
@@ -63,6 +61,8 @@ def minhash_signatures(
             signatures,
         )
         return signatures
+    if n_docs and np.any(np.diff(offsets) <= 0):
+        raise ValueError("every document needs at least one shingle")
     # numpy: one row per permutation: every pass below writes a contiguous row
     mins = np.empty((num_perm, n_docs), dtype=np.uint64)
     first = 0

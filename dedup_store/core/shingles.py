@@ -197,6 +197,9 @@ def group_by_document(values: U64, owner: I64, n_docs: int) -> tuple[U64, I64]:
 
 def unique_per_document(values: U64, owner: I64, n_docs: int) -> tuple[U64, I64]:
     """Sorted distinct values of each document, concatenated, with offsets (``n_docs + 1``)."""
+    if n_docs == 1:
+        distinct = np.unique(values)
+        return distinct, np.array([0, len(distinct)], dtype=np.int64)
     values, owner = _sort_by_owner_then_value(values, owner, n_docs)
     keep = np.ones(len(values), dtype=bool)
     keep[1:] = (values[1:] != values[:-1]) | (owner[1:] != owner[:-1])

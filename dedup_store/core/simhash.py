@@ -217,8 +217,13 @@ def block_masks(blocks: int, k: int) -> tuple[int, ...]:
 
 def block_keys(simhashes: U64, blocks: int, k: int) -> I64:
     """Block keys of each SimHash, shape ``(n_docs, C(blocks, blocks - k))``."""
+    masks, salts = _block_key_constants(blocks, k)
+    return as_int64(mix64((simhashes[:, None] & masks) ^ salts))
+
+
+@lru_cache(maxsize=16)
+def _block_key_constants(blocks: int, k: int) -> tuple[U64, U64]:
+    """The masks of :func:`block_masks` and the salt of each combination, as ``uint64`` rows."""
     masks = np.array(block_masks(blocks, k), dtype=np.uint64)
-    salts = np.array(
-        [((combo + 1) * _COMBO_SALT) & MASK64 for combo in range(len(masks))], dtype=np.uint64
-    )
-    return as_int64(mix64((simhashes[:, None] & masks[None, :]) ^ salts[None, :]))
+    salts = [((combo + 1) * _COMBO_SALT) & MASK64 for combo in range(len(masks))]
+    return masks[None, :], np.array(salts, dtype=np.uint64)[None, :]

@@ -21,6 +21,7 @@ from dedup_store.core.canonical import (
     kernel_stop_set,
     stopwords,
 )
+from dedup_store.core.hashing import combine_groups
 from dedup_store.core.shingles import Segments, shingle
 from dedup_store.core.simhash import simhash_batch
 from dedup_store.core.winnow import winnow
@@ -103,6 +104,18 @@ def test_shingle_hashes_match_numpy(n: int, monkeypatch: pytest.MonkeyPatch) -> 
     reference = shingle(segments, n)
     np.testing.assert_array_equal(compiled[0], reference[0])
     np.testing.assert_array_equal(compiled[1], reference[1])
+
+
+@pytest.mark.parametrize(("dtype", "shape"), [(np.uint32, (50, 12, 7)), (np.uint64, (9, 15, 2))])
+def test_combine_groups_matches_numpy(
+    dtype: type, shape: tuple[int, int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # band keys from uint32 signatures, mega-shingles from pairs of uint64 super-shingles
+    groups = RNG.integers(0, np.iinfo(dtype).max, size=shape, dtype=dtype, endpoint=True)
+    salts = RNG.integers(0, 2**64, size=shape[1], dtype=np.uint64)
+    compiled = combine_groups(groups, salts)
+    monkeypatch.setattr(kernels, "compiled", None)
+    np.testing.assert_array_equal(compiled, combine_groups(groups, salts))
 
 
 @pytest.mark.parametrize("num_perm", [2, 7, 84, 130])
