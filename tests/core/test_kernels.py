@@ -22,7 +22,7 @@ from dedup_store.core.canonical import (
     stopwords,
 )
 from dedup_store.core.hashing import combine_groups
-from dedup_store.core.shingles import Segments, shingle
+from dedup_store.core.shingles import Segments, hash_tokens, shingle
 from dedup_store.core.simhash import simhash_batch
 from dedup_store.core.winnow import winnow
 
@@ -84,6 +84,18 @@ def test_stop_sets_are_exact_for_words_of_any_length() -> None:
     )
     assert text.decode().split() == near
     assert np.frombuffer(counts, dtype=np.int64).tolist() == [len(near)]
+
+
+@pytest.mark.parametrize(
+    "tokens",
+    [["plain", "words", "ж", "中文", "x" * 40], ["a b", "c"], ["", "d"], ["only"]],
+    ids=["words", "space-inside", "empty-token", "one"],
+)
+def test_token_hashes_match_xxhash(tokens: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    expected = [xxhash.xxh3_64_intdigest(t.encode()) for t in tokens]
+    assert hash_tokens(tokens).tolist() == expected
+    monkeypatch.setattr(kernels, "compiled", None)
+    assert hash_tokens(tokens).tolist() == expected
 
 
 def test_canonical_words_reject_sizes_beyond_the_body() -> None:
