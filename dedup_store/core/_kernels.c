@@ -591,7 +591,7 @@ done:
 
 /* ---- MinHash --------------------------------------------------------------------------- */
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) \
+#if defined(__GNUC__) && __GNUC__ >= 12 && !defined(__clang__) && defined(__x86_64__) \
     && defined(__GLIBC__)
 /* one build for the oldest x86-64, one for AVX2 and one for AVX-512 (64-bit multiplies in
    vector registers), chosen when the module loads */
