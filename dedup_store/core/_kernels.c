@@ -2,6 +2,8 @@
  * Compiled kernels of the fingerprint core: the per-document loops that numpy runs as many
  * passes over the batch.
  *
+ * word_bytes: non-ASCII text (already NFKC and case folded) as UTF-8 with every character that
+ *     is not a letter or digit replaced by a space.
  * canonical_words: the words of a run of documents (already case folded, with everything but
  *     letters, digits and marks turned into spaces), stop words dropped, each kept word hashed
  *     with xxh3-64 and the words of each document joined by single spaces.
@@ -379,12 +381,63 @@ static int parse_stop_set(PyObject *stop_set, Py_buffer views[2], StopSet *stops
     return 0;
 }
 
+PyDoc_STRVAR(word_bytes_doc,
+"word_bytes(text) -> bytes\n\n"
+"text as UTF-8 with every character that is not a letter or digit (not str.isalnum(), as the\n"
+"pattern [\\W_] of the re module has it) replaced by a space.");
+
+static PyObject *word_bytes(PyObject *self, PyObject *text)
+{
+    (void)self;
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "word_bytes: expected str, got %s", Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    unsigned char *out = PyMem_Malloc((size_t)(length > 0 ? length : 1) * 4);
+    if (out == NULL) {
+        return PyErr_NoMemory();
+    }
+    unsigned char *at = out;
+    for (Py_ssize_t i = 0; i < length; i++) {
+        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+        if (ch < 0x80) {
+            int letter = (ch | 0x20) >= 'a' && (ch | 0x20) <= 'z';
+            *at++ = letter || (ch >= '0' && ch <= '9') ? (unsigned char)ch : ' ';
+        }
+        else if (!Py_UNICODE_ISALNUM(ch)) {
+            *at++ = ' ';
+        }
+        else if (ch < 0x800) {
+            *at++ = (unsigned char)(0xC0 | (ch >> 6));
+            *at++ = (unsigned char)(0x80 | (ch & 0x3F));
+        }
+        else if (ch < 0x10000) {
+            *at++ = (unsigned char)(0xE0 | (ch >> 12));
+            *at++ = (unsigned char)(0x80 | ((ch >> 6) & 0x3F));
+            *at++ = (unsigned char)(0x80 | (ch & 0x3F));
+        }
+        else {
+            *at++ = (unsigned char)(0xF0 | (ch >> 18));
+            *at++ = (unsigned char)(0x80 | ((ch >> 12) & 0x3F));
+            *at++ = (unsigned char)(0x80 | ((ch >> 6) & 0x3F));
+            *at++ = (unsigned char)(0x80 | (ch & 0x3F));
+        }
+    }
+    PyObject *result = PyBytes_FromStringAndSize((const char *)out, at - out);
+    PyMem_Free(out);
+    return result;
+}
+
 PyDoc_STRVAR(canonical_words_doc,
 "canonical_words(body, sizes, stop_set, long_hash) -> (text, counts, hashes)\n\n"
 "The words of documents laid out in body: document d is the next sizes[d] bytes (int64), one\n"
 "separator byte after each; words are runs of bytes other than spaces. Stop words (stop_set:\n"
-"(table of buckets as uint64, the stop words' bytes), see StopSet; or None) are dropped. Returns the kept words joined by spaces with '\\n' between documents, the kept\n"
-"word count of each document (int64 bytes) and the xxh3-64 of each kept word (uint64 bytes);\n"
+"(table of buckets as uint64, the stop words' bytes), see StopSet; or None) are dropped.\n"
+"Returns the kept words joined by spaces with '\\n' between documents, the kept word count\n"
+"of each document (int64 bytes) and the xxh3-64 of each kept word (uint64 bytes);\n"
 "words longer than 16 bytes are hashed by long_hash(word_bytes).");
 
 static PyObject *canonical_words(PyObject *self, PyObject *args)
@@ -935,6 +988,7 @@ done:
 /* ---- module ---------------------------------------------------------------------------- */
 
 static PyMethodDef kernel_methods[] = {
+    {"word_bytes", word_bytes, METH_O, word_bytes_doc},
     {"canonical_words", canonical_words, METH_VARARGS, canonical_words_doc},
     {"minhash_minima", minhash_minima, METH_VARARGS, minhash_minima_doc},
     {"shingle_hashes", shingle_hashes, METH_VARARGS, shingle_hashes_doc},

@@ -35,7 +35,7 @@ _CJK_CHAR = regex.compile(rf"[{_CJK_CLASS}]")
 # Fast path for text without CJK: the standard library's word runs (letters, digits, marks).
 _ANY_CJK = regex.compile(rf"[{_CJK_CLASS}]")
 # No Han, Hiragana or Katakana character lies below this one (U+2E80, the first CJK radical).
-_FIRST_CJK = "\u2e80"
+_AT_OR_ABOVE_FIRST_CJK = re.compile("[\u2e80-\U0010ffff]")
 _WORD = re.compile(r"[^\W_]+")
 # ASCII fast path: capitals to small letters, everything but letters and digits to a space.
 _ASCII_TABLE = str.maketrans({i: chr(i).lower() if chr(i).isalnum() else " " for i in range(128)})
@@ -169,8 +169,9 @@ def is_cjk(token: str) -> bool:
 
 def has_cjk(text: str) -> bool:
     """Whether ``text`` contains any Han, Hiragana or Katakana character."""
-    # all of them lie at or above the first CJK radical: most text is ruled out by its maximum
-    if not text or max(text) < _FIRST_CJK:
+    # all of them lie at or above the first CJK radical: most text is ruled out by one scan for
+    # such a character (the standard library's, much faster than the script classes of regex)
+    if _AT_OR_ABOVE_FIRST_CJK.search(text) is None:
         return False
     return _ANY_CJK.search(text) is not None
 
@@ -251,6 +252,9 @@ def _word_bytes(text: str, params: FingerprintParams) -> bytes | None:
     text = unicodedata.normalize("NFKC", text).casefold()
     if has_cjk(text):
         return None
+    if kernels.compiled is not None:
+        word_bytes: bytes = kernels.compiled.word_bytes(text)
+        return word_bytes
     return _NON_WORD.sub(" ", text).encode("utf-8")
 
 

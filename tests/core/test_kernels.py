@@ -15,6 +15,7 @@ import xxhash
 
 from dedup_store.core import FingerprintParams, fingerprint_batch, kernels, minhash_signatures
 from dedup_store.core.canonical import (
+    _NON_WORD,
     _canonical_run,
     _numpy_run,
     _run_word_bytes,
@@ -96,6 +97,19 @@ def test_token_hashes_match_xxhash(tokens: list[str], monkeypatch: pytest.Monkey
     assert hash_tokens(tokens).tolist() == expected
     monkeypatch.setattr(kernels, "compiled", None)
     assert hash_tokens(tokens).tolist() == expected
+
+
+def test_word_bytes_match_the_non_word_pattern() -> None:
+    assert kernels.compiled is not None
+    # every character of the Basic Multilingual Plane but surrogates, and some above it
+    chars = [chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
+    chars += [chr(c) for c in range(0x10000, 0x110000, 97)]
+    text = "".join(chars)
+    expected = " ".join(_NON_WORD.split(text)).encode("utf-8")
+    assert kernels.compiled.word_bytes(text).split() == expected.split()
+    assert kernels.compiled.word_bytes("") == b""
+    with pytest.raises(TypeError, match="expected str"):
+        kernels.compiled.word_bytes(b"bytes")
 
 
 def test_canonical_words_reject_sizes_beyond_the_body() -> None:
