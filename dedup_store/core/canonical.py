@@ -97,9 +97,11 @@ def stopwords() -> frozenset[str]:
 
 
 @lru_cache(maxsize=1)
-def _cjk_stopword_pattern() -> regex.Pattern[str]:
+def _cjk_stopword_pattern() -> re.Pattern[str]:
+    """The CJK stop words, longest first (a literal alternation: the standard library's engine
+    skips to the positions where one can start, about twice as fast as regex's)."""
     cjk = sorted((w for w in stopwords() if _CJK_CHAR.match(w)), key=len, reverse=True)
-    return regex.compile("|".join(regex.escape(w) for w in cjk))
+    return re.compile("|".join(re.escape(w) for w in cjk))
 
 
 @lru_cache(maxsize=2)
