@@ -1,17 +1,20 @@
 """Fingerprinting throughput: dedup_store against datasketch and simhash, in one process.
 
-For batches of short (~40 words) and long (~600 words) seeded synthetic documents it prints
-documents per second of:
+For batches of short (~40 words) and long (~600 words) seeded synthetic English documents, and
+with ``--languages en,ru,zh`` also Russian and Chinese ones (drawn from the sample articles in
+``examples/``; a Chinese "word" is two characters), it prints documents per second of:
 
 * ``ours, raw text``: :func:`dedup_store.core.fingerprint_batch` from the raw text (canonical
   text, shingles, MinHash, band keys, SimHash, block keys, excerpt keys, exact hash);
 * ``ours, tokens``: :func:`dedup_store.core.fingerprint.fingerprint_tokens` from the canonical
   tokens (everything above but canonicalization);
-* ``datasketch``: ``MinHash.bulk`` with the same ``num_perm`` on the same word shingles (the
-  ``shingle_size``-word n-grams of the same canonical tokens, as UTF-8 bytes); building those bytes
-  is not timed, so the peer is measured on its hashing alone;
+* ``datasketch``: ``MinHash.bulk`` with the same ``num_perm`` on the same shingles (the
+  ``shingle_size``-word n-grams of the same canonical words and the ``cjk_shingle_size``-character
+  n-grams of the CJK runs, as UTF-8 bytes); building those bytes is not timed, so the peer is
+  measured on its hashing alone;
 * ``simhash``: ``simhash.Simhash(features)`` on the same features as our SimHash (the canonical
-  tokens, every occurrence weighing 1, that is term frequency); not timed either: building them.
+  words and CJK character shingles, every occurrence weighing 1, that is term frequency); not
+  timed either: building them.
 
 Each figure is the best of ``--repeat`` runs on one core (a single process, no threads), and the
 ratios are ours divided by the peer. Ours runs the compiled kernels when they are built, or with
@@ -24,11 +27,17 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from benchmarks.synthetic import Corpus
 from dedup_store.core import FingerprintParams, canonical_tokens, fingerprint_batch, kernels
+from dedup_store.core.canonical import is_cjk
 from dedup_store.core.fingerprint import fingerprint_tokens
+
+_SAMPLES = Path(__file__).resolve().parents[1] / "examples" / "articles"
 
 
 def best_rates(runs: dict[str, Callable[[], Any]], count: int, repeat: int) -> dict[str, float]:
@@ -45,11 +54,26 @@ def best_rates(runs: dict[str, Callable[[], Any]], count: int, repeat: int) -> d
     return {name: count / seconds for name, seconds in best.items()}
 
 
-def word_shingles(tokens: Sequence[str], n: int) -> list[bytes]:
-    """The ``n``-word shingles of one document as bytes (one shingle of all words if shorter)."""
+def word_shingles(tokens: Sequence[str], n: int) -> list[str]:
+    """The ``n``-word shingles of one document (one shingle of all words if shorter)."""
     if len(tokens) <= n:
-        return [" ".join(tokens).encode("utf-8")]
-    return [" ".join(tokens[i : i + n]).encode("utf-8") for i in range(len(tokens) - n + 1)]
+        return [" ".join(tokens)] if tokens else []
+    return [" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+
+
+def char_shingles(run: str, n: int) -> list[str]:
+    """The ``n``-character shingles of one CJK run (the whole run if shorter)."""
+    return [run] if len(run) <= n else [run[i : i + n] for i in range(len(run) - n + 1)]
+
+
+def peer_input(tokens: list[str], params: FingerprintParams) -> tuple[list[bytes], list[str]]:
+    """The shingles (as bytes, for datasketch) and SimHash features of one document, as ours
+    takes them: word shingles of its words, character shingles of its CJK runs; features are
+    the words and the CJK character shingles."""
+    words = [t for t in tokens if not is_cjk(t)]
+    cjk = [s for t in tokens if is_cjk(t) for s in char_shingles(t, params.cjk_shingle_size)]
+    shingles = word_shingles(words, params.shingle_size) + cjk
+    return [s.encode("utf-8") for s in shingles], words + cjk
 
 
 def measure(docs: list[str], params: FingerprintParams, repeat: int) -> dict[str, float]:
@@ -58,27 +82,62 @@ def measure(docs: list[str], params: FingerprintParams, repeat: int) -> dict[str
     from simhash import Simhash
 
     tokens = [canonical_tokens(doc, params) for doc in docs]
-    shingles = [word_shingles(t, params.shingle_size) for t in tokens]
+    shingles, features = zip(*(peer_input(t, params) for t in tokens), strict=True)
     runs: dict[str, Callable[[], Any]] = {
         "ours, raw text": lambda: fingerprint_batch(docs, params),
         "ours, tokens": lambda: fingerprint_tokens(tokens, params),
         "datasketch": lambda: MinHash.bulk(shingles, num_perm=params.num_perm),
-        "simhash": lambda: [Simhash(t) for t in tokens],
+        "simhash": lambda: [Simhash(f) for f in features],
     }
     return best_rates(runs, len(docs), repeat)
+
+
+class SampledText:
+    """Documents drawn from the words (or, for Chinese, the characters) of one sample text, in
+    runs of a few consecutive ones, so that they read like the language and its punctuation.
+
+    Args:
+        path: the sample text.
+        chinese: draw characters (two per "word" of the requested length) instead of words.
+        seed: seed of the draws.
+    """
+
+    def __init__(self, path: Path, chinese: bool, seed: int) -> None:
+        text = path.read_text(encoding="utf-8")
+        self.units = [c for c in text if not c.isspace()] if chinese else text.split()
+        self.per_word = 2 if chinese else 1
+        self.joiner = "" if chinese else " "
+        self.rng = np.random.default_rng(seed)
+
+    def documents(self, count: int, words: int) -> list[str]:
+        """``count`` documents of about ``words`` words (±25 %)."""
+        docs = []
+        for _ in range(count):
+            size = int(self.rng.integers(int(words * 0.75), int(words * 1.25) + 1)) * self.per_word
+            starts = self.rng.integers(0, len(self.units) - 8, size=size // 8 + 1)
+            units = [u for start in starts.tolist() for u in self.units[start : start + 8]]
+            docs.append(self.joiner.join(units[:size]))
+        return docs
+
+
+def corpus(language: str, seed: int) -> Corpus | SampledText:
+    """English synthetic text, or documents drawn from the Russian or Chinese sample article."""
+    if language == "en":
+        return Corpus(seed)
+    return SampledText(_SAMPLES / f"man-{language}.txt", language == "zh", seed)
 
 
 def render(rows: list[tuple[str, int, int, dict[str, float]]]) -> str:
     """A table of docs/s and ratios (ours / peer)."""
     lines = [
-        f"{'documents':<22}{'ours raw':>11}{'ours tok':>11}{'datasketch':>12}{'simhash':>10}"
+        f"{'documents':<27}{'ours raw':>11}{'ours tok':>11}{'datasketch':>12}{'simhash':>10}"
         f"{'raw/ds':>9}{'tok/ds':>9}{'raw/sh':>9}{'raw/ds+sh':>11}",
     ]
-    for _label, count, words, rate in rows:
+    for label, _count, _words, rate in rows:
         both = 1.0 / (1.0 / rate["datasketch"] + 1.0 / rate["simhash"])
         raw = rate["ours, raw text"]
         lines.append(
-            f"{f'{count} x ~{words} words':<22}{raw:>11,.0f}{rate['ours, tokens']:>11,.0f}"
+            f"{label:<27}{raw:>11,.0f}{rate['ours, tokens']:>11,.0f}"
             f"{rate['datasketch']:>12,.0f}{rate['simhash']:>10,.0f}"
             f"{raw / rate['datasketch']:>8.1f}x{rate['ours, tokens'] / rate['datasketch']:>8.1f}x"
             f"{raw / rate['simhash']:>8.1f}x{raw / both:>10.1f}x"
@@ -93,6 +152,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--long-docs", type=int, default=0, help="documents of ~600 words "
                         "(default: --docs / 5)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic text")
+    parser.add_argument("--languages", default="en", help="comma-separated: en (synthetic "
+                        "English), ru and zh (drawn from the Russian and Chinese sample articles "
+                        "in examples/)")
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure (best is kept)")
     parser.add_argument("--numpy", action="store_true", help="run our numpy implementation "
                         "instead of the compiled kernels (as a build without a C compiler does)")
@@ -100,12 +162,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.numpy:
         kernels.compiled = None
     params = FingerprintParams()
-    corpus = Corpus(args.seed)
     sizes = [(args.docs, 40), (args.long_docs or max(1, args.docs // 5), 600)]
     rows = []
-    for count, words in sizes:
-        docs = corpus.documents(count, words)
-        rows.append((f"{count} x {words}", count, words, measure(docs, params, args.repeat)))
+    for language in args.languages.split(","):
+        source = corpus(language, args.seed)
+        for count, words in sizes:
+            docs = source.documents(count, words)
+            label = f"{count} x ~{words} words" + ("" if language == "en" else f" ({language})")
+            rows.append((label, count, words, measure(docs, params, args.repeat)))
     print(f"params: num_perm={params.num_perm} shingle_size={params.shingle_size} "
           f"bands={params.bands} scheme={params.scheme}; one process, seed {args.seed}; "
           f"kernels: {'numpy' if kernels.compiled is None else 'compiled'}")
