@@ -30,7 +30,8 @@ from dedup_store.core.params import FingerprintParams
 I64 = npt.NDArray[np.int64]
 
 _CJK_CLASS = r"\p{Han}\p{Hiragana}\p{Katakana}"
-_TOKEN = regex.compile(rf"(?V1)(?P<cjk>[{_CJK_CLASS}]+)|[[\p{{L}}\p{{N}}\p{{M}}]--[{_CJK_CLASS}]]+")
+# a token: a CJK run (first group) or a run of other letters, digits and marks (second group)
+_TOKEN = regex.compile(rf"(?V1)([{_CJK_CLASS}]+)|([[\p{{L}}\p{{N}}\p{{M}}]--[{_CJK_CLASS}]]+)")
 _CJK_CHAR = regex.compile(rf"[{_CJK_CLASS}]")
 # Fast path for text without CJK: the standard library's word runs (letters, digits, marks).
 _ANY_CJK = regex.compile(rf"[{_CJK_CLASS}]")
@@ -136,18 +137,24 @@ def _drop_stopwords(tokens: list[str]) -> list[str]:
 
 
 def _mixed_tokens(text: str, drop_stopwords: bool) -> list[str]:
-    """Tokens of text that has CJK runs (the slower, script-aware path)."""
-    stops = stopwords() if drop_stopwords else frozenset()
+    """Tokens of text that has CJK runs (the slower, script-aware path).
+
+    CJK stop words are removed from each CJK run (a run left empty is no token); as no stop word
+    holds a line break, that is one substitution over the runs joined by line breaks.
+    """
+    pairs = _TOKEN.findall(text)
+    if not drop_stopwords:
+        return [cjk or word for cjk, word in pairs]
+    runs = iter(_cjk_stopword_pattern().sub("", "\n".join(c for c, _ in pairs if c)).split("\n"))
+    stops = stopwords()
     tokens: list[str] = []
-    for match in _TOKEN.finditer(text):
-        token = match.group()
-        if match.group("cjk") is not None:
-            if drop_stopwords:
-                token = _cjk_stopword_pattern().sub("", token)
-            if token:
-                tokens.append(token)
-        elif token not in stops:
-            tokens.append(token)
+    for cjk, word in pairs:
+        if cjk:
+            run = next(runs)
+            if run:
+                tokens.append(run)
+        elif word not in stops:
+            tokens.append(word)
     return tokens
 
 
@@ -167,6 +174,7 @@ def _stem(tokens: list[str]) -> list[str]:
 def is_cjk(token: str) -> bool:
     """Whether a canonical token is a CJK run (shingled by characters)."""
     return token[0] >= "\u3040" and _CJK_CHAR.match(token) is not None
+
 
 
 def has_cjk(text: str) -> bool:

@@ -110,6 +110,14 @@ class Segments:
         return cls(hashes, lengths, owner, text)
 
     @classmethod
+    def characters(cls, runs: list[str], owner: list[int]) -> Segments:
+        """One segment of the characters of each run, owned by ``owner`` (no list per run: a
+        batch of Chinese text has hundreds of runs per document)."""
+        text = list("".join(runs))
+        lengths = np.fromiter(map(len, runs), dtype=np.int64, count=len(runs))
+        return cls(hash_tokens(text), lengths, np.array(owner, dtype=np.int64), text)
+
+    @classmethod
     def whole(cls, token_lists: Sequence[list[str]]) -> Segments:
         """One segment of all the tokens of each (non-empty) list, owned by its position."""
         n = len(token_lists)
@@ -125,7 +133,8 @@ def split_segments(
     if all(text.isascii() or not has_cjk(text) for text in canonical_texts):
         return Segments.whole(token_lists), Segments.build([])
     words: list[tuple[int, list[str]]] = []
-    chars: list[tuple[int, list[str]]] = []
+    runs: list[str] = []
+    run_owner: list[int] = []
     for doc, (tokens, text) in enumerate(zip(token_lists, canonical_texts, strict=True)):
         if text.isascii() or not has_cjk(text):
             words.append((doc, tokens))
@@ -133,12 +142,13 @@ def split_segments(
         doc_words = []
         for token in tokens:
             if is_cjk(token):
-                chars.append((doc, list(token)))
+                runs.append(token)
+                run_owner.append(doc)
             else:
                 doc_words.append(token)
         if doc_words:
             words.append((doc, doc_words))
-    return Segments.build(words), Segments.build(chars)
+    return Segments.build(words), Segments.characters(runs, run_owner)
 
 
 def shingle(segments: Segments, n: int) -> tuple[U64, I64]:
