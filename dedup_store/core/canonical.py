@@ -176,7 +176,6 @@ def is_cjk(token: str) -> bool:
     return token[0] >= "\u3040" and _CJK_CHAR.match(token) is not None
 
 
-
 def has_cjk(text: str) -> bool:
     """Whether ``text`` contains any Han, Hiragana or Katakana character."""
     # all of them lie at or above the first CJK radical: most text is ruled out by one scan for

@@ -67,15 +67,18 @@ _VOCABULARY_LOCK = threading.Lock()
 def hash_tokens(tokens: list[str]) -> U64:
     """xxh3-64 of each token's UTF-8 bytes.
 
-    With the compiled kernels, the tokens joined by spaces go through the word kernel (unless a
-    token is empty or holds a space: then the word count differs); otherwise through a bounded
-    cache of the vocabulary seen.
+    With the compiled kernels, the tokens joined by spaces go through the word kernel: its words
+    are the tokens exactly when it gives back the same text and as many words (an empty token
+    leaves a space at an end or two together, a space inside one makes more words); otherwise,
+    and without the kernels, through a bounded cache of the vocabulary seen.
     """
     if kernels.compiled is not None and tokens:
         body = " ".join(tokens).encode("utf-8")
         size = np.array([len(body)], dtype=np.int64)
-        _, _, hashes = kernels.compiled.canonical_words(body, size, None, xxhash.xxh3_64_intdigest)
-        if len(hashes) == 8 * len(tokens):
+        text, _, hashes = kernels.compiled.canonical_words(
+            body, size, None, xxhash.xxh3_64_intdigest
+        )
+        if text == body and len(hashes) == 8 * len(tokens):
             return np.frombuffer(hashes, dtype=np.uint64)
     global _VOCABULARY
     with _VOCABULARY_LOCK:

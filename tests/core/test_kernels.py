@@ -89,8 +89,15 @@ def test_stop_sets_are_exact_for_words_of_any_length() -> None:
 
 @pytest.mark.parametrize(
     "tokens",
-    [["plain", "words", "ж", "中文", "x" * 40], ["a b", "c"], ["", "d"], ["only"]],
-    ids=["words", "space-inside", "empty-token", "one"],
+    [
+        ["plain", "words", "ж", "中文", "x" * 40],
+        ["a b", "c"],
+        ["", "d"],
+        ["a b", ""],
+        [""],
+        ["only"],
+    ],
+    ids=["words", "space-inside", "empty-token", "both-cancel-out", "one-empty", "one"],
 )
 def test_token_hashes_match_xxhash(tokens: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     expected = [xxhash.xxh3_64_intdigest(t.encode()) for t in tokens]
