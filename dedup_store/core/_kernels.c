@@ -4,6 +4,7 @@
  *
  * word_bytes: non-ASCII text (already NFKC and case folded) as UTF-8 with every character that
  *     is not a letter or digit replaced by a space.
+ * script_tokens: the runs of characters of one class (CJK, other letters and digits) of a text.
  * canonical_words: the words of a run of documents (already case folded, with everything but
  *     letters, digits and marks turned into spaces), stop words dropped, each kept word hashed
  *     with xxh3-64 and the words of each document joined by single spaces.
@@ -428,6 +429,64 @@ static PyObject *word_bytes(PyObject *self, PyObject *text)
     }
     PyObject *result = PyBytes_FromStringAndSize((const char *)out, at - out);
     PyMem_Free(out);
+    return result;
+}
+
+PyDoc_STRVAR(script_tokens_doc,
+"script_tokens(text, classes) -> (tokens, kinds)\n\n"
+"The runs of text's characters of one class, by classes[code point] (bytes of 0x110000\n"
+"classes: 0 separates, 1 and 2 are token classes): a list of the runs as str and, for each,\n"
+"its class (bytes).");
+
+static PyObject *script_tokens(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *text, *classes_obj, *tokens = NULL, *result = NULL;
+    Py_buffer classes;
+    unsigned char *kinds = NULL;
+    if (!PyArg_ParseTuple(args, "UO", &text, &classes_obj)) {
+        return NULL;
+    }
+    if (get_items(classes_obj, &classes, 1, "classes") < 0) {
+        return NULL;
+    }
+    if (classes.len != 0x110000) {
+        PyErr_SetString(PyExc_ValueError, "classes: one byte per code point (0x110000) needed");
+        goto done;
+    }
+    const unsigned char *class_of = classes.buf;
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text), count = 0;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    tokens = PyList_New(0);
+    kinds = PyMem_Malloc((size_t)length + 1); /* at most a run per character */
+    if (tokens == NULL || kinds == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t i = 0;
+    while (i < length) {
+        unsigned char current = class_of[PyUnicode_READ(kind, data, i)];
+        Py_ssize_t start = i++;
+        while (i < length && class_of[PyUnicode_READ(kind, data, i)] == current) {
+            i++;
+        }
+        if (current == 0) {
+            continue;
+        }
+        PyObject *token = PyUnicode_Substring(text, start, i);
+        if (token == NULL || PyList_Append(tokens, token) < 0) {
+            Py_XDECREF(token);
+            goto done;
+        }
+        Py_DECREF(token);
+        kinds[count++] = current;
+    }
+    result = Py_BuildValue("(Oy#)", tokens, (const char *)kinds, count);
+done:
+    Py_XDECREF(tokens);
+    PyMem_Free(kinds);
+    PyBuffer_Release(&classes);
     return result;
 }
 
@@ -989,6 +1048,7 @@ done:
 
 static PyMethodDef kernel_methods[] = {
     {"word_bytes", word_bytes, METH_O, word_bytes_doc},
+    {"script_tokens", script_tokens, METH_VARARGS, script_tokens_doc},
     {"canonical_words", canonical_words, METH_VARARGS, canonical_words_doc},
     {"minhash_minima", minhash_minima, METH_VARARGS, minhash_minima_doc},
     {"shingle_hashes", shingle_hashes, METH_VARARGS, shingle_hashes_doc},

@@ -142,7 +142,7 @@ def _mixed_tokens(text: str, drop_stopwords: bool) -> list[str]:
     CJK stop words are removed from each CJK run (a run left empty is no token); as no stop word
     holds a line break, that is one substitution over the runs joined by line breaks.
     """
-    pairs = _TOKEN.findall(text)
+    pairs = _script_tokens(text)
     if not drop_stopwords:
         return [cjk or word for cjk, word in pairs]
     runs = iter(_cjk_stopword_pattern().sub("", "\n".join(c for c, _ in pairs if c)).split("\n"))
@@ -156,6 +156,38 @@ def _mixed_tokens(text: str, drop_stopwords: bool) -> list[str]:
         elif word not in stops:
             tokens.append(word)
     return tokens
+
+
+def _script_tokens(text: str) -> list[tuple[str, str]]:
+    """``_TOKEN.findall(text)``: ``(run, "")`` for a CJK run, ``("", word)`` for another word.
+
+    With the compiled kernels, one scan classifies each character by :func:`_script_classes`.
+    """
+    if kernels.compiled is None:
+        pairs: list[tuple[str, str]] = _TOKEN.findall(text)
+        return pairs
+    tokens, kinds = kernels.compiled.script_tokens(text, _script_classes())
+    return [(t, "") if k == _CJK_KIND else ("", t) for t, k in zip(tokens, kinds, strict=True)]
+
+
+_WORD_KIND, _CJK_KIND = 1, 2
+
+
+@lru_cache(maxsize=1)
+def _script_classes() -> bytes:
+    """The class of every code point as :data:`_TOKEN` sees it: 2 for Han, Hiragana and
+    Katakana, 1 for other letters, digits and marks, 0 for the rest.
+
+    Taken from the ``regex`` module itself (its Unicode tables decide), by matching both classes
+    against every code point once: about 0.1 s, the first time CJK text is tokenized.
+    """
+    points = np.concatenate([np.arange(0xD800), np.arange(0xE000, 0x110000)])
+    every = "".join(map(chr, points.tolist()))
+    classes = np.zeros(0x110000, dtype=np.uint8)
+    for match in _TOKEN.finditer(every):
+        kind = _CJK_KIND if match.start(1) >= 0 else _WORD_KIND
+        classes[points[match.start() : match.end()]] = kind
+    return classes.tobytes()
 
 
 def _stem(tokens: list[str]) -> list[str]:
@@ -172,8 +204,10 @@ def _stem(tokens: list[str]) -> list[str]:
 
 
 def is_cjk(token: str) -> bool:
-    """Whether a canonical token is a CJK run (shingled by characters)."""
-    return token[0] >= "\u3040" and _CJK_CHAR.match(token) is not None
+    """Whether a canonical token is a CJK run (shingled by characters): its first character is a
+    Han, Hiragana or Katakana one (looked up in :func:`_script_classes`) from U+3040 on."""
+    first = token[0]
+    return first >= "\u3040" and _script_classes()[ord(first)] == _CJK_KIND
 
 
 def has_cjk(text: str) -> bool:

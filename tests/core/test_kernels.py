@@ -15,10 +15,14 @@ import xxhash
 
 from dedup_store.core import FingerprintParams, fingerprint_batch, kernels, minhash_signatures
 from dedup_store.core.canonical import (
+    _CJK_CHAR,
     _NON_WORD,
+    _TOKEN,
     _canonical_run,
     _numpy_run,
     _run_word_bytes,
+    _script_tokens,
+    is_cjk,
     kernel_stop_set,
     stopwords,
 )
@@ -117,6 +121,26 @@ def test_word_bytes_match_the_non_word_pattern() -> None:
     assert kernels.compiled.word_bytes("") == b""
     with pytest.raises(TypeError, match="expected str"):
         kernels.compiled.word_bytes(b"bytes")
+
+
+def test_script_tokens_match_the_token_pattern() -> None:
+    # CJK radicals (Han, below U+3040), kana, ideographs of the BMP and beyond, Hangul, Latin,
+    # digits, a combining mark, Hebrew, CJK and ASCII punctuation, an emoji
+    points = [*range(0x2E80, 0x3100), *range(0x4E00, 0x4E40), *range(0x30, 0x7B)]
+    points += [0x20000, 0x2A700, 0x1F600, 0x301, 0x5D0, 0xAC00, 0x3000, 0xFF0C, 0x20, 0x2C]
+    pool = [chr(p) for p in points]
+    texts = ["".join(RNG.choice(pool, size=int(RNG.integers(0, 60)))) for _ in range(2000)]
+    every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    for text in [*texts, every]:
+        assert _script_tokens(text) == _TOKEN.findall(text)
+
+
+def test_is_cjk_is_the_regex_class_from_u3040() -> None:
+    for point in range(0x10000):
+        char = chr(point)
+        if not 0xD800 <= point <= 0xDFFF:
+            expected = point >= 0x3040 and _CJK_CHAR.match(char) is not None
+            assert is_cjk(char + "x") == expected, hex(point)
 
 
 def test_canonical_words_reject_sizes_beyond_the_body() -> None:
