@@ -4,6 +4,7 @@
  *
  * word_bytes: non-ASCII text (already NFKC and case folded) as UTF-8 with every character that
  *     is not a letter or digit replaced by a space.
+ * fold_fullwidth: fullwidth ASCII forms and the ideographic space as NFKC makes them.
  * script_tokens: the runs of characters of one class (CJK, other letters and digits) of a text.
  * canonical_words: the words of a run of documents (already case folded, with everything but
  *     letters, digits and marks turned into spaces), stop words dropped, each kept word hashed
@@ -430,6 +431,54 @@ static PyObject *word_bytes(PyObject *self, PyObject *text)
     PyObject *result = PyBytes_FromStringAndSize((const char *)out, at - out);
     PyMem_Free(out);
     return result;
+}
+
+PyDoc_STRVAR(fold_fullwidth_doc,
+"fold_fullwidth(text) -> str\n\n"
+"text with the fullwidth forms of ASCII (U+FF01-U+FF5E) and the ideographic space (U+3000)\n"
+"replaced by what NFKC makes of them (the ASCII character, a space); text itself when it has\n"
+"none.");
+
+static PyObject *fold_fullwidth(PyObject *self, PyObject *text)
+{
+    (void)self;
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "fold_fullwidth: expected str, got %s",
+                     Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text), first = 0;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    if (kind == PyUnicode_1BYTE_KIND) {
+        return Py_NewRef(text); /* nothing above U+00FF */
+    }
+    for (; first < length; first++) {
+        Py_UCS4 ch = PyUnicode_READ(kind, data, first);
+        if ((ch >= 0xFF01 && ch <= 0xFF5E) || ch == 0x3000) {
+            break;
+        }
+    }
+    if (first == length) {
+        return Py_NewRef(text);
+    }
+    /* through UCS-4: PyUnicode_FromKindAndData stores the result in the narrowest kind that
+       holds it, as every str must be (folding can lower the largest character) */
+    Py_UCS4 *chars = PyUnicode_AsUCS4Copy(text);
+    if (chars == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = first; i < length; i++) {
+        if (chars[i] >= 0xFF01 && chars[i] <= 0xFF5E) {
+            chars[i] -= 0xFEE0;
+        }
+        else if (chars[i] == 0x3000) {
+            chars[i] = ' ';
+        }
+    }
+    PyObject *folded = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, chars, length);
+    PyMem_Free(chars);
+    return folded;
 }
 
 PyDoc_STRVAR(script_tokens_doc,
@@ -1049,6 +1098,7 @@ done:
 static PyMethodDef kernel_methods[] = {
     {"word_bytes", word_bytes, METH_O, word_bytes_doc},
     {"script_tokens", script_tokens, METH_VARARGS, script_tokens_doc},
+    {"fold_fullwidth", fold_fullwidth, METH_O, fold_fullwidth_doc},
     {"canonical_words", canonical_words, METH_VARARGS, canonical_words_doc},
     {"minhash_minima", minhash_minima, METH_VARARGS, minhash_minima_doc},
     {"shingle_hashes", shingle_hashes, METH_VARARGS, shingle_hashes_doc},

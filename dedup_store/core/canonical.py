@@ -120,7 +120,7 @@ def canonical_tokens(text: str, params: FingerprintParams) -> list[str]:
         if params.stopwords:
             tokens = _drop_stopwords(tokens)
     else:
-        text = unicodedata.normalize("NFKC", text).casefold()
+        text = _nfkc(text).casefold()
         if not has_cjk(text):
             tokens = _WORD.findall(text)
             if params.stopwords:
@@ -130,6 +130,21 @@ def canonical_tokens(text: str, params: FingerprintParams) -> list[str]:
     if params.stem:
         tokens = _stem(tokens)
     return tokens
+
+
+def _nfkc(text: str) -> str:
+    """``unicodedata.normalize("NFKC", text)``.
+
+    Chinese and Japanese text is seldom NFKC only for its fullwidth punctuation; with the
+    compiled kernels those characters are replaced by their (single-character) compatibility
+    decompositions first, which leaves the NFKC form as it was, and a text that is then
+    normalized is not normalized again (the check is much cheaper than the normalization).
+    """
+    if kernels.compiled is not None:
+        text = kernels.compiled.fold_fullwidth(text)
+        if unicodedata.is_normalized("NFKC", text):
+            return text
+    return unicodedata.normalize("NFKC", text)
 
 
 def _drop_stopwords(tokens: list[str]) -> list[str]:
@@ -292,7 +307,7 @@ def _word_bytes(text: str, params: FingerprintParams) -> bytes | None:
         text = html_to_text(text)
     if text.isascii():
         return text.encode("ascii").translate(_ASCII_BYTES)
-    text = unicodedata.normalize("NFKC", text).casefold()
+    text = _nfkc(text).casefold()
     if has_cjk(text):
         return None
     if kernels.compiled is not None:

@@ -8,6 +8,7 @@ compiler, and whole batches are fingerprinted both ways.
 from __future__ import annotations
 
 import dataclasses
+import unicodedata
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from dedup_store.core.canonical import (
     _NON_WORD,
     _TOKEN,
     _canonical_run,
+    _nfkc,
     _numpy_run,
     _run_word_bytes,
     _script_tokens,
@@ -141,6 +143,19 @@ def test_is_cjk_is_the_regex_class_from_u3040() -> None:
         if not 0xD800 <= point <= 0xDFFF:
             expected = point >= 0x3040 and _CJK_CHAR.match(char) is not None
             assert is_cjk(char + "x") == expected, hex(point)
+
+
+def test_nfkc_with_fullwidth_folding_is_nfkc() -> None:
+    # fullwidth forms next to combining marks (which NFKC composes with the folded letter),
+    # the ideographic space, other compatibility characters and text already normalized
+    points = [*range(0xFF00, 0xFF70), 0x3000, 0x301, 0x308, 0x3099, 0x304B, 0xFB01, 0x2460]
+    points += [*range(0x41, 0x5B), 0xE9, 0x4E2D, 0x5B57, 0x20, 0x1F600]
+    pool = [chr(p) for p in points]
+    texts = ["".join(RNG.choice(pool, size=int(RNG.integers(0, 40)))) for _ in range(3000)]
+    texts += ["\uff21\u0301", "\u304b\u3099", "plain ascii", "déjà", ""]
+    texts += [chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
+    for text in texts:
+        assert _nfkc(text) == unicodedata.normalize("NFKC", text), ascii(text)
 
 
 def test_canonical_words_reject_sizes_beyond_the_body() -> None:
