@@ -343,6 +343,7 @@ def ingest(
             update=update,
             on_error=policy,
             on_batch=progress.on_batch,
+            count_clusters=True,
         )
     summary.errors += len(reader_errors)
     summary.seconds = max(summary.seconds, time.perf_counter() - started)

@@ -42,6 +42,12 @@ def _rows(diff: Mapping[str, tuple[Any, Any]]) -> list[tuple[str, Any, Any]]:
     return [(k, a, b) for k, (a, b) in sorted(diff.items())]
 
 
+class InvalidNameError(DedupStoreError, ValueError):
+    """A schema (or other SQL) name that is not a plain identifier."""
+
+    exit_code = 2
+
+
 class InvalidDocumentError(DedupStoreError, ValueError):
     """A document that cannot be fingerprinted: bad bytes, NUL characters, too large."""
 
@@ -94,6 +100,11 @@ class SchemaOutdatedError(DedupStoreError):
 
 
 class DatabaseError(DedupStoreError):
-    """A database problem we could not handle (connection refused, permission denied...)."""
+    """A database problem we could not handle (connection refused, permission denied...).
+
+    Attributes:
+        sqlstate: the server's SQLSTATE code of the error, when it came from the server.
+    """
 
     exit_code = 7
+    sqlstate: str | None = None

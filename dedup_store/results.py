@@ -132,7 +132,8 @@ class IngestSummary:
     skipped: int = 0
     updated: int = 0
     errors: int = 0
-    clusters: int = 0
+    clusters: int | None = None
+    """Clusters in the store afterwards, when counted (``ingest(count_clusters=True)``)."""
     seconds: float = 0.0
 
     def count(self, result: AddResult) -> None:
@@ -147,9 +148,14 @@ class IngestSummary:
         }[result.status]
         setattr(self, field, getattr(self, field) + 1)
 
+    @property
+    def documents_per_second(self) -> float:
+        """Records handled per second of the run."""
+        return self.documents / self.seconds if self.seconds > 0 else 0.0
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return dataclasses.asdict(self)
+        return {**dataclasses.asdict(self), "documents_per_second": self.documents_per_second}
 
 
 @dataclasses.dataclass(frozen=True)

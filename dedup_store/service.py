@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -16,6 +17,7 @@ from dedup_store.core.fingerprint import DEFAULT_MAX_BYTES, fingerprint
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import candidates, migrate, queries, repository
 from dedup_store.db.engine import Bind, Database
+from dedup_store.db.names import validate_schema
 from dedup_store.db.queries import MatchRow
 from dedup_store.db.schema import DEFAULT_SCHEMA
 from dedup_store.errors import InvalidDocumentError, UnknownDocumentError
@@ -35,6 +37,10 @@ from dedup_store.results import (
 
 Record = Document | tuple[str, str] | tuple[str, str, Mapping[str, Any] | None]
 OnBatch = Callable[[list[AddResult], list[RecordError]], None]
+OnProgress = Callable[[int, int], None]
+"""Called with the numbers of documents fingerprinted and stored so far."""
+#: A batch ends once its texts add up to this many characters, whatever its batch size.
+BATCH_BYTES = 8 * 2**20
 _METHOD_ORDER = {m.value: i for i, m in enumerate(Method)}
 
 
@@ -75,7 +81,7 @@ class DedupStore:
         keep_text: bool = False,
         max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
-        self.schema = schema
+        self.schema = validate_schema(schema)  # before any statement is built with it
         self.keep_text = keep_text
         self.max_bytes = max_bytes
         self._db = Database(bind, schema)
@@ -88,8 +94,33 @@ class DedupStore:
     def _open(
         self, conn: Connection, params: FingerprintParams | None, create: bool
     ) -> FingerprintParams:
-        repository.lock_writers(conn, self.schema)
-        if create and migrate.current_revision(conn, self.schema) is None:
+        """Check (and with ``create``, make or complete) the store; returns its params.
+
+        An existing, complete store is only read, so opening it needs no privilege beyond
+        reading and never waits on a writer.
+        """
+        stored = self._ready_params(conn)
+        if stored is None:
+            if not create:
+                migrate.verify_schema(conn, self.schema)
+            repository.lock_writers(conn, self.schema)
+            stored = self._create(conn, params)
+        elif params is not None:
+            stored.require_same(params, f"store {self.schema!r} was created with other parameters")
+        return stored
+
+    def _ready_params(self, conn: Connection) -> FingerprintParams | None:
+        """The params of a complete store at this code's revision, else ``None``."""
+        if migrate.current_revision(conn, self.schema) != migrate.head():
+            return None
+        stored = queries.load_params(conn, self.schema)
+        if stored is None or candidates.missing_key_indexes(conn, self.schema, stored):
+            return None
+        return stored
+
+    def _create(self, conn: Connection, params: FingerprintParams | None) -> FingerprintParams:
+        """Create or complete the store under the writers' lock."""
+        if migrate.current_revision(conn, self.schema) is None:
             migrate.upgrade_connection(conn, self.schema)
         migrate.verify_schema(conn, self.schema)
         stored = queries.load_params(conn, self.schema)
@@ -98,7 +129,8 @@ class DedupStore:
             queries.save_params(conn, self.schema, stored)
         elif params is not None:
             stored.require_same(params, f"store {self.schema!r} was created with other parameters")
-        candidates.ensure_key_indexes(conn, self.schema, stored)
+        missing = candidates.missing_key_indexes(conn, self.schema, stored)
+        candidates.create_key_indexes(conn, self.schema, missing)
         return stored
 
     # -- writing ----------------------------------------------------------------------------
@@ -112,7 +144,10 @@ class DedupStore:
             InvalidDocumentError: bad text (NUL, invalid UTF-8, too large) or id.
             EmptyDocumentError: no words left after canonicalization.
         """
-        return self.add_many([Document(id, text, meta)], update=update)[0]
+        prepared = self._prepare([Document(id, text, meta)], update)
+        if prepared.errors:
+            raise prepared.first_error()
+        return self._write(prepared).results[0]
 
     def add_many(
         self, records: Iterable[Record], *, batch_size: int = 2000, update: bool = False
@@ -136,60 +171,79 @@ class DedupStore:
         update: bool = False,
         on_error: Literal["skip", "stop"] = "stop",
         on_batch: OnBatch | None = None,
+        on_progress: OnProgress | None = None,
+        count_clusters: bool = False,
     ) -> IngestSummary:
         """Stream records into the store, one transaction per batch, in bounded memory.
 
         Known ids are skipped (``Status.SKIPPED``) unless ``update`` replaces them, so running
         the same input twice is harmless. A bad record raises with ``on_error="stop"`` (nothing
         of its batch is written) or is reported and skipped with ``on_error="skip"``.
+
+        Args:
+            records: documents, or ``(id, text[, meta])`` tuples.
+            batch_size: most documents per transaction (a batch also ends once it holds
+                :data:`BATCH_BYTES` of text, so long documents are stored, and reported, sooner).
+            update: replace documents whose id is stored instead of skipping them.
+            on_error: ``stop`` raises the first bad record, ``skip`` reports it and goes on.
+            on_batch: called after each stored batch with its results and bad records.
+            on_progress: called with the counts of documents fingerprinted and stored so far,
+                after each batch is fingerprinted and after it is stored.
+            count_clusters: also count the store's clusters at the end (a whole-store
+                aggregate); otherwise ``IngestSummary.clusters`` is ``None``.
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         summary = IngestSummary()
         started = time.perf_counter()
-        iterator = iter(records)
-        # With our own engine, batch k is written by a background thread while batch k+1 is
-        # fingerprinted here (the writer mostly waits on the server); on a caller's Connection
-        # everything stays on the caller's thread.
+        progress = _Progress(on_progress)
+        # With our own engine, batch k+1 is written by a background thread while batch k+2 is
+        # fingerprinted here (the writer mostly waits on the server); the first batch, and every
+        # batch on a caller's Connection, is written on the caller's thread.
         pipelined = self._db.connection is None
-        with ThreadPoolExecutor(max_workers=1) as writer:
+        with contextlib.ExitStack() as stack:
+            writer: ThreadPoolExecutor | None = None
             pending: Future[BatchOutcome] | None = None
-            while chunk := list(itertools.islice(iterator, batch_size)):
-                prepared = self._prepare([_as_document(r) for r in chunk], update)
+            for chunk in _batches(records, batch_size, BATCH_BYTES):
+                prepared = self._prepare(chunk, update)
+                progress.fingerprinted(len(chunk))
                 if pending is not None:
-                    self._report(pending.result(), summary, on_batch)
+                    progress.stored(self._report(pending.result(), summary, on_batch))
                     pending = None
                 if prepared.errors and on_error == "stop":
                     raise prepared.first_error()
-                if pipelined:
-                    pending = writer.submit(
-                        self._db.run, partial(self._write_batch, prepared=prepared)
-                    )
+                if writer is None and pipelined and summary.documents + summary.errors > 0:
+                    writer = stack.enter_context(ThreadPoolExecutor(max_workers=1))
+                if writer is not None:
+                    pending = writer.submit(self._write, prepared)
                 else:
-                    self._report(
-                        self._db.run(partial(self._write_batch, prepared=prepared)),
-                        summary,
-                        on_batch,
-                    )
+                    progress.stored(self._report(self._write(prepared), summary, on_batch))
             if pending is not None:
-                self._report(pending.result(), summary, on_batch)
+                progress.stored(self._report(pending.result(), summary, on_batch))
         summary.seconds = time.perf_counter() - started
-        summary.clusters = self.stats().clusters
+        if count_clusters:
+            summary.clusters = self.stats().clusters
         return summary
 
     @staticmethod
-    def _report(outcome: BatchOutcome, summary: IngestSummary, on_batch: OnBatch | None) -> None:
+    def _report(outcome: BatchOutcome, summary: IngestSummary, on_batch: OnBatch | None) -> int:
+        """Count a written batch into ``summary``; returns the number of records it held."""
         for result in outcome.results:
             summary.count(result)
         summary.errors += len(outcome.errors)
         if on_batch is not None:
             on_batch(outcome.results, outcome.errors)
+        return len(outcome.results) + len(outcome.errors)
 
     def _prepare(self, documents: list[Document], update: bool) -> PreparedBatch:
         """Validate and fingerprint a batch (ids already stored are not fingerprinted)."""
         ids = [d.id for d in documents if isinstance(d.id, str)]
         known = self._run(lambda c: queries.find_documents(c, self.schema, ids))
         return prepare_batch(documents, self.params, known, update, self.max_bytes)
+
+    def _write(self, prepared: PreparedBatch) -> BatchOutcome:
+        """Write a prepared batch in one transaction (retried on serialization failures)."""
+        return self._db.run(partial(self._write_batch, prepared=prepared))
 
     def _write_batch(self, conn: Connection, prepared: PreparedBatch) -> BatchOutcome:
         repository.lock_writers(conn, self.schema)
@@ -341,6 +395,41 @@ def _as_document(record: Record) -> Document:
     raise InvalidDocumentError(
         f"expected a Document or an (id, text[, meta]) tuple, got {type(record).__name__}"
     )
+
+
+def _batches(records: Iterable[Record], size: int, max_chars: int) -> Iterator[list[Document]]:
+    """Lists of at most ``size`` documents and (unless one document is larger) ``max_chars``."""
+    batch: list[Document] = []
+    chars = 0
+    for record in records:
+        document = _as_document(record)
+        batch.append(document)
+        chars += len(document.text) if isinstance(document.text, str) else 0
+        if len(batch) >= size or chars >= max_chars:
+            yield batch
+            batch, chars = [], 0
+    if batch:
+        yield batch
+
+
+class _Progress:
+    """Running counts for an ``on_progress`` callback."""
+
+    def __init__(self, callback: OnProgress | None) -> None:
+        self.callback = callback
+        self.done = self.saved = 0
+
+    def fingerprinted(self, count: int) -> None:
+        self.done += count
+        self._tell()
+
+    def stored(self, count: int) -> None:
+        self.saved += count
+        self._tell()
+
+    def _tell(self) -> None:
+        if self.callback is not None:
+            self.callback(self.done, self.saved)
 
 
 def _group_clusters(rows: Iterable[Any]) -> Iterator[Cluster]:

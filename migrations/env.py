@@ -10,7 +10,7 @@ application's tables and Alembic history never collide with ours.
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import Connection, create_engine
+from sqlalchemy import Connection, create_engine, text
 
 config = context.config
 
@@ -22,8 +22,14 @@ def _schema() -> str:
 
 def _run(connection: Connection) -> None:
     schema = _schema()
-    quoted = connection.dialect.identifier_preparer.quote(schema)
-    connection.exec_driver_sql(f"CREATE SCHEMA IF NOT EXISTS {quoted}")
+    exists = connection.execute(
+        text("SELECT 1 FROM pg_namespace WHERE nspname = :name"), {"name": schema}
+    ).first()
+    if exists is None:
+        # only when missing: a role that owns a schema its DBA created may lack CREATE on the
+        # database, which CREATE SCHEMA IF NOT EXISTS checks even when the schema is there
+        quoted = connection.dialect.identifier_preparer.quote_identifier(schema)
+        connection.execute(text(f"CREATE SCHEMA {quoted}"))
     context.configure(
         connection=connection,
         version_table="alembic_version",

@@ -23,6 +23,7 @@ from sqlalchemy import Connection, text
 
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.params import FingerprintParams
+from dedup_store.db.names import qualified, quote
 from dedup_store.db.verify import array_literal
 
 I64 = npt.NDArray[np.int64]
@@ -42,17 +43,26 @@ def key_indexes(params: FingerprintParams) -> list[tuple[str, str, int]]:
     ]
 
 
-def ensure_key_indexes(conn: Connection, schema: str, params: FingerprintParams) -> None:
-    """Create the per-slot key indexes the store's params call for, where missing."""
+def missing_key_indexes(
+    conn: Connection, schema: str, params: FingerprintParams
+) -> list[tuple[str, str, int]]:
+    """The per-slot key indexes a store with ``params`` needs and does not have."""
     names = text(
         "SELECT indexname FROM pg_indexes WHERE schemaname = :s AND tablename = 'documents'"
     )
     existing = set(conn.execute(names, {"s": schema}).scalars())
-    for name, column, slot in key_indexes(params):
-        if name not in existing:
-            conn.execute(
-                text(f'CREATE INDEX {name} ON "{schema}".documents USING hash (({column}[{slot}]))')
+    return [index for index in key_indexes(params) if index[0] not in existing]
+
+
+def create_key_indexes(conn: Connection, schema: str, indexes: list[tuple[str, str, int]]) -> None:
+    """Create the per-slot key indexes ``indexes`` (from :func:`missing_key_indexes`)."""
+    for name, column, slot in indexes:
+        conn.execute(
+            text(
+                f"CREATE INDEX {quote(name)} ON {qualified(schema, 'documents')} "
+                f"USING hash (({quote(column)}[{int(slot)}]))"
             )
+        )
 
 
 def slot_lookup(s: str, kind: int, slot: int, condition: str) -> str:
@@ -127,7 +137,7 @@ class Candidates:
 
 def find_candidates(conn: Connection, schema: str, groups: list[KeyGroup]) -> Candidates:
     """Pairs of (older document, new document) sharing a key, the new ones not yet stored."""
-    s = f'"{schema}"'
+    s = qualified(schema)
     branches = []
     parameters = {}
     for number, group in enumerate(groups):

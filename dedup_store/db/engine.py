@@ -19,6 +19,7 @@ import psycopg
 from sqlalchemy import Connection, Engine, create_engine, event, exc
 from sqlalchemy.engine import make_url
 
+from dedup_store.db.names import validate_schema
 from dedup_store.errors import DatabaseError
 
 Bind = str | Engine | Connection
@@ -49,7 +50,7 @@ class Database:
     """Owns (or borrows) the way to the database for one store."""
 
     def __init__(self, bind: Bind, schema: str) -> None:
-        self.schema = schema
+        self.schema = validate_schema(schema)
         self._owns_engine = isinstance(bind, str)
         self.connection: Connection | None = bind if isinstance(bind, Connection) else None
         self.engine: Engine | None
@@ -81,19 +82,32 @@ class Database:
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
-        """A connection in a transaction of ours, or in a savepoint of the caller's."""
+        """A connection in a transaction of ours, or in a savepoint of the caller's.
+
+        Raises:
+            DatabaseError: any error of the database or its driver, chained to its cause.
+        """
         try:
-            if self.connection is not None:
-                with self.connection.begin_nested():
-                    yield self.connection
-                return
-            assert self.engine is not None
-            with self.engine.begin() as conn:
+            with self._transaction() as conn:
                 yield conn
-        except exc.OperationalError as e:
-            if _sqlstate(e) in _RETRY_SQLSTATES:
-                raise
-            raise DatabaseError(f"database {self.url_for_messages}: {_first_line(e)}") from e
+        except (exc.SQLAlchemyError, psycopg.Error) as e:
+            raise self.error(e) from e
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Connection]:
+        if self.connection is not None:
+            with self.connection.begin_nested():
+                yield self.connection
+            return
+        assert self.engine is not None
+        with self.engine.begin() as conn:
+            yield conn
+
+    def error(self, e: BaseException) -> DatabaseError:
+        """``e`` as a :class:`DatabaseError` naming the database (without its password)."""
+        error = DatabaseError(f"database {self.url_for_messages}: {_first_line(e)}")
+        error.sqlstate = _sqlstate(e)
+        return error
 
     def read(self, work: Callable[[Connection], T]) -> T:
         """Run a read-only ``work`` of a single statement: in autocommit on our engine (no
@@ -107,11 +121,9 @@ class Database:
                 # a pooled connection the server dropped: reads are safe to run again
                 if attempt == 1 and e.connection_invalidated and self._read_engine is not None:
                     continue
-                if isinstance(e, exc.OperationalError):
-                    raise DatabaseError(
-                        f"database {self.url_for_messages}: {_first_line(e)}"
-                    ) from e
-                raise
+                raise self.error(e) from e
+            except (exc.SQLAlchemyError, psycopg.Error) as e:
+                raise self.error(e) from e
         raise AssertionError("unreachable")
 
     def _read_once(self, work: Callable[[Connection], T]) -> T:
@@ -126,19 +138,21 @@ class Database:
         """Run ``work`` in a transaction, retrying on serialization failures and deadlocks.
 
         Inside a caller's connection there is no retry: the caller owns the transaction.
+
+        Raises:
+            DatabaseError: any error of the database or its driver, chained to its cause.
         """
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
-                with self.transaction() as conn:
+                with self._transaction() as conn:
                     return work(conn)
             except exc.DBAPIError as e:
-                if self.connection is not None or _sqlstate(e) not in _RETRY_SQLSTATES:
-                    raise
-                if attempt == MAX_ATTEMPTS:
-                    raise DatabaseError(
-                        f"gave up after {attempt} attempts: {_first_line(e)}"
-                    ) from e
+                retry = self.connection is None and _sqlstate(e) in _RETRY_SQLSTATES
+                if not retry or attempt == MAX_ATTEMPTS:
+                    raise self.error(e) from e
                 time.sleep(random.uniform(0, 0.05 * 2**attempt))
+            except (exc.SQLAlchemyError, psycopg.Error) as e:
+                raise self.error(e) from e
         raise AssertionError("unreachable")
 
     def close(self) -> None:
@@ -178,8 +192,8 @@ def driver_connection(conn: Connection) -> psycopg.Connection[Any]:
     return raw
 
 
-def _sqlstate(e: exc.DBAPIError) -> str | None:
-    return getattr(e.orig, "sqlstate", None)
+def _sqlstate(e: BaseException) -> str | None:
+    return getattr(getattr(e, "orig", None) or e, "sqlstate", None)
 
 
 def _first_line(e: BaseException) -> str:

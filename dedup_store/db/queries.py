@@ -13,12 +13,17 @@ from sqlalchemy import Connection, TextClause, text
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.candidates import BAND, BLOCK, slot_lookup, top32
+from dedup_store.db.names import qualified
 from dedup_store.db.verify import (
     array_literal,
     fetch_document,
     score_parameters,
     scored_pairs_sql,
 )
+
+#: Options of the streamed reports: a server-side cursor fetched in chunks. Given per statement,
+#: so a caller's Connection keeps its own options.
+_STREAM = {"yield_per": 5000}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,14 +41,14 @@ class MatchRow:
 
 def load_params(conn: Connection, schema: str) -> FingerprintParams | None:
     """The params the store was created with, or ``None`` before they are saved."""
-    row = conn.execute(text(f'SELECT params FROM "{schema}".params WHERE id = 1')).first()
+    row = conn.execute(text(f"SELECT params FROM {qualified(schema)}.params WHERE id = 1")).first()
     return None if row is None else FingerprintParams.from_dict(row[0])
 
 
 def save_params(conn: Connection, schema: str, params: FingerprintParams) -> None:
     """Record the store's params (once)."""
     conn.execute(
-        text(f'INSERT INTO "{schema}".params (id, params) VALUES (1, CAST(:p AS jsonb))'),
+        text(f"INSERT INTO {qualified(schema)}.params (id, params) VALUES (1, CAST(:p AS jsonb))"),
         {"p": params.to_json()},
     )
 
@@ -62,7 +67,7 @@ def _key_lookups(s: str, band_count: int, block_count: int) -> list[str]:
 @lru_cache(maxsize=32)
 def _check_statement(schema: str, band_count: int, block_count: int) -> TextClause:
     """The statement of :func:`check_matches` (built once: it is long and parsed for binds)."""
-    s = f'"{schema}"'
+    s = qualified(schema)
     query = """(SELECT 0::bigint AS id, CAST(:exact AS bytea) AS exact_hash,
                        CAST(:simhash AS bigint) AS simhash,
                        CAST(:signature AS integer[]) AS signature,
@@ -106,7 +111,7 @@ def check_matches(conn: Connection, schema: str, fp: Fingerprint) -> list[MatchR
 
 def stored_matches(conn: Connection, schema: str, doc_id: int) -> list[MatchRow]:
     """The stored edges of one document, from either side."""
-    s = f'"{schema}"'
+    s = qualified(schema)
     rows = conn.execute(
         text(
             f"""SELECT o.id, o.external_id, o.cluster_id, e.method, e.jaccard, e.containment,
@@ -123,7 +128,10 @@ def stored_matches(conn: Connection, schema: str, doc_id: int) -> list[MatchRow]
 def find_documents(conn: Connection, schema: str, external_ids: Sequence[str]) -> dict[str, int]:
     """``{external id: internal id}`` for the stored ones among ``external_ids``."""
     rows = conn.execute(
-        text(f'SELECT external_id, id FROM "{schema}".documents WHERE external_id = ANY(:ids)'),
+        text(
+            f"SELECT external_id, id FROM {qualified(schema, 'documents')} "
+            "WHERE external_id = ANY(:ids)"
+        ),
         {"ids": list(external_ids)},
     )
     return {row[0]: row[1] for row in rows}
@@ -134,7 +142,7 @@ def cluster_ids(conn: Connection, schema: str, doc_ids: Sequence[int]) -> dict[i
     if not doc_ids:
         return {}
     rows = conn.execute(
-        text(f'SELECT id, cluster_id FROM "{schema}".documents WHERE id = ANY(:ids)'),
+        text(f"SELECT id, cluster_id FROM {qualified(schema)}.documents WHERE id = ANY(:ids)"),
         {"ids": list(doc_ids)},
     )
     return {row[0]: row[1] for row in rows}
@@ -146,7 +154,7 @@ def cluster_rows(conn: Connection, schema: str, label: int | None, min_size: int
     Rows ``(cluster_id, representative, external_id, created_at)``, grouped by cluster, oldest
     member first.
     """
-    s = f'"{schema}"'
+    s = qualified(schema)
     where = "m.cluster_id = :label" if label is not None else "z.size >= :min_size"
     statement = f"""
         SELECT m.cluster_id, m.representative, m.external_id, m.created_at
@@ -154,38 +162,49 @@ def cluster_rows(conn: Connection, schema: str, label: int | None, min_size: int
         WHERE {where}
         ORDER BY z.first_seen, m.cluster_id, m.doc_id
     """
-    result = conn.execution_options(yield_per=5000).execute(
-        text(statement), {"label": label, "min_size": min_size}
+    result = conn.execute(
+        text(statement), {"label": label, "min_size": min_size}, execution_options=_STREAM
     )
-    yield from result
+    try:
+        yield from result
+    finally:
+        result.close()
 
 
 def pair_rows(conn: Connection, schema: str) -> Iterator[Any]:
     """Every stored edge with both external ids, oldest first."""
-    result = conn.execution_options(yield_per=5000).execute(
+    result = conn.execute(
         text(
             "SELECT a, b, method, jaccard, containment, hamming, found_at "
-            f'FROM "{schema}".duplicate_pairs ORDER BY a_doc_id, b_doc_id'
-        )
+            f"FROM {qualified(schema, 'duplicate_pairs')} ORDER BY a_doc_id, b_doc_id"
+        ),
+        execution_options=_STREAM,
     )
-    yield from result
+    try:
+        yield from result
+    finally:
+        result.close()
 
 
 def export_rows(conn: Connection, schema: str) -> Iterator[Any]:
     """Every document with its cluster: ``(id, cluster_id, representative, created_at, meta)``."""
-    s = f'"{schema}"'
-    result = conn.execution_options(yield_per=5000).execute(
+    s = qualified(schema)
+    result = conn.execute(
         text(
             f"""SELECT d.external_id, d.cluster_id, r.external_id, d.created_at, d.meta
             FROM {s}.documents d JOIN {s}.documents r ON r.id = d.cluster_id ORDER BY d.id"""
-        )
+        ),
+        execution_options=_STREAM,
     )
-    yield from result
+    try:
+        yield from result
+    finally:
+        result.close()
 
 
 def stats_row(conn: Connection, schema: str) -> dict[str, Any]:
     """Counts over the whole store."""
-    s = f'"{schema}"'
+    s = qualified(schema)
     documents, clusters, dup_clusters, dup_docs = conn.execute(
         text(
             f"""SELECT coalesce(sum(size), 0), count(*), count(*) FILTER (WHERE size > 1),

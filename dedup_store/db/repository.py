@@ -28,6 +28,7 @@ from dedup_store.db.candidates import (
     sample_columns,
     top32,
 )
+from dedup_store.db.names import qualified
 from dedup_store.db.verify import fetch_document, score_parameters, scored_pairs_sql
 
 I64 = npt.NDArray[np.int64]
@@ -69,9 +70,9 @@ def allocate_ids(conn: Connection, schema: str, count: int) -> I64:
     """
     if count == 0:
         return np.empty(0, dtype=np.int64)
-    sequence = f"'\"{schema}\".document_ids'"
     last = conn.execute(
-        text(f"SELECT setval({sequence}, nextval({sequence}) + :n - 1)"), {"n": count}
+        text("SELECT setval(CAST(:seq AS regclass), nextval(CAST(:seq AS regclass)) + :n - 1)"),
+        {"seq": qualified(schema, "document_ids"), "n": count},
     ).scalar_one()
     first = last - count + 1
     return np.arange(first, first + count, dtype=np.int64)
@@ -155,7 +156,7 @@ def store_edges(
     One statement: the candidates found by their keys, plus the documents with an equal exact
     hash (an index probe per new document), scored in SQL.
     """
-    s = f'"{schema}"'
+    s = qualified(schema)
     found = f"""
         ne AS (SELECT o.id AS a, nd.id AS b
                FROM {s}.documents nd
@@ -199,7 +200,7 @@ def merge_clusters(conn: Connection, schema: str, edges: Sequence[EdgeRow]) -> d
     labels = sorted(set(label_of.values()))
     sizes = conn.execute(
         text(
-            f'SELECT cluster_id, count(*) FROM "{schema}".documents '
+            f"SELECT cluster_id, count(*) FROM {qualified(schema)}.documents "
             "WHERE cluster_id = ANY(:labels) GROUP BY cluster_id"
         ),
         {"labels": labels},
@@ -216,7 +217,7 @@ def refresh_statistics(conn: Connection, schema: str, newest_id: int) -> bool:
     Servers with autovacuum off (or slow to catch up during a bulk load) would otherwise plan
     every statement for empty tables. Doubling keeps the total cost logarithmic.
     """
-    s = f'"{schema}"'
+    s = qualified(schema)
     known = conn.execute(
         text("SELECT reltuples FROM pg_class WHERE oid = CAST(:t AS regclass)"),
         {"t": f"{s}.documents"},
@@ -233,7 +234,7 @@ def relabel(conn: Connection, schema: str, mapping: Mapping[int, int]) -> None:
     if mapping:
         conn.execute(
             text(
-                f'UPDATE "{schema}".documents d SET cluster_id = m.new '
+                f"UPDATE {qualified(schema)}.documents d SET cluster_id = m.new "
                 "FROM unnest(CAST(:old AS bigint[]), CAST(:new AS bigint[])) AS m(old, new) "
                 "WHERE d.cluster_id = m.old"
             ),
@@ -247,7 +248,7 @@ def delete_documents(conn: Connection, schema: str, doc_ids: Sequence[int]) -> N
     Sample key rows are found through their lookup index: they are a subset of the stored
     shingles.
     """
-    s = f'"{schema}"'
+    s = qualified(schema)
     labels = conn.execute(
         text(f"SELECT cluster_id FROM {s}.documents WHERE id = ANY(:ids)"), {"ids": list(doc_ids)}
     ).scalars()
@@ -273,7 +274,7 @@ def split_clusters(conn: Connection, schema: str, labels: set[int]) -> None:
     A component that still holds the document whose id is the cluster's label keeps it; any
     other component is labelled by its oldest member.
     """
-    s = f'"{schema}"'
+    s = qualified(schema)
     members = conn.execute(
         text(f"SELECT id, cluster_id FROM {s}.documents WHERE cluster_id = ANY(:labels)"),
         {"labels": sorted(labels)},

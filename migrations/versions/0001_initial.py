@@ -116,7 +116,7 @@ GROUP BY 1;
 
 
 def _quoted(schema: str) -> str:
-    return '"' + schema.replace('"', '""') + '"'
+    return str(op.get_bind().dialect.identifier_preparer.quote_identifier(schema))
 
 
 def upgrade(schema: str = "dedup") -> None:

@@ -83,7 +83,7 @@ ALTER TABLE {s}.documents
 
 
 def _quoted(schema: str) -> str:
-    return '"' + schema.replace('"', '""') + '"'
+    return str(op.get_bind().dialect.identifier_preparer.quote_identifier(schema))
 
 
 def upgrade(schema: str = "dedup") -> None:

@@ -1,0 +1,209 @@
+"""The store as a guest in a host's database: safe names, the host's transaction untouched,
+least privilege, and readers that never wait on writers."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
+
+from dedup_store import DatabaseError, DedupStore, DedupStoreError, InvalidNameError
+from dedup_store.db import migrate
+from tests.conftest import SqlRecorder
+
+TEXT = "The quarterly report shows revenue rising in every region the company serves today."
+EDIT = "The quarterly report shows revenue rising in every region the company serves now."
+
+INJECTIONS = [
+    "dedup\".params;COPY(SELECT)TO PROGRAM'id>rp.txt';--",
+    'x"; DROP TABLE pg_class; --',
+    "x'; SELECT pg_sleep(10); --",
+    "x.y",
+    "x y",
+    "",
+    "1abc",
+    "a" * 64,
+    "naïve",
+    "x\x00y",
+    "$x",
+]
+
+
+def _schemas(engine: Engine) -> set[str]:
+    with engine.connect() as conn:
+        return set(conn.execute(text("SELECT nspname FROM pg_namespace")).scalars())
+
+
+@pytest.mark.parametrize("name", INJECTIONS)
+def test_hostile_schema_names_are_refused_before_any_sql(
+    engine: Engine,
+    database_url: str,
+    sql_recorder: SqlRecorder,
+    name: str,
+) -> None:
+    before = _schemas(engine)
+    sql_recorder.statements.clear()
+    for bind in (engine, database_url):
+        with pytest.raises(InvalidNameError, match="invalid schema name"):
+            DedupStore(bind, schema=name)
+    for call in (migrate.upgrade, migrate.downgrade, migrate.current):
+        with pytest.raises(InvalidNameError):
+            call(engine, name)
+    assert sql_recorder.statements == []  # refused before a statement was built
+    assert _schemas(engine) == before
+
+
+def test_hostile_ids_and_metadata_are_plain_values(store: DedupStore) -> None:
+    hostile = "x'); DROP TABLE documents; --"
+    store.add(hostile, TEXT, {hostile: hostile, "tags": ['"; SELECT 1; --']})
+    assert store.add("other", EDIT).matches[0].external_id == hostile
+    assert [m.external_id for m in store.similar("other")] == [hostile]
+    assert store.cluster(hostile).members == [hostile, "other"]
+    exported = {row["id"]: row["meta"] for row in store.export()}
+    assert exported[hostile] == {hostile: hostile, "tags": ['"; SELECT 1; --']}
+    assert store.delete([hostile]) == 1
+    assert store.stats().documents == 1
+
+
+def test_reads_inside_a_host_transaction_then_rollback_leaves_nothing(
+    engine: Engine, schema: str
+) -> None:
+    with engine.connect() as conn:
+        transaction = conn.begin()
+        options = dict(conn.get_execution_options())
+        store = DedupStore(conn, schema=schema)
+        store.add("a", TEXT)
+        store.add("b", EDIT)
+        assert store.cluster("b").members == ["a", "b"]
+        assert [c.members for c in store.clusters()] == [["a", "b"]]
+        assert [(p.a, p.b) for p in store.pairs()] == [("a", "b")]
+        assert [row["id"] for row in store.export()] == ["a", "b"]
+        # a stream abandoned half way leaves the host's connection usable
+        next(iter(store.export()))
+        assert conn.execute(text("SELECT 1")).scalar_one() == 1
+        assert dict(conn.get_execution_options()) == options
+        assert conn.in_transaction() and transaction.is_active
+        transaction.rollback()
+    assert schema not in _schemas(engine)
+
+
+def test_a_failed_call_inside_a_host_transaction_is_ours_and_chained(
+    engine: Engine, schema: str
+) -> None:
+    with engine.connect() as conn, conn.begin():
+        store = DedupStore(conn, schema=schema)
+        store.add("a", TEXT)
+        conn.execute(text(f'ALTER TABLE "{schema}".documents RENAME TO gone'))
+        with pytest.raises(DatabaseError) as caught:
+            store.stats()
+        assert caught.value.__cause__ is not None
+        assert caught.value.sqlstate == "42P01"  # undefined_table
+        # the savepoint was rolled back: the host's transaction goes on
+        assert conn.execute(text("SELECT 1")).scalar_one() == 1
+
+
+def test_every_database_error_is_a_dedup_store_error(engine: Engine, schema: str) -> None:
+    with DedupStore(engine, schema=schema) as store:
+        store.add("a", TEXT)
+        with engine.begin() as conn:
+            conn.execute(text(f'DROP TABLE "{schema}".edges CASCADE'))
+        for call in (store.stats, lambda: list(store.pairs()), lambda: store.add("b", EDIT)):
+            with pytest.raises(DedupStoreError):
+                call()
+
+
+def test_add_does_the_work_of_one_document(store: DedupStore, sql_recorder: SqlRecorder) -> None:
+    store.add("a", TEXT)
+    threads = threading.active_count()
+    sql_recorder.statements.clear()
+    store.add("b", EDIT)
+    assert threading.active_count() == threads
+    whole_store = [s for s in sql_recorder.queries() if "GROUP BY cluster_id) c" in s]
+    assert whole_store == []
+
+
+@pytest.fixture
+def role(engine: Engine) -> Iterator[str]:
+    """A login role with no privilege of its own; dropped with what it owns."""
+    name = f"r_{uuid.uuid4().hex[:10]}"
+    with engine.begin() as conn:
+        conn.execute(text(f'CREATE ROLE "{name}" LOGIN'))
+    yield name
+    with engine.begin() as conn:
+        conn.execute(text(f'DROP OWNED BY "{name}" CASCADE'))
+        conn.execute(text(f'DROP ROLE "{name}"'))
+
+
+def _url_for(database_url: str, role: str) -> str:
+    url = make_url(database_url).set(username=role, password=None)
+    return url.render_as_string(hide_password=False)
+
+
+def test_a_role_that_only_owns_its_schema_runs_the_store(
+    engine: Engine, database_url: str, schema: str, role: str
+) -> None:
+    with engine.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}" AUTHORIZATION "{role}"'))
+        can_create = conn.execute(
+            text("SELECT has_database_privilege(:r, current_database(), 'CREATE')"), {"r": role}
+        ).scalar_one()
+    assert not can_create
+    with DedupStore(_url_for(database_url, role), schema=schema) as store:
+        store.add("a", TEXT)
+        assert store.add("b", EDIT).matches[0].external_id == "a"
+        assert store.check(TEXT).matches
+        assert [c.members for c in store.clusters()] == [["a", "b"]]
+        assert store.delete("b") == 1
+
+
+def test_a_reporting_role_reads_the_views_and_nothing_else(
+    engine: Engine, database_url: str, store: DedupStore, role: str
+) -> None:
+    store.add("a", TEXT)
+    store.add("b", EDIT)
+    schema = store.schema
+    with engine.begin() as conn:  # the grants the README documents for a reporting role
+        conn.execute(text(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"'))
+        for view in ("duplicate_pairs", "cluster_members", "cluster_sizes", "duplicates_per_day"):
+            conn.execute(text(f'GRANT SELECT ON "{schema}".{view} TO "{role}"'))
+    reporting = create_engine(_url_for(database_url, role))
+    try:
+        with reporting.connect() as conn:
+            pairs = conn.execute(text(f'SELECT a, b FROM "{schema}".duplicate_pairs')).all()
+            assert [tuple(p) for p in pairs] == [("a", "b")]
+            sizes = conn.execute(text(f'SELECT size FROM "{schema}".cluster_sizes')).scalars()
+            assert list(sizes) == [2]
+        with reporting.connect() as conn, pytest.raises(Exception, match="permission denied"):
+            conn.execute(text(f'SELECT * FROM "{schema}".documents'))
+    finally:
+        reporting.dispose()
+
+
+def test_readers_never_wait_on_a_writer(engine: Engine, database_url: str, schema: str) -> None:
+    with DedupStore(database_url, schema=schema) as store:
+        store.add("a", TEXT)
+    writer = engine.connect()
+    writer.begin()
+    # the lock a writing batch holds until it commits
+    writer.execute(text("SELECT pg_advisory_xact_lock(hashtext(:n))"), {"n": f"dedup:{schema}"})
+    answers: list[object] = []
+
+    def read() -> None:
+        with DedupStore(database_url, schema=schema, create=False) as reader:
+            answers.extend([reader.stats().documents, reader.check(EDIT).status.value])
+            answers.append([c.members for c in reader.clusters(min_size=1)])
+
+    thread = threading.Thread(target=read, daemon=True)
+    try:
+        thread.start()
+        thread.join(timeout=30)
+        assert not thread.is_alive(), "a reader waited on the writers' lock"
+    finally:
+        writer.rollback()
+        writer.close()
+    thread.join()
+    assert answers == [1, "near_duplicate", [["a"]]]
