@@ -15,7 +15,7 @@ from sqlalchemy import Connection
 
 from dedup_store.core.fingerprint import DEFAULT_MAX_BYTES, fingerprint
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import candidates, migrate, queries, repository
+from dedup_store.db import candidates, migrate, queries, repository, single
 from dedup_store.db.engine import Bind, Database
 from dedup_store.db.names import validate_schema
 from dedup_store.db.queries import MatchRow
@@ -144,10 +144,28 @@ class DedupStore:
             InvalidDocumentError: bad text (NUL, invalid UTF-8, too large) or id.
             EmptyDocumentError: no words left after canonicalization.
         """
-        prepared = self._prepare([Document(id, text, meta)], update)
+        document = Document(id, text, meta)
+        if update:
+            return self.add_many([document], update=True)[0]
+        prepared = prepare_batch([document], self.params, {}, False, self.max_bytes)
         if prepared.errors:
             raise prepared.first_error()
-        return self._write(prepared).results[0]
+        fp = prepared.batch.row(0)
+        language = prepared.language_of_row(0)
+        body = text if self.keep_text else None
+
+        def work(conn: Connection) -> single.SingleOutcome:
+            repository.lock_writers(conn, self.schema)
+            outcome = single.add_document(conn, self.schema, fp, id, meta, body, language)
+            if outcome.inserted and outcome.doc_id % 1024 == 0:
+                repository.refresh_statistics(conn, self.schema, outcome.doc_id)
+            return outcome
+
+        outcome = self._db.run(work)
+        if not outcome.inserted:
+            return AddResult(id, Status.SKIPPED, [], outcome.cluster_id)
+        matches = sorted_matches(outcome.matches)
+        return AddResult(id, _status(matches), matches, outcome.cluster_id)
 
     def add_many(
         self, records: Iterable[Record], *, batch_size: int = 2000, update: bool = False

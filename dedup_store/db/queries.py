@@ -65,8 +65,12 @@ def _key_lookups(s: str, band_count: int, block_count: int) -> list[str]:
 
 
 @lru_cache(maxsize=32)
-def _check_statement(schema: str, band_count: int, block_count: int) -> TextClause:
-    """The statement of :func:`check_matches` (built once: it is long and parsed for binds)."""
+def matches_sql(schema: str, band_count: int, block_count: int) -> str:
+    """A query of the verified matches of an unstored fingerprint given in bind parameters.
+
+    Rows ``(a, external_id, cluster_id, method, jaccard, containment, hamming)``; the
+    parameters are :func:`fingerprint_parameters`.
+    """
     s = qualified(schema)
     query = """(SELECT 0::bigint AS id, CAST(:exact AS bytea) AS exact_hash,
                        CAST(:simhash AS bigint) AS simhash,
@@ -85,16 +89,21 @@ def _check_statement(schema: str, band_count: int, block_count: int) -> TextClau
         ) found GROUP BY a
     ) cand"""
     scored = scored_pairs_sql(f"{candidates} {fetch_document(s, 'x', 'cand.a')} CROSS JOIN {query}")
-    return text(f"""
+    return f"""
         SELECT j.a, d.external_id, d.cluster_id, j.method, j.jaccard, j.containment, j.hamming
         FROM ({scored}) j JOIN {s}.documents d ON d.id = j.a
         WHERE j.method IS NOT NULL
-    """)
+    """
 
 
-def check_matches(conn: Connection, schema: str, fp: Fingerprint) -> list[MatchRow]:
-    """Verified matches of an unstored fingerprint: ONE statement, candidates and scores."""
-    statement = _check_statement(schema, len(fp.band_keys), len(fp.block_keys))
+@lru_cache(maxsize=32)
+def _check_statement(schema: str, band_count: int, block_count: int) -> TextClause:
+    """The statement of :func:`check_matches` (built once: it is long and parsed for binds)."""
+    return text(matches_sql(schema, band_count, block_count))
+
+
+def fingerprint_parameters(fp: Fingerprint) -> dict[str, Any]:
+    """The bind parameters of :func:`matches_sql` for ``fp``."""
     parameters: dict[str, Any] = {
         "exact": fp.exact_hash,
         "simhash": int(np.uint64(fp.simhash).view(np.int64)),
@@ -106,7 +115,13 @@ def check_matches(conn: Connection, schema: str, fp: Fingerprint) -> list[MatchR
     }
     for kind, keys in ((BAND, fp.band_keys), (BLOCK, fp.block_keys)):
         parameters.update({f"k{kind}_{i}": key for i, key in enumerate(keys.tolist(), start=1)})
-    return [MatchRow(*row) for row in conn.execute(statement, parameters)]
+    return parameters
+
+
+def check_matches(conn: Connection, schema: str, fp: Fingerprint) -> list[MatchRow]:
+    """Verified matches of an unstored fingerprint: ONE statement, candidates and scores."""
+    statement = _check_statement(schema, len(fp.band_keys), len(fp.block_keys))
+    return [MatchRow(*row) for row in conn.execute(statement, fingerprint_parameters(fp))]
 
 
 def stored_matches(conn: Connection, schema: str, doc_id: int) -> list[MatchRow]:

@@ -1,0 +1,135 @@
+"""One new document written in one statement: the lookup of ``check``, then every write.
+
+Adding a single document through the batch path costs a dozen round trips (candidate lookup,
+two COPYs, edges, cluster sizes, relabelling). Here the writers' lock is taken, then one
+statement finds and scores the document's matches exactly as ``check`` does (which is what the
+batch path computes for one document), inserts the document, its sample keys and its edges, and
+merges the clusters it joins: it takes the cluster of the largest matched cluster (ties: the
+oldest label) and moves the members of the other matched clusters into it, as
+:func:`~dedup_store.clustering.merge_labels` does.
+
+The statement's snapshot is taken after the lock is granted, so it sees every batch committed
+before, like the batch path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import Connection, TextClause, text
+
+from dedup_store.core.fingerprint import Fingerprint
+from dedup_store.db.names import qualified
+from dedup_store.db.queries import MatchRow, fingerprint_parameters, matches_sql
+from dedup_store.db.verify import array_literal
+
+
+@dataclasses.dataclass(frozen=True)
+class SingleOutcome:
+    """What :func:`add_document` did.
+
+    Attributes:
+        doc_id: the new document's internal id, or the stored one's when the id was known.
+        inserted: ``False`` when the external id was already stored (nothing was written).
+        cluster_id: the document's cluster afterwards.
+        matches: its verified matches with older documents (none when not inserted).
+    """
+
+    doc_id: int
+    inserted: bool
+    cluster_id: int
+    matches: list[MatchRow]
+
+
+@lru_cache(maxsize=32)
+def _statement(schema: str, band_count: int, block_count: int) -> TextClause:
+    s = qualified(schema)
+    return text(f"""
+        WITH known AS (
+            SELECT id, cluster_id FROM {s}.documents WHERE external_id = :external_id
+        ),
+        new_id AS (
+            SELECT nextval(CAST(:seq AS regclass)) AS id WHERE NOT EXISTS (SELECT 1 FROM known)
+        ),
+        matched AS MATERIALIZED (
+            SELECT * FROM ({matches_sql(schema, band_count, block_count)}) m
+            WHERE EXISTS (SELECT 1 FROM new_id)
+        ),
+        sizes AS MATERIALIZED (
+            SELECT d.cluster_id, count(*) AS size FROM {s}.documents d
+            WHERE d.cluster_id IN (SELECT cluster_id FROM matched) GROUP BY d.cluster_id
+        ),
+        keeper AS MATERIALIZED (
+            SELECT coalesce(
+                (SELECT cluster_id FROM sizes ORDER BY size DESC, cluster_id LIMIT 1),
+                (SELECT id FROM new_id)
+            ) AS label
+        ),
+        document AS (
+            INSERT INTO {s}.documents (
+                id, cluster_id, simhash, exact_hash, signature, band_keys, block_keys,
+                shingle_count, token_count, length, external_id, language, meta, body, shingles)
+            SELECT n.id, k.label, CAST(:simhash AS bigint), CAST(:exact AS bytea),
+                   CAST(:signature AS integer[]), CAST(:band_keys AS bigint[]),
+                   CAST(:block_keys AS bigint[]), :shingle_count, :token_count, :length,
+                   :external_id, :language, CAST(:meta AS jsonb), :body,
+                   CAST(:shingles AS integer[])
+            FROM new_id n CROSS JOIN keeper k
+        ),
+        sample AS (
+            INSERT INTO {s}.sample_keys (key, doc_id)
+            SELECT key, n.id FROM new_id n CROSS JOIN unnest(CAST(:sk AS integer[])) AS key
+        ),
+        edge AS (
+            INSERT INTO {s}.edges (a, b, method, jaccard, containment, hamming)
+            SELECT m.a, n.id, m.method, m.jaccard, m.containment, m.hamming
+            FROM matched m CROSS JOIN new_id n
+        ),
+        moved AS (
+            UPDATE {s}.documents d SET cluster_id = k.label FROM keeper k
+            WHERE d.cluster_id IN (SELECT cluster_id FROM sizes) AND d.cluster_id <> k.label
+        )
+        SELECT coalesce((SELECT id FROM new_id), (SELECT id FROM known)),
+               EXISTS (SELECT 1 FROM new_id),
+               coalesce((SELECT label FROM keeper), (SELECT cluster_id FROM known)),
+               NULL, NULL, NULL, NULL, NULL, NULL
+        UNION ALL
+        SELECT m.a, NULL, NULL, m.external_id, m.cluster_id, m.method, m.jaccard,
+               m.containment, m.hamming
+        FROM matched m
+    """)
+
+
+def add_document(
+    conn: Connection,
+    schema: str,
+    fp: Fingerprint,
+    external_id: str,
+    meta: Any,
+    body: str | None,
+    language: str,
+) -> SingleOutcome:
+    """Insert one document unless its external id is stored; call it holding the writers' lock.
+
+    ``meta`` must be JSON-serializable (validated by the caller).
+    """
+    statement = _statement(schema, len(fp.band_keys), len(fp.block_keys))
+    parameters = {
+        **fingerprint_parameters(fp),
+        "seq": qualified(schema, "document_ids"),
+        "external_id": external_id,
+        "band_keys": array_literal(fp.band_keys.tolist()),
+        "block_keys": array_literal(fp.block_keys.tolist()),
+        "token_count": fp.token_count,
+        "length": len(fp.canonical_text),
+        "language": language,
+        "meta": None if meta is None else json.dumps(meta, ensure_ascii=False),
+        "body": body,
+    }
+    head, *rows = conn.execute(statement, parameters).all()
+    doc_id, inserted, cluster_id = int(head[0]), bool(head[1]), int(head[2])
+    matches = [MatchRow(*row[:1], *row[3:]) for row in rows]
+    return SingleOutcome(doc_id, inserted, cluster_id, matches)
