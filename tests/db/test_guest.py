@@ -183,6 +183,23 @@ def test_a_reporting_role_reads_the_views_and_nothing_else(
         reporting.dispose()
 
 
+def test_a_read_only_role_runs_the_read_calls(
+    engine: Engine, database_url: str, store: DedupStore, role: str
+) -> None:
+    store.add("a", TEXT)
+    store.add("b", EDIT)
+    with engine.begin() as conn:  # the grants the README documents for a read-only role
+        conn.execute(text(f'GRANT USAGE ON SCHEMA "{store.schema}" TO "{role}"'))
+        conn.execute(text(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{store.schema}" TO "{role}"'))
+    with DedupStore(_url_for(database_url, role), schema=store.schema, create=False) as reader:
+        assert reader.check(EDIT).status.value == "exact_duplicate"
+        assert [m.external_id for m in reader.similar("b")] == ["a"]
+        assert reader.stats().documents == 2
+        assert [c.members for c in reader.clusters()] == [["a", "b"]]
+        with pytest.raises(DatabaseError, match="permission denied"):
+            reader.add("c", TEXT)
+
+
 def test_readers_never_wait_on_a_writer(engine: Engine, database_url: str, schema: str) -> None:
     with DedupStore(database_url, schema=schema) as store:
         store.add("a", TEXT)
