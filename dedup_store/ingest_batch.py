@@ -15,6 +15,7 @@ from dedup_store.core.canonical import has_cjk
 from dedup_store.core.fingerprint import FingerprintBatch, fingerprint_batch, validate_text
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.repository import EdgeRow
+from dedup_store.db.verify import merging_methods
 from dedup_store.errors import DedupStoreError, EmptyDocumentError, InvalidDocumentError
 from dedup_store.results import AddResult, Document, Match, Method, RecordError, Status
 
@@ -111,7 +112,9 @@ class PreparedBatch:
             position = self.row_position[row]
             external_id = self.documents[position].id
             found = sorted(matches.get(doc_id, []), key=_edge_rank)
-            status = _status(found, self.update and external_id in self.known_before)
+            status = _status(
+                found, self.update and external_id in self.known_before, self.batch.params
+            )
             cluster = mapping.get(doc_id, doc_id)
             cluster_of_id[external_id] = cluster
             results[position] = AddResult(external_id, status, [_match(e) for e in found], cluster)
@@ -134,12 +137,10 @@ def _match(edge: EdgeRow) -> Match:
     )
 
 
-def _status(edges: Sequence[EdgeRow], replaced: bool) -> Status:
+def _status(edges: Sequence[EdgeRow], replaced: bool, params: FingerprintParams) -> Status:
     if replaced:
         return Status.UPDATED
-    if any(e.method == Method.EXACT.value for e in edges):
-        return Status.EXACT_DUPLICATE
-    return Status.NEAR_DUPLICATE if edges else Status.NEW
+    return Status.of((e.method for e in edges), merging_methods(params))
 
 
 def prepare_batch(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 
@@ -19,9 +19,27 @@ class Status(enum.StrEnum):
     """The external id was already stored and ``update`` was not asked for."""
     UPDATED = "updated"
     """The external id was already stored and its text was replaced (``update=True``)."""
+    EXCERPT = "excerpt"
+    """Only excerpt matches: it contains, or is contained in, a stored document without being
+    a near-duplicate of it (reported, but not merged into its cluster by default)."""
 
     def __str__(self) -> str:
         return self.value
+
+    @classmethod
+    def of(cls, methods: Iterable[str], merging: Collection[str]) -> Status:
+        """The status of a document whose matches have ``methods``.
+
+        Args:
+            methods: the method of each match.
+            merging: the methods whose matches merge clusters in the store.
+        """
+        found = set(methods)
+        if "exact" in found:
+            return cls.EXACT_DUPLICATE
+        if found & set(merging):
+            return cls.NEAR_DUPLICATE
+        return cls.EXCERPT if found else cls.NEW
 
 
 class Method(enum.StrEnum):
@@ -131,6 +149,7 @@ class IngestSummary:
     near_duplicates: int = 0
     skipped: int = 0
     updated: int = 0
+    excerpts: int = 0
     errors: int = 0
     clusters: int | None = None
     """Clusters in the store afterwards, when counted (``ingest(count_clusters=True)``)."""
@@ -145,6 +164,7 @@ class IngestSummary:
             Status.NEAR_DUPLICATE: "near_duplicates",
             Status.SKIPPED: "skipped",
             Status.UPDATED: "updated",
+            Status.EXCERPT: "excerpts",
         }[result.status]
         setattr(self, field, getattr(self, field) + 1)
 
@@ -196,7 +216,12 @@ class Cluster:
 
 @dataclasses.dataclass(frozen=True)
 class Pair:
-    """A stored match edge between two documents (``a`` is the older one)."""
+    """A stored match edge between two documents (``a`` is the older one).
+
+    Attributes:
+        excerpt: for an excerpt match (method ``containment``), the id of the smaller document,
+            the one contained in the other; ``None`` for other methods.
+    """
 
     a: str
     b: str
@@ -205,6 +230,7 @@ class Pair:
     containment: float
     hamming: int
     found_at: dt.datetime
+    excerpt: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

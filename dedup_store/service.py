@@ -20,6 +20,7 @@ from dedup_store.db.engine import Bind, Database
 from dedup_store.db.names import validate_schema
 from dedup_store.db.queries import MatchRow
 from dedup_store.db.schema import DEFAULT_SCHEMA
+from dedup_store.db.verify import merging_methods
 from dedup_store.errors import InvalidDocumentError, UnknownDocumentError
 from dedup_store.ingest_batch import BatchOutcome, PreparedBatch, prepare_batch
 from dedup_store.results import (
@@ -165,7 +166,7 @@ class DedupStore:
         if not outcome.inserted:
             return AddResult(id, Status.SKIPPED, [], outcome.cluster_id)
         matches = sorted_matches(outcome.matches)
-        return AddResult(id, _status(matches), matches, outcome.cluster_id)
+        return AddResult(id, _status(matches, self.params), matches, outcome.cluster_id)
 
     def add_many(
         self, records: Iterable[Record], *, batch_size: int = 2000, update: bool = False
@@ -267,11 +268,13 @@ class DedupStore:
         repository.lock_writers(conn, self.schema)
         known = queries.find_documents(conn, self.schema, prepared.candidate_ids())
         if prepared.update and known:
-            repository.delete_documents(conn, self.schema, list(known.values()))
+            repository.delete_documents(conn, self.schema, list(known.values()), self.params)
             known = {}
         rows = prepared.rows_to_insert(known)
-        ids = repository.allocate_ids(conn, self.schema, len(rows))
-        new = repository.NewRows(prepared.batch, np.asarray(rows, dtype=np.int64), ids)
+        new = repository.new_rows(
+            conn, self.schema, prepared.batch, np.asarray(rows, dtype=np.int64)
+        )
+        ids = new.ids
         found = candidates.find_candidates(conn, self.schema, new.key_groups())
         docs = [prepared.document_of_row(r) for r in rows]
         repository.insert_documents(
@@ -284,7 +287,7 @@ class DedupStore:
             [prepared.language_of_row(r) for r in rows],
         )
         edges = repository.store_edges(conn, self.schema, new, found)
-        mapping = repository.merge_clusters(conn, self.schema, edges)
+        mapping = repository.merge_clusters(conn, self.schema, edges, self.params)
         if len(ids):
             repository.refresh_statistics(conn, self.schema, int(ids[-1]))
         twin_clusters = queries.cluster_ids(conn, self.schema, prepared.twin_ids(known))
@@ -301,8 +304,10 @@ class DedupStore:
         fp = fingerprint(text, self.params)
         rows = self._run(lambda conn: queries.check_matches(conn, self.schema, fp))
         matches = sorted_matches(rows)
-        status = _status(matches)
-        best = min(rows, key=lambda r: (_METHOD_ORDER[r.method], -r.jaccard), default=None)
+        status = _status(matches, self.params)
+        merging = merging_methods(self.params)
+        joined = [r for r in rows if r.method in merging]
+        best = min(joined, key=lambda r: (_METHOD_ORDER[r.method], -r.jaccard), default=None)
         return AddResult("", status, matches, best.cluster_id if best else None)
 
     def similar(self, id: str) -> list[Match]:
@@ -332,10 +337,11 @@ class DedupStore:
     def pairs(self) -> Iterator[Pair]:
         """Every stored match edge (streamed)."""
         with self._db.transaction() as conn:
-            for a, b, method, jaccard, containment, hamming, found_at in queries.pair_rows(
-                conn, self.schema
-            ):
-                yield Pair(a, b, Method(method), jaccard, containment, hamming, found_at)
+            for row in queries.pair_rows(conn, self.schema):
+                a, b, method, jaccard, containment, hamming, found_at, excerpt = row
+                yield Pair(
+                    a, b, Method(method), jaccard, containment, hamming, found_at, excerpt
+                )
 
     def export(self) -> Iterator[dict[str, Any]]:
         """Every document with its cluster (streamed)."""
@@ -372,7 +378,7 @@ class DedupStore:
             missing = [i for i in wanted if i not in found]
             if missing:
                 raise UnknownDocumentError(missing[0])
-            repository.delete_documents(conn, self.schema, list(found.values()))
+            repository.delete_documents(conn, self.schema, list(found.values()), self.params)
             return len(found)
 
         return self._db.run(work)
@@ -399,10 +405,8 @@ class DedupStore:
         self.close()
 
 
-def _status(matches: Sequence[Match]) -> Status:
-    if any(m.method is Method.EXACT for m in matches):
-        return Status.EXACT_DUPLICATE
-    return Status.NEAR_DUPLICATE if matches else Status.NEW
+def _status(matches: Sequence[Match], params: FingerprintParams) -> Status:
+    return Status.of((m.method.value for m in matches), merging_methods(params))
 
 
 def _as_document(record: Record) -> Document:

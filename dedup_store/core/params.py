@@ -17,7 +17,10 @@ HtmlMode = Literal["auto", "always", "never"]
 VerifyMode = Literal["exact", "estimate"]
 
 BRODER_SUPER_SHINGLES = 6
-PARAMS_FORMAT = 1
+PARAMS_FORMAT = 2
+#: Values of parameters that stores written with an older format did not record: they keep
+#: the rules they were built with.
+LEGACY_VALUES = {1: {"simhash_min_jaccard": 0.0, "containment_merges": True}}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,8 +39,12 @@ class FingerprintParams:
             false positive costs time, a false negative costs recall.
         simhash_k: Hamming distance at or below which two SimHashes match.
         simhash_blocks: Number of blocks the 64 bits are split into (must exceed ``simhash_k``).
+        simhash_min_jaccard: Jaccard similarity a pair within ``simhash_k`` must also reach to
+            match (SimHash alone lets shared boilerplate decide).
         containment: Containment threshold for excerpts (share of the smaller document inside the
             larger one); ``0`` turns the excerpt index off.
+        containment_merges: Whether an excerpt match (the smaller document inside the larger
+            one) merges the two documents' clusters; by default it is reported, not merged.
         winnow_window: Winnowing window (in shingles) for the excerpt index: any shared run of
             ``winnow_window + shingle_size - 1`` words is guaranteed to share an index key.
         stopwords: Drop English, Russian and Chinese stop words.
@@ -56,7 +63,9 @@ class FingerprintParams:
     false_negative_weight: float = 0.95
     simhash_k: int = 3
     simhash_blocks: int = 5
+    simhash_min_jaccard: float = 0.3
     containment: float = 0.8
+    containment_merges: bool = False
     winnow_window: int = 16
     stopwords: bool = True
     stem: bool = False
@@ -78,7 +87,8 @@ class FingerprintParams:
         _check_unit(self, "threshold", open_low=True)
         _check_unit(self, "false_negative_weight", open_low=True)
         _check_unit(self, "containment")
-        for name in ("stopwords", "stem"):
+        _check_unit(self, "simhash_min_jaccard")
+        for name in ("stopwords", "stem", "containment_merges"):
             if not isinstance(getattr(self, name), bool):
                 value = getattr(self, name)
                 raise InvalidParamsError(f"{name} must be true or false, got {value!r}")
@@ -142,6 +152,16 @@ class FingerprintParams:
         return cls(**data)
 
     @classmethod
+    def from_stored(cls, data: dict[str, Any]) -> FingerprintParams:
+        """Parameters as a store recorded them (:meth:`to_json`), in any format so far.
+
+        Parameters a store of an older format did not record take the values that store was
+        built with (:data:`LEGACY_VALUES`), not today's defaults.
+        """
+        legacy = LEGACY_VALUES.get(data.get("format", 1), {})
+        return cls.from_dict({**legacy, **data})
+
+    @classmethod
     def from_json(cls, text: str) -> FingerprintParams:
         """Parse :meth:`to_json` output."""
         try:
@@ -150,7 +170,7 @@ class FingerprintParams:
             raise InvalidParamsError(f"fingerprint parameters are not valid JSON: {e}") from e
         if not isinstance(data, dict):
             raise InvalidParamsError("fingerprint parameters must be a JSON object")
-        return cls.from_dict(data)
+        return cls.from_stored(data)
 
     # -- comparison -----------------------------------------------------------------------
 

@@ -60,7 +60,7 @@ def create_key_indexes(conn: Connection, schema: str, indexes: list[tuple[str, s
         conn.execute(
             text(
                 f"CREATE INDEX {quote(name)} ON {qualified(schema, 'documents')} "
-                f"USING hash (({quote(column)}[{int(slot)}]))"
+                f"USING hash (({quote(column)}[{int(slot)}])) WHERE exact_of IS NULL"
             )
         )
 
@@ -69,10 +69,14 @@ def slot_lookup(s: str, kind: int, slot: int, condition: str) -> str:
     """``(id, key)`` of the stored documents whose key of ``slot`` meets ``condition``.
 
     ``condition`` follows the key, e.g. ``= ANY(CAST(:keys AS bigint[]))``. The subscript is a
-    literal, so that the planner matches the slot's expression index.
+    literal and ``exact_of IS NULL`` is spelled out, so that the planner matches the slot's
+    partial expression index: exact copies of a stored document have no key entries.
     """
     column = f"o.{KEY_COLUMNS[kind]}[{slot}]"
-    return f"SELECT o.id, {column} AS key FROM {s}.documents o WHERE {column} {condition}"
+    return (
+        f"SELECT o.id, {column} AS key FROM {s}.documents o "
+        f"WHERE {column} {condition} AND o.exact_of IS NULL"
+    )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -42,7 +42,7 @@ class MatchRow:
 def load_params(conn: Connection, schema: str) -> FingerprintParams | None:
     """The params the store was created with, or ``None`` before they are saved."""
     row = conn.execute(text(f"SELECT params FROM {qualified(schema)}.params WHERE id = 1")).first()
-    return None if row is None else FingerprintParams.from_dict(row[0])
+    return None if row is None else FingerprintParams.from_stored(row[0])
 
 
 def save_params(conn: Connection, schema: str, params: FingerprintParams) -> None:
@@ -81,7 +81,10 @@ def matches_sql(schema: str, band_count: int, block_count: int) -> str:
                   FROM unnest(CAST(:sk AS integer[])) AS n(key)
                   CROSS JOIN LATERAL (SELECT k.doc_id FROM {s}.sample_keys k
                                       WHERE k.key = n.key OFFSET 0) o"""
-    exact = f"SELECT o.id, false FROM {s}.documents o WHERE o.exact_hash = CAST(:exact AS bytea)"
+    exact = (
+        f"SELECT o.id, false FROM {s}.documents o "
+        "WHERE o.exact_hash = CAST(:exact AS bytea) AND o.exact_of IS NULL"
+    )
     branches = [*_key_lookups(s, band_count, block_count), samples, exact]
     candidates = f"""(
         SELECT a, bool_and(block) AS block_only FROM (
@@ -190,7 +193,7 @@ def pair_rows(conn: Connection, schema: str) -> Iterator[Any]:
     """Every stored edge with both external ids, oldest first."""
     result = conn.execute(
         text(
-            "SELECT a, b, method, jaccard, containment, hamming, found_at "
+            "SELECT a, b, method, jaccard, containment, hamming, found_at, excerpt "
             f"FROM {qualified(schema, 'duplicate_pairs')} ORDER BY a_doc_id, b_doc_id"
         ),
         execution_options=_STREAM,

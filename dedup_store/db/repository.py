@@ -10,6 +10,7 @@ join.
 from __future__ import annotations
 
 import dataclasses
+import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ from sqlalchemy import Connection, text
 
 from dedup_store.clustering import components, merge_labels
 from dedup_store.core.fingerprint import FingerprintBatch
+from dedup_store.core.params import FingerprintParams
 from dedup_store.db import copy
 from dedup_store.db.candidates import (
     Candidates,
@@ -29,7 +31,12 @@ from dedup_store.db.candidates import (
     top32,
 )
 from dedup_store.db.names import qualified
-from dedup_store.db.verify import fetch_document, score_parameters, scored_pairs_sql
+from dedup_store.db.verify import (
+    fetch_document,
+    merging_methods,
+    score_parameters,
+    scored_pairs_sql,
+)
 
 I64 = npt.NDArray[np.int64]
 #: The tables ANALYZE'd by :func:`refresh_statistics`.
@@ -39,7 +46,7 @@ TABLES = ("documents", "edges", "sample_keys")
 DOCUMENT_COLUMNS = (
     "id", "cluster_id", "simhash", "exact_hash", "signature", "band_keys", "block_keys",
     "shingle_count", "token_count", "length", "external_id", "language", "meta", "body",
-    "shingles",
+    "shingles", "exact_of",
 )  # fmt: skip
 
 
@@ -80,15 +87,50 @@ def allocate_ids(conn: Connection, schema: str, count: int) -> I64:
 
 @dataclasses.dataclass(frozen=True)
 class NewRows:
-    """The rows of a fingerprint batch that a transaction inserts, with their new ids."""
+    """The rows of a fingerprint batch that a transaction inserts, with their new ids.
+
+    Attributes:
+        batch: the fingerprints.
+        rows: the batch rows inserted.
+        ids: their new internal ids.
+        exact_of: per row, the id of the first document of its exact group (stored, or an
+            earlier row of this batch), 0 for the first itself.
+    """
 
     batch: FingerprintBatch
     rows: I64
     ids: I64
+    exact_of: I64
+
+    @property
+    def firsts(self) -> I64:
+        """Positions (in ``rows``) of the documents that are the first of their exact group."""
+        return np.flatnonzero(self.exact_of == 0)
 
     def key_groups(self) -> list[KeyGroup]:
-        """The keys of these documents, per kind and slot."""
-        return key_groups(self.batch, self.rows, self.ids)
+        """The keys of the documents that are the first of their exact group."""
+        firsts = self.firsts
+        return key_groups(self.batch, self.rows[firsts], self.ids[firsts])
+
+
+def new_rows(conn: Connection, schema: str, batch: FingerprintBatch, rows: I64) -> NewRows:
+    """Allocate ids for ``rows`` and find the first document of each one's exact group."""
+    ids = allocate_ids(conn, schema, len(rows))
+    hashes = [batch.exact_hashes[r] for r in rows.tolist()]
+    rows_found = conn.execute(
+        text(
+            f"SELECT exact_hash, id FROM {qualified(schema, 'documents')} "
+            "WHERE exact_hash = ANY(:hashes) AND exact_of IS NULL"
+        ),
+        {"hashes": list(set(hashes))},
+    )
+    first_of: dict[bytes, int] = {bytes(row[0]): int(row[1]) for row in rows_found}
+    exact_of = np.zeros(len(rows), dtype=np.int64)
+    for position, (digest, doc_id) in enumerate(zip(hashes, ids.tolist(), strict=True)):
+        first = first_of.setdefault(digest, doc_id)
+        if first != doc_id:
+            exact_of[position] = first
+    return NewRows(batch, rows, ids, exact_of)
 
 
 def insert_documents(
@@ -131,6 +173,7 @@ def insert_documents(
     shingle_fields = copy.int4_array_fields(
         top32(batch.shingles[ranges(starts, ends)]), shingle_offsets
     )
+    exact_of = new.exact_of.tolist()
     parts: list[bytes] = []
     for i in range(len(rows)):
         body = bodies[i]
@@ -141,9 +184,11 @@ def insert_documents(
             copy.field(copy.jsonb(metas[i])),
             copy.field(None if body is None else body.encode("utf-8")),
             shingle_fields[i],
+            copy.field(struct.pack("!q", exact_of[i]) if exact_of[i] else None),
         ]
     copy.copy_payload(conn, schema, "documents", DOCUMENT_COLUMNS, b"".join(parts))
-    keys, docs = sample_columns(batch, rows, new.ids)
+    firsts = new.firsts  # exact copies get no sample keys
+    keys, docs = sample_columns(batch, rows[firsts], new.ids[firsts])
     order = np.argsort(keys, kind="stable")  # in index order: the b-tree is walked in order
     copy.copy_fixed_rows(conn, schema, "sample_keys", ("key", "doc_id"), [keys[order], docs[order]])
 
@@ -153,16 +198,14 @@ def store_edges(
 ) -> list[EdgeRow]:
     """Verify and store the matches of the new documents with older documents.
 
-    One statement: the candidates found by their keys, plus the documents with an equal exact
-    hash (an index probe per new document), scored in SQL.
+    One statement: the candidates found by their keys, plus each exact copy's link to the first
+    document of its group (``exact_of``), scored in SQL.
     """
     s = qualified(schema)
     found = f"""
-        ne AS (SELECT o.id AS a, nd.id AS b
+        ne AS (SELECT nd.exact_of AS a, nd.id AS b
                FROM {s}.documents nd
-               CROSS JOIN LATERAL (SELECT id FROM {s}.documents o
-                                   WHERE o.exact_hash = nd.exact_hash OFFSET 0) o
-               WHERE nd.id = ANY(:ids) AND o.id < nd.id),
+               WHERE nd.id = ANY(:ids) AND nd.exact_of IS NOT NULL),
         cand AS (SELECT a, b, bool_and(block_only) AS block_only FROM (
                      SELECT a, b, block_only = 1 AS block_only
                      FROM unnest(CAST(:cand_a AS bigint[]), CAST(:cand_b AS bigint[]),
@@ -191,8 +234,12 @@ def store_edges(
     return [EdgeRow(*row) for row in conn.execute(text(statement), parameters)]
 
 
-def merge_clusters(conn: Connection, schema: str, edges: Sequence[EdgeRow]) -> dict[int, int]:
-    """Merge the clusters joined by new edges; returns ``{old label: new label}``."""
+def merge_clusters(
+    conn: Connection, schema: str, edges: Sequence[EdgeRow], params: FingerprintParams
+) -> dict[int, int]:
+    """Merge the clusters joined by new edges of merging methods; returns ``{old: new label}``."""
+    merging = merging_methods(params)
+    edges = [e for e in edges if e.method in merging]
     if not edges:
         return {}
     label_of = {e.a: e.a_cluster_id for e in edges}
@@ -242,11 +289,14 @@ def relabel(conn: Connection, schema: str, mapping: Mapping[int, int]) -> None:
         )
 
 
-def delete_documents(conn: Connection, schema: str, doc_ids: Sequence[int]) -> None:
+def delete_documents(
+    conn: Connection, schema: str, doc_ids: Sequence[int], params: FingerprintParams
+) -> None:
     """Delete documents with their keys and edges, and split the clusters they held together.
 
-    Sample key rows are found through their lookup index: they are a subset of the stored
-    shingles.
+    A deleted document that was the first of its exact group hands its place to the oldest
+    remaining copy (:func:`promote_copies`) first. Sample key rows are found through their
+    lookup index: they are a subset of the stored shingles.
     """
     s = qualified(schema)
     labels = conn.execute(
@@ -255,6 +305,7 @@ def delete_documents(conn: Connection, schema: str, doc_ids: Sequence[int]) -> N
     clusters = set(labels)
     if not clusters:
         return
+    promote_copies(conn, schema, doc_ids)
     conn.execute(
         text(
             f"DELETE FROM {s}.sample_keys t USING (SELECT d.id, unnest(d.shingles) AS key "
@@ -265,10 +316,57 @@ def delete_documents(conn: Connection, schema: str, doc_ids: Sequence[int]) -> N
     )
     # the band and block keys go with the rows (and their index entries with them)
     conn.execute(text(f"DELETE FROM {s}.documents WHERE id = ANY(:ids)"), {"ids": list(doc_ids)})
-    split_clusters(conn, schema, clusters)
+    split_clusters(conn, schema, clusters, merging_methods(params))
 
 
-def split_clusters(conn: Connection, schema: str, labels: set[int]) -> None:
+def promote_copies(conn: Connection, schema: str, doc_ids: Sequence[int]) -> None:
+    """Make the oldest surviving copy of each deleted first document the first of its group.
+
+    The heir takes over the deleted document's sample keys (equal texts have equal keys), its
+    edges with documents outside the group, and the other copies' links; its own band and
+    block keys enter the partial key indexes as its ``exact_of`` becomes NULL.
+    """
+    s = qualified(schema)
+    conn.execute(
+        text(f"""
+        WITH gone AS (SELECT unnest(CAST(:ids AS bigint[])) AS id),
+        heirs AS (
+            SELECT c.exact_of AS old, min(c.id) AS heir FROM {s}.documents c
+            WHERE c.exact_of IN (SELECT id FROM gone) AND c.id NOT IN (SELECT id FROM gone)
+            GROUP BY c.exact_of
+        ),
+        keys AS (
+            UPDATE {s}.sample_keys k SET doc_id = h.heir FROM heirs h WHERE k.doc_id = h.old
+        ),
+        copied AS (
+            INSERT INTO {s}.edges (a, b, method, jaccard, containment, hamming, found_at)
+            SELECT least(o.other, h.heir), greatest(o.other, h.heir), e.method, e.jaccard,
+                   e.containment, e.hamming, e.found_at
+            FROM heirs h
+            JOIN {s}.edges e ON h.old IN (e.a, e.b)
+            CROSS JOIN LATERAL (SELECT CASE WHEN e.a = h.old THEN e.b ELSE e.a END AS other) o
+            JOIN {s}.documents od ON od.id = o.other
+            WHERE o.other <> h.heir AND od.exact_of IS DISTINCT FROM h.old
+              AND o.other NOT IN (SELECT id FROM gone)
+            ON CONFLICT DO NOTHING
+        ),
+        relinked AS (
+            INSERT INTO {s}.edges (a, b, method, jaccard, containment, hamming)
+            SELECT h.heir, c.id, 'exact', 1.0, 1.0, 0 FROM heirs h
+            JOIN {s}.documents c ON c.exact_of = h.old
+            WHERE c.id <> h.heir AND c.id NOT IN (SELECT id FROM gone)
+            ON CONFLICT DO NOTHING
+        )
+        UPDATE {s}.documents c SET exact_of = nullif(h.heir, c.id)
+        FROM heirs h WHERE c.exact_of = h.old
+        """),
+        {"ids": list(doc_ids)},
+    )
+
+
+def split_clusters(
+    conn: Connection, schema: str, labels: set[int], merging: frozenset[str]
+) -> None:
     """Recompute the connected components of clusters ``labels`` from their remaining edges.
 
     A component that still holds the document whose id is the cluster's label keeps it; any
@@ -283,7 +381,8 @@ def split_clusters(conn: Connection, schema: str, labels: set[int]) -> None:
         return
     label_of: dict[int, int] = {row[0]: row[1] for row in members}
     edges = conn.execute(
-        text(f"SELECT a, b FROM {s}.edges WHERE a = ANY(:ids)"), {"ids": list(label_of)}
+        text(f"SELECT a, b FROM {s}.edges WHERE a = ANY(:ids) AND method = ANY(:merging)"),
+        {"ids": list(label_of), "merging": sorted(merging)},
     ).all()
     changed: dict[int, int] = {}
     for component in components(label_of, [(row[0], row[1]) for row in edges]):

@@ -4,9 +4,13 @@ Adding a single document through the batch path costs a dozen round trips (candi
 two COPYs, edges, cluster sizes, relabelling). Here the writers' lock is taken, then one
 statement finds and scores the document's matches exactly as ``check`` does (which is what the
 batch path computes for one document), inserts the document, its sample keys and its edges, and
-merges the clusters it joins: it takes the cluster of the largest matched cluster (ties: the
-oldest label) and moves the members of the other matched clusters into it, as
-:func:`~dedup_store.clustering.merge_labels` does.
+merges the clusters its merging matches join (:func:`~dedup_store.db.verify.merging_methods`):
+it takes the cluster of the largest such cluster (ties: the oldest label) and moves the members
+of the others into it, as :func:`~dedup_store.clustering.merge_labels` does.
+
+An exact copy of a stored document (the first of its exact group) is linked to that document
+alone, records it in ``exact_of`` and gets no sample keys (its band and block keys are kept in
+its row but left out of the partial key indexes).
 
 The statement's snapshot is taken after the lock is granted, so it sees every batch committed
 before, like the batch path.
@@ -24,7 +28,7 @@ from sqlalchemy import Connection, TextClause, text
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.db.names import qualified
 from dedup_store.db.queries import MatchRow, fingerprint_parameters, matches_sql
-from dedup_store.db.verify import array_literal
+from dedup_store.db.verify import array_literal, merging_methods
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,13 +58,20 @@ def _statement(schema: str, band_count: int, block_count: int) -> TextClause:
         new_id AS (
             SELECT nextval(CAST(:seq AS regclass)) AS id WHERE NOT EXISTS (SELECT 1 FROM known)
         ),
+        first AS (
+            SELECT id FROM {s}.documents
+            WHERE exact_hash = CAST(:exact AS bytea) AND exact_of IS NULL
+        ),
         matched AS MATERIALIZED (
             SELECT * FROM ({matches_sql(schema, band_count, block_count)}) m
             WHERE EXISTS (SELECT 1 FROM new_id)
+              AND (m.a IN (SELECT id FROM first) OR NOT EXISTS (SELECT 1 FROM first))
         ),
         sizes AS MATERIALIZED (
             SELECT d.cluster_id, count(*) AS size FROM {s}.documents d
-            WHERE d.cluster_id IN (SELECT cluster_id FROM matched) GROUP BY d.cluster_id
+            WHERE d.cluster_id IN (
+                SELECT cluster_id FROM matched WHERE method = ANY(CAST(:merging AS text[])))
+            GROUP BY d.cluster_id
         ),
         keeper AS MATERIALIZED (
             SELECT coalesce(
@@ -71,17 +82,19 @@ def _statement(schema: str, band_count: int, block_count: int) -> TextClause:
         document AS (
             INSERT INTO {s}.documents (
                 id, cluster_id, simhash, exact_hash, signature, band_keys, block_keys,
-                shingle_count, token_count, length, external_id, language, meta, body, shingles)
+                shingle_count, token_count, length, external_id, language, meta, body, shingles,
+                exact_of)
             SELECT n.id, k.label, CAST(:simhash AS bigint), CAST(:exact AS bytea),
                    CAST(:signature AS integer[]), CAST(:band_keys AS bigint[]),
                    CAST(:block_keys AS bigint[]), :shingle_count, :token_count, :length,
                    :external_id, :language, CAST(:meta AS jsonb), :body,
-                   CAST(:shingles AS integer[])
+                   CAST(:shingles AS integer[]), (SELECT id FROM first)
             FROM new_id n CROSS JOIN keeper k
         ),
         sample AS (
             INSERT INTO {s}.sample_keys (key, doc_id)
             SELECT key, n.id FROM new_id n CROSS JOIN unnest(CAST(:sk AS integer[])) AS key
+            WHERE NOT EXISTS (SELECT 1 FROM first)
         ),
         edge AS (
             INSERT INTO {s}.edges (a, b, method, jaccard, containment, hamming)
@@ -128,6 +141,7 @@ def add_document(
         "language": language,
         "meta": None if meta is None else json.dumps(meta, ensure_ascii=False),
         "body": body,
+        "merging": sorted(merging_methods(fp.params)),
     }
     head, *rows = conn.execute(statement, parameters).all()
     doc_id, inserted, cluster_id = int(head[0]), bool(head[1]), int(head[2])

@@ -10,8 +10,11 @@ document; ``y`` the new one or the query). Scores are computed in the database:
   ``estimate`` mode).
 
 A pair becomes a match by the first method that accepts it: ``exact`` (same canonical text),
-``minhash`` (Jaccard >= threshold), ``simhash`` (Hamming <= k), ``containment`` (containment >=
-the containment threshold, when that index is on).
+``minhash`` (Jaccard >= threshold), ``simhash`` (Hamming <= k and Jaccard >= the SimHash floor),
+``containment`` (containment >= the containment threshold, when that index is on).
+
+:func:`merging_methods` names the methods whose matches merge clusters: every method but
+``containment`` (an excerpt is reported, not merged) unless the store's params say otherwise.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ def scored_pairs_sql(pairs_from: str) -> str:
     SELECT a, b, hamming, jaccard, containment,
            CASE WHEN same THEN 'exact'
                 WHEN jaccard >= :tau THEN 'minhash'
-                WHEN hamming <= :simhash_k THEN 'simhash'
+                WHEN hamming <= :simhash_k AND jaccard >= :simhash_min_jaccard THEN 'simhash'
                 WHEN :containment > 0 AND containment >= :containment THEN 'containment'
            END AS method
     FROM (
@@ -60,7 +63,8 @@ def scored_pairs_sql(pairs_from: str) -> str:
                        x.exact_hash = y.exact_hash AS same,
                        bit_count((x.simhash # y.simhash)::bit(64)) AS hamming,
                        x.shingle_count::float8 AS nx, y.shingle_count::float8 AS ny,
-                       CASE WHEN :exact_mode THEN {_EXACT_INTERSECTION}::float8 END AS exact_inter,
+                       CASE WHEN :exact_mode AND x.exact_hash <> y.exact_hash
+                            THEN {_EXACT_INTERSECTION}::float8 END AS exact_inter,
                        CASE WHEN NOT :exact_mode THEN {_SIGNATURE_AGREEMENT} END AS est
                 FROM {pairs_from}
                 -- a pair found only through SimHash blocks is dropped by its Hamming distance
@@ -90,11 +94,18 @@ def array_literal(values: Iterable[int]) -> str:
     return "{" + ",".join(map(str, values)) + "}"
 
 
+def merging_methods(params: FingerprintParams) -> frozenset[str]:
+    """The methods whose matches merge clusters under ``params``."""
+    methods = {"exact", "minhash", "simhash", "containment"}
+    return frozenset(methods if params.containment_merges else methods - {"containment"})
+
+
 def score_parameters(params: FingerprintParams) -> dict[str, Any]:
     """Bind parameters used by :func:`scored_pairs_sql`."""
     return {
         "tau": params.threshold,
         "simhash_k": params.simhash_k,
+        "simhash_min_jaccard": params.simhash_min_jaccard,
         "containment": params.containment,
         "exact_mode": params.verify == "exact",
     }

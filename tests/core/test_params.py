@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
@@ -44,9 +45,19 @@ def test_json_round_trip() -> None:
         shingle_size=5, scheme="broder", simhash_blocks=5, stem=True, html="never", seed=9
     )
     text = params.to_json()
-    assert '"format": 1' in text
+    assert '"format": 2' in text
     assert FingerprintParams.from_json(text) == params
     assert FingerprintParams.from_dict(params.to_dict()) == params
+
+
+def test_stores_of_the_first_format_keep_their_match_rules() -> None:
+    recorded = {k: v for k, v in FingerprintParams().to_dict().items()}
+    del recorded["simhash_min_jaccard"], recorded["containment_merges"]
+    old = FingerprintParams.from_stored({"format": 1, **recorded})
+    assert (old.simhash_min_jaccard, old.containment_merges) == (0.0, True)
+    assert FingerprintParams.from_stored(json.loads(FingerprintParams().to_json())) == (
+        FingerprintParams()
+    )
 
 
 def test_bad_json_is_refused() -> None:

@@ -17,7 +17,7 @@ import numpy.typing as npt
 from sqlalchemy import Connection, Engine, text
 
 from benchmarks.synthetic import Corpus
-from dedup_store import Document
+from dedup_store import Document, FingerprintParams
 
 U64 = npt.NDArray[np.uint64]
 Partition = frozenset[frozenset[str]]
@@ -150,6 +150,22 @@ def stored_labels(conn: Connection, schema: str) -> dict[int, tuple[str, int]]:
     return {r[0]: (r[1], r[2]) for r in rows}
 
 
+def exact_firsts(conn: Connection, schema: str) -> dict[int, int]:
+    """``{id: id of the first document of its exact group}`` (itself for a first document).
+
+    An exact copy is linked to its group's first document only, and other documents match
+    that first document only: pairs are compared between groups.
+    """
+    rows = conn.execute(text(f'SELECT id, coalesce(exact_of, id) FROM "{schema}".documents'))
+    return {row[0]: row[1] for row in rows}
+
+
+def between_groups(pairs: Iterable[tuple[int, int]], first: dict[int, int]) -> set[tuple[int, int]]:
+    """``pairs`` as pairs of exact groups (by first document), without pairs inside a group."""
+    grouped = ((first[a], first[b]) for a, b in pairs)
+    return {(min(a, b), max(a, b)) for a, b in grouped if a != b}
+
+
 def components(nodes: Iterable[int], edges: Iterable[tuple[int, int]]) -> list[set[int]]:
     """Connected components of an undirected graph, by depth-first search."""
     neighbours: dict[int, list[int]] = {n: [] for n in nodes}
@@ -179,10 +195,16 @@ def _reachable(start: int, neighbours: dict[int, list[int]]) -> Iterator[int]:
 
 
 def edge_partition(engine: Engine, schema: str) -> Partition:
-    """The clusters the stored edges imply, as sets of external ids."""
+    """The clusters the stored edges of merging methods imply, as sets of external ids.
+
+    Excerpt (containment) edges merge clusters only in a store whose params say so.
+    """
     with engine.connect() as conn:
         labels = stored_labels(conn, schema)
         edges = stored_edges(conn, schema)
+        recorded = conn.execute(text(f'SELECT params FROM "{schema}".params')).scalar_one()
+    if not FingerprintParams.from_stored(recorded).containment_merges:
+        edges = {pair: edge for pair, edge in edges.items() if edge[0] != "containment"}
     return frozenset(frozenset(labels[d][0] for d in group) for group in components(labels, edges))
 
 

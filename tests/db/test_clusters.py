@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import collections
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
-from dedup_store import DedupStore, Document, Method
+from dedup_store import DedupStore, Document, FingerprintParams, Method
 from tests.db.corpus import (
     PlantedCorpus,
     edge_partition,
@@ -46,15 +46,21 @@ def build_corpus() -> tuple[list[Document], list[Document]]:
     for prefix in ("x", "y"):
         left, right = corpus.original(), corpus.original()
         docs += corpus.bridge(left, right, prefix)
-        for side, text in (("left", left), ("right", right)):
-            docs += [Document(f"{prefix}{side}{v}", corpus.edit(text, v)) for v in (1, 2)]
+        for side, body in (("left", left), ("right", right)):
+            docs += [Document(f"{prefix}{side}{v}", corpus.edit(body, v)) for v in (1, 2)]
     by_id = {d.id: d for d in docs}
     first = [by_id["m3"], by_id["m2"], by_id["m4"]]
     return first, corpus.shuffled([d for d in docs if d not in first])
 
 
 @pytest.fixture
-def loaded(store: DedupStore) -> DedupStore:
+def loaded(engine: Engine, schema: str) -> Iterator[DedupStore]:
+    """The corpus, in a store whose excerpt matches merge clusters (so bridges join)."""
+    with DedupStore(engine, FingerprintParams(containment_merges=True), schema=schema) as store:
+        yield _load(store)
+
+
+def _load(store: DedupStore) -> DedupStore:
     first, rest = build_corpus()
     for doc in first:
         store.add(doc.id, doc.text)
@@ -151,9 +157,16 @@ def test_the_corpus_has_chains_and_bridges(loaded: DedupStore, engine: Engine) -
         links = {ordered(a, b) for a, b in itertools.pairwise(chain)}
         assert {pair for pair in edges if set(pair) <= set(chain)} == links, prefix
         assert len(groups_of(partition, (f"{prefix}{i}" for i in range(CHAIN_LENGTH)))) == 1
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text(f'SELECT id, coalesce(exact_of, id) FROM "{loaded.schema}".documents')
+        )
+        first_of = {row[0]: row[1] for row in rows}
     for prefix in ("x", "y"):
         bridge = index[f"{prefix}bridge"]
-        methods = {edges[ordered(index[f"{prefix}{s}"], bridge)][0] for s in ("left", "right")}
+        # an exact copy is linked to the first document of its exact group only
+        ends = [first_of[index[f"{prefix}{s}"]] for s in ("left", "right")]
+        methods = {edges[ordered(end, bridge)][0] for end in ends}
         assert methods == {Method.CONTAINMENT.value}
         assert len(group_of(partition, f"{prefix}bridge")) == 7
     assert cluster_id_of(loaded, "m0") == index["m3"]

@@ -30,7 +30,6 @@ from tests.db.corpus import (
     edge_partition,
     label_partition,
     stored_edges,
-    stored_labels,
 )
 from tests.db.test_clusters import check_consistent
 
@@ -129,12 +128,21 @@ def reference_schema(engine: Engine) -> Iterator[str]:
         conn.execute(text(f'DROP SCHEMA IF EXISTS "{name}" CASCADE'))
 
 
-def edge_set(engine: Engine, schema: str) -> set[tuple[frozenset[str], str]]:
-    """Stored edges as ``({external id, external id}, method)``, independent of who came first."""
+def edge_set(engine: Engine, schema: str) -> set[tuple[frozenset[bytes], str]]:
+    """Stored edges between exact groups as ``({hash, hash}, method)``.
+
+    Independent of who came first: exact copies are linked to whichever document of their
+    group was stored first, and other documents' matches go to that one only.
+    """
     with engine.connect() as conn:
-        labels = stored_labels(conn, schema)
+        rows = conn.execute(text(f'SELECT id, exact_hash FROM "{schema}".documents'))
+        group = {row[0]: bytes(row[1]) for row in rows}
         edges = stored_edges(conn, schema)
-    return {(frozenset({labels[a][0], labels[b][0]}), e[0]) for (a, b), e in edges.items()}
+    return {
+        (frozenset({group[a], group[b]}), e[0])
+        for (a, b), e in edges.items()
+        if group[a] != group[b]
+    }
 
 
 def test_concurrent_writers_build_the_sequential_clusters(

@@ -108,3 +108,30 @@ def test_0001_store_upgrades_with_its_keys(engine: Engine, schema: str) -> None:
     assert after.status == before.status
     assert [m.external_id for m in after.matches] == [m.external_id for m in before.matches]
     assert after.matches
+
+
+def test_0002_store_upgrades_its_exact_copies(engine: Engine, schema: str) -> None:
+    base = "Quarterly revenue rose eight percent as subscriptions grew in every region we serve"
+    with DedupStore(engine, schema=schema) as store:
+        store.add_many([("first", base), ("other", base + " and beyond the sea")])
+    migrate.downgrade(engine, schema, "0002")
+    with engine.begin() as conn:  # a 0002 store held copies with keys of their own
+        conn.execute(
+            text(
+                f'INSERT INTO "{schema}".documents (id, external_id, exact_hash, simhash, '
+                "signature, shingles, band_keys, block_keys, shingle_count, token_count, length, "
+                "language, cluster_id) SELECT 10, 'copy', exact_hash, simhash, signature, "
+                "shingles, band_keys, block_keys, shingle_count, token_count, length, language, "
+                f"cluster_id FROM \"{schema}\".documents WHERE external_id = 'first'"
+            )
+        )
+    migrate.upgrade(engine, schema)
+    assert _diff(engine, schema) == []
+    with engine.connect() as conn:
+        marked = conn.execute(
+            text(f'SELECT external_id, exact_of FROM "{schema}".documents ORDER BY id')
+        ).all()
+    assert [tuple(row) for row in marked] == [("first", None), ("other", None), ("copy", 1)]
+    with DedupStore(engine, schema=schema) as store:
+        assert _key_index_names(engine, schema)
+        assert [m.external_id for m in store.check(base).matches][:1] == ["first"]

@@ -22,19 +22,30 @@ import pytest
 from sqlalchemy import Engine, text
 
 from dedup_store import DedupStore, Document, FingerprintParams, Method, fingerprint
-from tests.db.corpus import PlantedCorpus, hamming, pairs_within, stored_edges, stored_simhashes
+from tests.db.corpus import (
+    PlantedCorpus,
+    between_groups,
+    exact_firsts,
+    hamming,
+    pairs_within,
+    stored_edges,
+    stored_simhashes,
+)
 
 FAMILIES = 600  # of 5 documents: 3,000 documents
 BATCH = 250
 CHECKS = 40
+# retrieval is what is tested here: pairs within k are edges whatever their Jaccard
 CONFIGS = {
     "blocks4-simhash-only": FingerprintParams(
-        simhash_blocks=4, simhash_k=3, threshold=1.0, containment=0.0
+        simhash_blocks=4, simhash_k=3, threshold=1.0, containment=0.0, simhash_min_jaccard=0.0
     ),
     "blocks5-simhash-only": FingerprintParams(
-        simhash_blocks=5, simhash_k=3, threshold=1.0, containment=0.0
+        simhash_blocks=5, simhash_k=3, threshold=1.0, containment=0.0, simhash_min_jaccard=0.0
     ),
-    "blocks4-all-indexes": FingerprintParams(simhash_blocks=4, simhash_k=3),
+    "blocks4-all-indexes": FingerprintParams(
+        simhash_blocks=4, simhash_k=3, simhash_min_jaccard=0.0
+    ),
 }
 SIMHASH_ONLY = [name for name in CONFIGS if name.endswith("simhash-only")]
 
@@ -72,9 +83,10 @@ def test_every_pair_of_the_full_scan_is_an_edge(
     with engine.connect() as conn:
         ids, _, simhashes = stored_simhashes(conn, loaded.schema)
         edges = stored_edges(conn, loaded.schema)
+        first = exact_firsts(conn, loaded.schema)
     assert len(ids) == len(documents)
     truth = pairs_within(ids, simhashes, k)
-    missing = sorted(set(truth) - set(edges))
+    missing = sorted(between_groups(truth, first) - between_groups(edges, first))
     assert not missing, f"{len(missing)} pairs within distance {k} are not edges: {missing[:10]}"
     simhash_of = dict(zip(ids, simhashes.view(np.int64).tolist(), strict=True))
     for (a, b), (method, stored_distance, _) in edges.items():
@@ -107,14 +119,20 @@ def test_simhash_only_edges_are_exactly_the_full_scan(loaded: DedupStore, engine
     with engine.connect() as conn:
         ids, _, simhashes = stored_simhashes(conn, loaded.schema)
         edges = stored_edges(conn, loaded.schema)
+        first = exact_firsts(conn, loaded.schema)
     truth = pairs_within(ids, simhashes, 6)
     within = {pair for pair, d in truth.items() if d <= params.simhash_k}
-    assert {pair for pair, e in edges.items() if e[1] <= params.simhash_k} == within
+    found = [pair for pair, e in edges.items() if e[1] <= params.simhash_k]
+    assert between_groups(found, first) == between_groups(within, first)
+    assert all(e[0] == Method.EXACT for pair, e in edges.items() if first[pair[1]] == pair[0])
     beyond = {pair: e for pair, e in edges.items() if e[1] > params.simhash_k}
     assert all(e[0] == Method.MINHASH and e[2] == 1.0 for e in beyond.values()), beyond
     methods = collections.Counter(e[0] for pair, e in edges.items() if pair in within)
     assert methods[Method.SIMHASH] >= 1000, methods
     assert not any(pair in edges for pair, d in truth.items() if 4 <= d <= 6 and pair not in beyond)
+    assert sum(e[0] == Method.EXACT for e in edges.values()) == sum(
+        f != i for i, f in first.items()
+    ), "one edge per exact copy"
 
 
 def test_check_returns_every_stored_document_within_k(
@@ -123,7 +141,10 @@ def test_check_returns_every_stored_document_within_k(
     """``check`` of stored texts and of unseen one-word edits of them, against a full scan."""
     k = loaded.params.simhash_k
     with engine.connect() as conn:
-        _, external_ids, simhashes = stored_simhashes(conn, loaded.schema)
+        ids, external_ids, simhashes = stored_simhashes(conn, loaded.schema)
+        first = exact_firsts(conn, loaded.schema)
+    external_of = dict(zip(ids, external_ids, strict=True))
+    group_of = {external_of[i]: external_of[f] for i, f in first.items()}
     stored = simhashes.view(np.int64).tolist()
     rng = np.random.default_rng(7)
     picks = [documents[i] for i in rng.choice(len(documents), CHECKS, replace=False)]
@@ -132,10 +153,11 @@ def test_check_returns_every_stored_document_within_k(
     for query in queries:
         simhash = fingerprint(query, loaded.params).simhash
         distance = {e: hamming(simhash, s) for e, s in zip(external_ids, stored, strict=True)}
-        expected = {e for e, d in distance.items() if d <= k}
+        expected = {group_of[e] for e, d in distance.items() if d <= k}
         result = loaded.check(query)
         found = {m.external_id: m for m in result.matches}
         assert expected <= set(found), sorted(expected - set(found))
+        assert all(group_of[e] == e for e in found), "check returns first documents only"
         for match in found.values():
             assert match.hamming == distance[match.external_id]
             if match.method is Method.SIMHASH:

@@ -1,0 +1,98 @@
+"""What merges clusters: exact copies cost one row each, excerpts are reported, not merged."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import Engine, text
+
+from dedup_store import DedupStore, FingerprintParams, Method, Status
+from tests.db.corpus import PlantedCorpus
+
+
+@pytest.fixture(scope="module")
+def corpus() -> PlantedCorpus:
+    return PlantedCorpus(seed=11)
+
+
+def _count(engine: Engine, schema: str, table: str) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(text(f'SELECT count(*) FROM "{schema}".{table}')).scalar_one())
+
+
+def test_an_excerpt_is_reported_with_its_direction_and_not_merged(
+    store: DedupStore, corpus: PlantedCorpus
+) -> None:
+    left, right = corpus.original(), corpus.original()
+    store.add("left", left)
+    store.add("right", right)
+    both = store.add("both", f"{left}\n\n{right}")
+    assert both.status is Status.EXCERPT
+    assert {(m.external_id, m.method) for m in both.matches} == {
+        ("left", Method.CONTAINMENT),
+        ("right", Method.CONTAINMENT),
+    }
+    assert list(store.clusters()) == []  # an excerpt does not merge clusters
+    assert {(p.a, p.b, p.excerpt) for p in store.pairs()} == {
+        ("left", "both", "left"),
+        ("right", "both", "right"),
+    }
+    assert store.check(f"{left}\n\n{right}").cluster_id == both.cluster_id
+
+
+def test_excerpts_merge_when_the_store_says_so(
+    engine: Engine, schema: str, corpus: PlantedCorpus
+) -> None:
+    left, right = corpus.original(), corpus.original()
+    with DedupStore(engine, FingerprintParams(containment_merges=True), schema=schema) as store:
+        store.add_many([("left", left), ("right", right)])
+        assert store.add("both", f"{left}\n\n{right}").status is Status.NEAR_DUPLICATE
+        assert [c.members for c in store.clusters()] == [["left", "right", "both"]]
+
+
+@pytest.mark.parametrize("single", [True, False], ids=["add", "add_many"])
+def test_exact_copies_cost_one_row_each(
+    engine: Engine, store: DedupStore, corpus: PlantedCorpus, single: bool
+) -> None:
+    original = corpus.original()
+    copies = 60
+    if single:
+        results = [store.add(f"c{i}", original) for i in range(copies)]
+    else:
+        results = store.add_many([(f"c{i}", original) for i in range(copies)], batch_size=25)
+    assert [r.status for r in results[1:]] == [Status.EXACT_DUPLICATE] * (copies - 1)
+    assert all([m.external_id for m in r.matches] == ["c0"] for r in results[1:])
+    schema = store.schema
+    assert _count(engine, schema, "edges") == copies - 1
+    with engine.connect() as conn:
+        owners = conn.execute(text(f'SELECT DISTINCT doc_id FROM "{schema}".sample_keys')).all()
+    assert len(owners) == 1
+    near = store.add("near", corpus.edit(original, 2))
+    assert near.status is Status.NEAR_DUPLICATE
+    assert [m.external_id for m in near.matches] == ["c0"]
+    (cluster,) = store.clusters()
+    assert cluster.size == copies + 1
+    assert {(p.a, p.b) for p in store.pairs() if p.method is Method.EXACT} == {
+        ("c0", f"c{i}") for i in range(1, copies)
+    }
+
+
+def test_deleting_the_first_copy_hands_its_place_to_the_next(
+    engine: Engine, store: DedupStore, corpus: PlantedCorpus
+) -> None:
+    original = corpus.original()
+    near_text = corpus.edit(original, 2)
+    store.add_many([("c0", original), ("c1", original), ("c2", original)])
+    store.add("near", near_text)
+    store.add("other", corpus.original())
+    store.delete("c0")
+    assert [m.external_id for m in store.similar("near")] == ["c1"]
+    assert [m.external_id for m in store.similar("c2")] == ["c1"]
+    assert [c.members for c in store.clusters()] == [["c1", "c2", "near"]]
+    checked = store.check(original)
+    assert checked.status is Status.EXACT_DUPLICATE
+    assert checked.matches[0].external_id == "c1"
+    assert store.add("c3", original).matches[0].external_id == "c1"
+    store.delete(["c1", "c2"])
+    assert [m.external_id for m in store.similar("c3")] == ["near"]
+    assert store.check(near_text).matches[0].external_id == "near"
+    assert [sorted(c.members) for c in store.clusters()] == [["c3", "near"]]
