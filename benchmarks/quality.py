@@ -22,16 +22,24 @@ import itertools
 import math
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import sqlalchemy as sa
 
+from benchmarks.evaluation import (
+    HEADER,
+    PairSet,
+    Row,
+    containment_row,
+    drop_schema,
+    jaccard_row,
+    sqlalchemy_url,
+)
 from benchmarks.quality_corpus import CorpusDoc, build_corpus
 from dedup_store.core import FingerprintParams, canonical_tokens, fingerprint_batch
 from dedup_store.core.canonical import is_cjk
 
-PairSet = set[tuple[int, int]]
 THRESHOLDS = (0.5, 0.7, 0.8, 0.9)
 CONTAINMENT = 0.8
 NUM_PERM = 84
@@ -118,62 +126,6 @@ def ground_truth(token_lists: Sequence[Sequence[str]], n: int, cjk_n: int = 3) -
 
 
 # -- evaluation --------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class Row:
-    """One line of a result table."""
-
-    name: str
-    tau: float
-    recall: float
-    precision: float
-    found: int
-    truth: int
-    seconds: float
-    missed: PairSet
-
-    def line(self) -> str:
-        """The row formatted for the table."""
-        return (
-            f"{self.name:<34} {self.tau:>4.2f} {self.recall:>7.4f} {self.precision:>9.4f} "
-            f"{self.found:>7} {self.truth:>7} {self.seconds:>8.1f}"
-        )
-
-
-HEADER = (
-    f"{'configuration':<34} {'tau':>4} {'recall':>7} {'precision':>9} "
-    f"{'found':>7} {'truth':>7} {'seconds':>8}"
-)
-
-
-def evaluate(
-    name: str,
-    tau: float,
-    found: PairSet,
-    positives: PairSet,
-    correct: Callable[[tuple[int, int]], bool],
-    seconds: float,
-) -> Row:
-    """Recall of ``positives``; precision of ``found`` (a found pair is right when ``correct``)."""
-    hits = len(found & positives)
-    right = sum(1 for p in found if p in positives or correct(p))
-    recall = hits / len(positives) if positives else 1.0
-    precision = right / len(found) if found else 1.0
-    return Row(name, tau, recall, precision, len(found), len(positives), seconds,
-               positives - found)
-
-
-def jaccard_row(name: str, tau: float, found: PairSet, truth: Truth, seconds: float) -> Row:
-    """Evaluate ``found`` against the pairs of Jaccard at least ``tau``."""
-    return evaluate(name, tau, found, truth.jaccard_pairs(tau),
-                    lambda p: truth.score(*p)[0] >= tau, seconds)
-
-
-def containment_row(name: str, tau: float, found: PairSet, truth: Truth, seconds: float) -> Row:
-    """Evaluate ``found`` against the pairs of containment at least ``tau``."""
-    return evaluate(name, tau, found, truth.containment_pairs(tau),
-                    lambda p: truth.score(*p)[1] >= tau, seconds)
 
 
 def relation(docs: Sequence[CorpusDoc], i: int, j: int) -> str:
@@ -351,8 +303,8 @@ def run_store(url: str, name: str, params: FingerprintParams, docs: Sequence[Cor
     from dedup_store import DedupStore
 
     schema = f"quality_{name}".replace(".", "").replace("-", "_").lower()
-    engine = sa.create_engine(_sqlalchemy_url(url))
-    _drop_schema(engine, schema)
+    engine = sa.create_engine(sqlalchemy_url(url))
+    drop_schema(engine, schema)
     index = {d.id: i for i, d in enumerate(docs)}
     try:
         start = time.perf_counter()
@@ -366,7 +318,7 @@ def run_store(url: str, name: str, params: FingerprintParams, docs: Sequence[Cor
         seconds = time.perf_counter() - start
         total, shingles = _storage(engine, schema)
     finally:
-        _drop_schema(engine, schema)
+        drop_schema(engine, schema)
         engine.dispose()
     return StoreRun(name, params, pairs, seconds, total, shingles)
 
@@ -419,19 +371,6 @@ def _storage(engine: sa.Engine, schema: str) -> tuple[int, int]:
             f'SELECT coalesce(sum(pg_column_size(shingles)), 0) FROM "{schema}".documents'
         )).scalar_one()
     return int(total), int(shingles)
-
-
-def _sqlalchemy_url(url: str) -> str:
-    if url.startswith("postgresql://"):
-        return "postgresql+psycopg://" + url.removeprefix("postgresql://")
-    return url
-
-
-def _drop_schema(engine: sa.Engine, schema: str) -> None:
-    import sqlalchemy as sa
-
-    with engine.begin() as conn:
-        conn.execute(sa.text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
 
 
 def store_pairs(run: StoreRun, methods: Iterable[str]) -> PairSet:

@@ -64,7 +64,7 @@ class CorpusDoc:
 # -- sources ------------------------------------------------------------------------------------
 
 Loader = Callable[[Path], str]
-_STDLIB_SKIP = {
+STDLIB_SKIP = {
     "test", "tests", "idlelib", "site-packages", "dist-packages", "lib2to3", "turtledemo"
 }
 
@@ -103,7 +103,7 @@ def source_files(rng: random.Random) -> list[tuple[Path, Loader]]:
     files += [(p, read_text) for p in sorted(licenses.glob("*")) if p.is_file()]
     files += [(p, read_text) for p in sorted(Path("/usr/share/doc").glob("*/copyright"))]
     stdlib = Path(os.__file__).parent
-    modules = (p for p in sorted(stdlib.rglob("*.py")) if not _STDLIB_SKIP & set(p.parts))
+    modules = (p for p in sorted(stdlib.rglob("*.py")) if not STDLIB_SKIP & set(p.parts))
     files += [(p, module_docstrings) for p in modules]
     man = Path("/usr/share/man")
     english = sorted(p for s in ("man1", "man5", "man7", "man8") for p in (man / s).glob("*.gz"))
@@ -132,13 +132,27 @@ def paragraphs(text: str) -> list[str]:
     return out
 
 
-def pieces(text: str, rng: random.Random) -> Iterator[list[str]]:
-    """Groups of consecutive paragraphs of 40-600 words (a target length drawn per group)."""
+def word_count(text: str) -> int:
+    """Number of whitespace-separated words."""
+    return len(text.split())
+
+
+def pieces(
+    text: str, rng: random.Random, length: Callable[[str], int] = word_count
+) -> Iterator[list[str]]:
+    """Groups of consecutive paragraphs of 40-600 words (a target length drawn per group).
+
+    Args:
+        text: the source text.
+        rng: draws the target length of each group.
+        length: the length of a paragraph in words (text without spaces between its words
+            needs its own measure).
+    """
     group: list[str] = []
     size = 0
     target = _target_length(rng)
     for para in paragraphs(text):
-        words = len(para.split())
+        words = length(para)
         if words > MAX_WORDS:
             continue
         if size + words > MAX_WORDS:
@@ -159,7 +173,7 @@ def _target_length(rng: random.Random) -> int:
     return int(MIN_WORDS * (MAX_WORDS / MIN_WORDS) ** rng.random())
 
 
-class _Novelty:
+class Novelty:
     """Keeps base pieces whose word trigrams are mostly new to the corpus."""
 
     def __init__(self) -> None:
@@ -181,7 +195,7 @@ def base_documents(count: int, seed: int) -> list[CorpusDoc]:
     is quick to build.
     """
     rng = random.Random(seed)
-    novelty = _Novelty()
+    novelty = Novelty()
     docs: list[CorpusDoc] = []
     for path, load in source_files(rng):
         for group in pieces(load(path), rng):

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from benchmarks import quality
+from benchmarks import evaluation, quality
 from benchmarks.quality_corpus import (
     CorpusDoc,
     build_corpus,
@@ -60,7 +60,7 @@ def test_ground_truth_scores_by_hand() -> None:
 def test_evaluate_counts_recall_precision_and_misses() -> None:
     positives = {(0, 1), (0, 2), (1, 2), (3, 4)}
     found = {(0, 1), (0, 2), (5, 6)}
-    row = quality.evaluate("x", 0.8, found, positives, lambda p: False, 1.0)
+    row = evaluation.evaluate("x", 0.8, found, positives, lambda p: False, 1.0)
     assert row.recall == 0.5
     assert row.precision == pytest.approx(2 / 3)
     assert row.missed == {(1, 2), (3, 4)}
