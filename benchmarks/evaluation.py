@@ -8,6 +8,7 @@ word-tuple :class:`~benchmarks.quality.Truth` and the real-text benchmark's
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable
 from typing import Protocol
 
@@ -101,3 +102,38 @@ def drop_schema(engine: sa.Engine, schema: str) -> None:
     """Drop ``schema`` and everything in it, if it exists."""
     with engine.begin() as conn:
         conn.execute(sa.text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+
+
+Scores = tuple[str, float, float, int]
+
+
+def expand_exact_groups(pairs: dict[tuple[int, int], Scores]) -> dict[tuple[int, int], Scores]:
+    """The pairs a store's edges imply: every copy of an exact group has its group's matches.
+
+    The store links each exact copy to the first document of its group only, and other
+    documents match that first document only; a pair of documents is reported when their
+    groups are linked (or they are in the same group).
+    """
+    parent: dict[int, int] = {}
+
+    def root(i: int) -> int:
+        while parent.get(i, i) != i:
+            i = parent[i]
+        return i
+
+    for (i, j), (method, *_) in pairs.items():
+        if method == "exact":
+            parent[max(root(i), root(j))] = min(root(i), root(j))
+    members: dict[int, list[int]] = {}
+    for i in {i for pair in pairs for i in pair}:
+        members.setdefault(root(i), []).append(i)
+    expanded = dict(pairs)
+    for group in members.values():
+        expanded.update({tuple(sorted(p)): ("exact", 1.0, 1.0, 0)
+                         for p in itertools.combinations(group, 2)})
+    for (i, j), scores in pairs.items():
+        if scores[0] != "exact":
+            for a in members[root(i)]:
+                for b in members[root(j)]:
+                    expanded.setdefault(tuple(sorted((a, b))), scores)  # type: ignore[arg-type]
+    return expanded

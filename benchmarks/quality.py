@@ -33,6 +33,7 @@ from benchmarks.evaluation import (
     Row,
     containment_row,
     drop_schema,
+    expand_exact_groups,
     jaccard_row,
     sqlalchemy_url,
 )
@@ -321,41 +322,6 @@ def run_store(url: str, name: str, params: FingerprintParams, docs: Sequence[Cor
         drop_schema(engine, schema)
         engine.dispose()
     return StoreRun(name, params, pairs, seconds, total, shingles)
-
-
-Scores = tuple[str, float, float, int]
-
-
-def expand_exact_groups(pairs: dict[tuple[int, int], Scores]) -> dict[tuple[int, int], Scores]:
-    """The pairs a store's edges imply: every copy of an exact group has its group's matches.
-
-    The store links each exact copy to the first document of its group only, and other
-    documents match that first document only; a pair of documents is reported when their
-    groups are linked (or they are in the same group).
-    """
-    parent: dict[int, int] = {}
-
-    def root(i: int) -> int:
-        while parent.get(i, i) != i:
-            i = parent[i]
-        return i
-
-    for (i, j), (method, *_) in pairs.items():
-        if method == "exact":
-            parent[max(root(i), root(j))] = min(root(i), root(j))
-    members: dict[int, list[int]] = {}
-    for i in {i for pair in pairs for i in pair}:
-        members.setdefault(root(i), []).append(i)
-    expanded = dict(pairs)
-    for group in members.values():
-        expanded.update({tuple(sorted(p)): ("exact", 1.0, 1.0, 0)
-                         for p in itertools.combinations(group, 2)})
-    for (i, j), scores in pairs.items():
-        if scores[0] != "exact":
-            for a in members[root(i)]:
-                for b in members[root(j)]:
-                    expanded.setdefault(tuple(sorted((a, b))), scores)  # type: ignore[arg-type]
-    return expanded
 
 
 def _storage(engine: sa.Engine, schema: str) -> tuple[int, int]:

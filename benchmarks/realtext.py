@@ -39,7 +39,14 @@ import numpy as np
 import sqlalchemy as sa
 
 from benchmarks import realtext_corpus as rc
-from benchmarks.evaluation import PairSet, Row, drop_schema, evaluate, sqlalchemy_url
+from benchmarks.evaluation import (
+    PairSet,
+    Row,
+    drop_schema,
+    evaluate,
+    expand_exact_groups,
+    sqlalchemy_url,
+)
 from benchmarks.fingerprint import peer_input
 from benchmarks.quality import relation
 from benchmarks.quality_corpus import CorpusDoc
@@ -145,7 +152,7 @@ def _store_pairs(store: DedupStore, index: dict[str, int]) -> PairScores:
     for pair in store.pairs():
         i, j = sorted((index[pair.a], index[pair.b]))
         pairs[(i, j)] = (str(pair.method), pair.jaccard, pair.containment, pair.hamming)
-    return pairs
+    return expand_exact_groups(pairs)
 
 
 # -- the peer ------------------------------------------------------------------------------
