@@ -275,7 +275,9 @@ class DedupStore:
             conn, self.schema, prepared.batch, np.asarray(rows, dtype=np.int64)
         )
         ids = new.ids
-        found = candidates.find_candidates(conn, self.schema, new.key_groups())
+        found = candidates.find_candidates(
+            conn, self.schema, new.key_groups(), self.params.hot_key_limit
+        )
         docs = [prepared.document_of_row(r) for r in rows]
         repository.insert_documents(
             conn,

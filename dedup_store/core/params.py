@@ -20,7 +20,9 @@ BRODER_SUPER_SHINGLES = 6
 PARAMS_FORMAT = 2
 #: Values of parameters that stores written with an older format did not record: they keep
 #: the rules they were built with.
-LEGACY_VALUES = {1: {"simhash_min_jaccard": 0.0, "containment_merges": True}}
+LEGACY_VALUES = {
+    1: {"simhash_min_jaccard": 0.0, "containment_merges": True, "hot_key_limit": 0}
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +47,10 @@ class FingerprintParams:
             larger one); ``0`` turns the excerpt index off.
         containment_merges: Whether an excerpt match (the smaller document inside the larger
             one) merges the two documents' clusters; by default it is reported, not merged.
+        hot_key_limit: Most documents one key leads to (``0``: no limit). An excerpt key shared
+            by more documents is boilerplate and ignored; a band or block key yields its
+            ``hot_key_limit`` oldest documents, so one lookup costs the same however templated
+            the store is.
         winnow_window: Winnowing window (in shingles) for the excerpt index: any shared run of
             ``winnow_window + shingle_size - 1`` words is guaranteed to share an index key.
         stopwords: Drop English, Russian and Chinese stop words.
@@ -66,6 +72,7 @@ class FingerprintParams:
     simhash_min_jaccard: float = 0.3
     containment: float = 0.8
     containment_merges: bool = False
+    hot_key_limit: int = 50
     winnow_window: int = 16
     stopwords: bool = True
     stem: bool = False
@@ -80,6 +87,7 @@ class FingerprintParams:
         _check_int(self, "simhash_k", 0, 16)
         _check_int(self, "simhash_blocks", 2, 16)
         _check_int(self, "winnow_window", 1, 1024)
+        _check_int(self, "hot_key_limit", 0, 100_000)
         _check_int(self, "seed", 0, 2**63 - 1)
         _check_choice(self, "scheme", Scheme)
         _check_choice(self, "html", HtmlMode)

@@ -124,11 +124,13 @@ def ranges(starts: I64, ends: I64) -> I64:
 
 @dataclasses.dataclass(frozen=True)
 class Candidates:
-    """Candidate pairs ``a < b`` (``b`` new), and whether only SimHash blocks found them."""
+    """Candidate pairs ``a < b`` (``b`` new): whether only SimHash blocks found them, and
+    whether an excerpt key did."""
 
     a: I64
     b: I64
     block_only: npt.NDArray[np.bool_]
+    sampled: npt.NDArray[np.bool_]
 
     def parameters(self) -> dict[str, str]:
         """The pairs as array literals for ``unnest(:cand_a, :cand_b, :cand_block_only)``."""
@@ -136,40 +138,92 @@ class Candidates:
             "cand_a": array_literal(self.a.tolist()),
             "cand_b": array_literal(self.b.tolist()),
             "cand_block_only": array_literal(self.block_only.astype(np.int8).tolist()),
+            "cand_sampled": array_literal(self.sampled.astype(np.int8).tolist()),
         }
 
 
-def find_candidates(conn: Connection, schema: str, groups: list[KeyGroup]) -> Candidates:
-    """Pairs of (older document, new document) sharing a key, the new ones not yet stored."""
-    s = qualified(schema)
-    branches = []
-    parameters = {}
-    for number, group in enumerate(groups):
-        name = f"g{number}"
-        parameters[name] = array_literal(group.keys.tolist())
-        if group.kind == SAMPLE:
-            branch = (
-                f"SELECT k.doc_id AS id, k.key::bigint AS key FROM {s}.sample_keys k "
-                f"WHERE k.key = ANY(CAST(:{name} AS integer[]))"
-            )
-        else:
-            branch = slot_lookup(s, group.kind, group.slot, f"= ANY(CAST(:{name} AS bigint[]))")
-        branches.append(f"SELECT {number} AS grp, f.id, f.key FROM ({branch}) f")
-    statement = (
-        "SELECT grp, array_agg(id), array_agg(key) "
-        f"FROM ({' UNION ALL '.join(branches)}) found GROUP BY grp"
-    )
+def find_candidates(
+    conn: Connection, schema: str, groups: list[KeyGroup], hot_limit: int = 0
+) -> Candidates:
+    """Pairs of (older document, new document) sharing a key, the new ones not yet stored.
+
+    With ``hot_limit``, one key never yields more than ``hot_limit`` documents: a lookup reads
+    at most ``hot_limit + 1`` index entries per key, and a key shared by more documents (stored
+    and new) is a hot key. A hot excerpt key is boilerplate (a licence paragraph, a template)
+    and is ignored; a hot band or block key yields ``hot_limit`` stored documents, and pairs
+    inside the batch with the ``hot_limit`` documents before each one.
+    """
+    statement, parameters, uniques = _lookup_statement(schema, groups, hot_limit)
     empty = np.empty(0, dtype=np.int64)
     hits = dict.fromkeys(range(len(groups)), (empty, empty))
     for number, ids, keys in conn.execute(text(statement), parameters):
         hits[number] = (np.array(ids, dtype=np.int64), np.array(keys, dtype=np.int64))
     a_parts, b_parts, kind_parts = [], [], []
     for number, group in enumerate(groups):
-        for a, b in (_join_found(group, *hits[number]), _pairs_inside(group)):
+        found_ids, found_keys = hits[number]
+        if hot_limit:
+            group, found_ids, found_keys = _without_hot(
+                group, uniques[number], found_ids, found_keys, hot_limit
+            )
+        for a, b in (_join_found(group, found_ids, found_keys), _pairs_inside(group, hot_limit)):
             a_parts.append(a)
             b_parts.append(b)
             kind_parts.append(np.full(len(a), group.kind, dtype=np.int8))
     return _merge(np.concatenate(a_parts), np.concatenate(b_parts), np.concatenate(kind_parts))
+
+
+def _lookup_statement(
+    schema: str, groups: list[KeyGroup], hot_limit: int
+) -> tuple[str, dict[str, str], list[I64]]:
+    """One statement looking up every key of every group; its parameters and unique keys."""
+    s = qualified(schema)
+    branches = []
+    parameters = {}
+    uniques = []
+    for number, group in enumerate(groups):
+        name = f"g{number}"
+        keys = np.unique(group.keys)
+        uniques.append(keys)
+        parameters[name] = array_literal(keys.tolist())
+        cast = "integer[]" if group.kind == SAMPLE else "bigint[]"
+        if group.kind == SAMPLE:
+            probe = f"SELECT k.doc_id AS id FROM {s}.sample_keys k WHERE k.key = n.key"
+        else:
+            probe = slot_lookup(s, group.kind, group.slot, "= n.key")
+        limit = f"LIMIT {int(hot_limit) + 1}" if hot_limit else ""
+        branches.append(
+            f"SELECT {number} AS grp, f.id, n.key::bigint AS key "
+            f"FROM unnest(CAST(:{name} AS {cast})) AS n(key) "
+            f"CROSS JOIN LATERAL (SELECT p.id FROM ({probe}) p {limit}) f"
+        )
+    statement = (
+        "SELECT grp, array_agg(id), array_agg(key) "
+        f"FROM ({' UNION ALL '.join(branches)}) found GROUP BY grp"
+    )
+    return statement, parameters, uniques
+
+
+def _without_hot(
+    group: KeyGroup, keys: I64, found_ids: I64, found_keys: I64, hot_limit: int
+) -> tuple[KeyGroup, I64, I64]:
+    """Drop hot excerpt keys; cap the stored documents of a hot band or block key."""
+    stored = np.zeros(len(keys), dtype=np.int64)
+    np.add.at(stored, np.searchsorted(keys, found_keys), 1)
+    owners = np.zeros(len(keys), dtype=np.int64)
+    np.add.at(owners, np.searchsorted(keys, group.keys), 1)
+    hot = keys[stored + owners > hot_limit]
+    if len(hot) == 0:
+        return group, found_ids, found_keys
+    if group.kind == SAMPLE:
+        cold_found = ~np.isin(found_keys, hot)
+        cold_owned = ~np.isin(group.keys, hot)
+        group = dataclasses.replace(group, keys=group.keys[cold_owned], docs=group.docs[cold_owned])
+        return group, found_ids[cold_found], found_keys[cold_found]
+    order = np.lexsort((found_ids, found_keys))
+    found_ids, found_keys = found_ids[order], found_keys[order]
+    first = np.searchsorted(found_keys, found_keys, side="left")
+    keep = np.arange(len(found_keys)) - first < hot_limit
+    return group, found_ids[keep], found_keys[keep]
 
 
 def _join_found(group: KeyGroup, found_ids: I64, found_keys: I64) -> tuple[I64, I64]:
@@ -181,8 +235,12 @@ def _join_found(group: KeyGroup, found_ids: I64, found_keys: I64) -> tuple[I64, 
     return np.repeat(found_ids, hi - lo), group.docs[order][ranges(lo, hi)]
 
 
-def _pairs_inside(group: KeyGroup) -> tuple[I64, I64]:
-    """Pairs of new documents with an equal key (older first)."""
+def _pairs_inside(group: KeyGroup, hot_limit: int = 0) -> tuple[I64, I64]:
+    """Pairs of new documents with an equal key (older first).
+
+    With ``hot_limit``, each document is paired with at most ``hot_limit`` documents before it
+    among those sharing the key.
+    """
     order = np.lexsort((group.docs, group.keys))
     keys, docs = group.keys[order], group.docs[order]
     same = keys[1:] == keys[:-1]
@@ -192,9 +250,10 @@ def _pairs_inside(group: KeyGroup) -> tuple[I64, I64]:
     b: list[int] = []
     for start, end in _runs(same):
         members = docs[start:end].tolist()
-        for i, older in enumerate(members):
-            a += [older] * (len(members) - i - 1)
-            b += members[i + 1 :]
+        for i, newer in enumerate(members):
+            older = members[max(0, i - hot_limit) : i] if hot_limit else members[:i]
+            a += older
+            b += [newer] * len(older)
     return np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)
 
 
@@ -206,14 +265,20 @@ def _runs(same: npt.NDArray[np.bool_]) -> Iterator[tuple[int, int]]:
 
 
 def _merge(a: I64, b: I64, kind: npt.NDArray[np.int8]) -> Candidates:
-    """One row per distinct pair; ``block_only`` when every finding of it was a block key."""
+    """One row per distinct pair; ``block_only`` when every finding of it was a block key,
+    ``sampled`` when one was an excerpt key."""
     keep = a != b
     a, b, kind = a[keep], b[keep], kind[keep]
     if len(a) == 0:
-        return Candidates(a, b, np.empty(0, dtype=bool))
+        return Candidates(a, b, np.empty(0, dtype=bool), np.empty(0, dtype=bool))
     order = np.lexsort((b, a))
-    a, b, block = a[order], b[order], kind[order] == BLOCK
+    a, b, kind = a[order], b[order], kind[order]
     first = np.ones(len(a), dtype=bool)
     first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
     starts = np.flatnonzero(first)
-    return Candidates(a[starts], b[starts], np.logical_and.reduceat(block, starts))
+    return Candidates(
+        a[starts],
+        b[starts],
+        np.logical_and.reduceat(kind == BLOCK, starts),
+        np.logical_or.reduceat(kind == SAMPLE, starts),
+    )

@@ -15,6 +15,7 @@ from dedup_store.core.params import FingerprintParams
 from dedup_store.db.candidates import BAND, BLOCK, slot_lookup, top32
 from dedup_store.db.names import qualified
 from dedup_store.db.verify import (
+    QUERY_INTERSECTION,
     array_literal,
     fetch_document,
     score_parameters,
@@ -53,19 +54,47 @@ def save_params(conn: Connection, schema: str, params: FingerprintParams) -> Non
     )
 
 
-def _key_lookups(s: str, band_count: int, block_count: int) -> list[str]:
-    """One index probe per band and block slot of the query (parameters ``k{kind}_{slot}``)."""
+def _key_lookups(s: str, band_count: int, block_count: int, hot_limit: int) -> list[str]:
+    """One index probe per band and block slot of the query (parameters ``k{kind}_{slot}``).
+
+    With ``hot_limit``, a probe reads at most ``hot_limit + 1`` entries and keeps the
+    ``hot_limit`` oldest of them, as :func:`~dedup_store.db.candidates.find_candidates` does.
+    """
     branches = []
     for kind, count in ((BAND, band_count), (BLOCK, block_count)):
         block = "true" if kind == BLOCK else "false"
         for slot in range(1, count + 1):
             lookup = slot_lookup(s, kind, slot, f"= CAST(:k{kind}_{slot} AS bigint)")
-            branches.append(f"SELECT f.id AS a, {block} AS block FROM ({lookup}) f")
+            if hot_limit:
+                lookup = (
+                    f"SELECT * FROM (SELECT * FROM ({lookup}) l LIMIT {int(hot_limit) + 1}) c "
+                    f"ORDER BY id LIMIT {int(hot_limit)}"
+                )
+            branches.append(
+                f"SELECT f.id AS a, {block} AS block, false AS sample FROM ({lookup}) f"
+            )
     return branches
 
 
+def _sample_lookup(s: str, hot_limit: int) -> str:
+    """The excerpt-key probes of the query (parameter ``sk``); hot keys are ignored."""
+    if not hot_limit:
+        return f"""SELECT o.doc_id AS a, false AS block, true AS sample
+                   FROM unnest(CAST(:sk AS integer[])) AS n(key)
+                   CROSS JOIN LATERAL (SELECT k.doc_id FROM {s}.sample_keys k
+                                       WHERE k.key = n.key OFFSET 0) o"""
+    return f"""SELECT o.doc_id AS a, false AS block, true AS sample
+               FROM (SELECT DISTINCT key FROM unnest(CAST(:sk AS integer[])) AS u(key)) n
+               CROSS JOIN LATERAL (
+                   SELECT l.doc_id, count(*) OVER () AS found
+                   FROM (SELECT k.doc_id FROM {s}.sample_keys k WHERE k.key = n.key
+                         LIMIT {int(hot_limit) + 1}) l
+               ) o
+               WHERE o.found < {int(hot_limit)}"""
+
+
 @lru_cache(maxsize=32)
-def matches_sql(schema: str, band_count: int, block_count: int) -> str:
+def matches_sql(schema: str, band_count: int, block_count: int, hot_limit: int = 0) -> str:
     """A query of the verified matches of an unstored fingerprint given in bind parameters.
 
     Rows ``(a, external_id, cluster_id, method, jaccard, containment, hamming)``; the
@@ -77,22 +106,25 @@ def matches_sql(schema: str, band_count: int, block_count: int) -> str:
                        CAST(:signature AS integer[]) AS signature,
                        CAST(:shingles AS integer[]) AS shingles,
                        CAST(:shingle_count AS integer) AS shingle_count) y"""
-    samples = f"""SELECT o.doc_id AS a, false AS block
-                  FROM unnest(CAST(:sk AS integer[])) AS n(key)
-                  CROSS JOIN LATERAL (SELECT k.doc_id FROM {s}.sample_keys k
-                                      WHERE k.key = n.key OFFSET 0) o"""
+    samples = _sample_lookup(s, hot_limit)
     exact = (
-        f"SELECT o.id, false FROM {s}.documents o "
+        f"SELECT o.id, false, false FROM {s}.documents o "
         "WHERE o.exact_hash = CAST(:exact AS bytea) AND o.exact_of IS NULL"
     )
-    branches = [*_key_lookups(s, band_count, block_count), samples, exact]
+    branches = [*_key_lookups(s, band_count, block_count, hot_limit), samples, exact]
     candidates = f"""(
-        SELECT a, bool_and(block) AS block_only FROM (
+        SELECT a, bool_and(block) AS block_only, bool_or(sample) AS sampled FROM (
             {" UNION ALL ".join(branches)}
         ) found GROUP BY a
     ) cand"""
-    scored = scored_pairs_sql(f"{candidates} {fetch_document(s, 'x', 'cand.a')} CROSS JOIN {query}")
+    scored = scored_pairs_sql(
+        f"{candidates} {fetch_document(s, 'x', 'cand.a')} CROSS JOIN {query}",
+        QUERY_INTERSECTION,
+    )
     return f"""
+        WITH query_shingles AS MATERIALIZED (
+            SELECT DISTINCT unnest(CAST(:shingles AS integer[])) AS sh
+        )
         SELECT j.a, d.external_id, d.cluster_id, j.method, j.jaccard, j.containment, j.hamming
         FROM ({scored}) j JOIN {s}.documents d ON d.id = j.a
         WHERE j.method IS NOT NULL
@@ -100,9 +132,11 @@ def matches_sql(schema: str, band_count: int, block_count: int) -> str:
 
 
 @lru_cache(maxsize=32)
-def _check_statement(schema: str, band_count: int, block_count: int) -> TextClause:
+def _check_statement(
+    schema: str, band_count: int, block_count: int, hot_limit: int
+) -> TextClause:
     """The statement of :func:`check_matches` (built once: it is long and parsed for binds)."""
-    return text(matches_sql(schema, band_count, block_count))
+    return text(matches_sql(schema, band_count, block_count, hot_limit))
 
 
 def fingerprint_parameters(fp: Fingerprint) -> dict[str, Any]:
@@ -123,7 +157,9 @@ def fingerprint_parameters(fp: Fingerprint) -> dict[str, Any]:
 
 def check_matches(conn: Connection, schema: str, fp: Fingerprint) -> list[MatchRow]:
     """Verified matches of an unstored fingerprint: ONE statement, candidates and scores."""
-    statement = _check_statement(schema, len(fp.band_keys), len(fp.block_keys))
+    statement = _check_statement(
+        schema, len(fp.band_keys), len(fp.block_keys), fp.params.hot_key_limit
+    )
     return [MatchRow(*row) for row in conn.execute(statement, fingerprint_parameters(fp))]
 
 

@@ -32,6 +32,7 @@ from dedup_store.db.candidates import (
 )
 from dedup_store.db.names import qualified
 from dedup_store.db.verify import (
+    EXACT_INTERSECTION,
     fetch_document,
     merging_methods,
     score_parameters,
@@ -206,15 +207,20 @@ def store_edges(
         ne AS (SELECT nd.exact_of AS a, nd.id AS b
                FROM {s}.documents nd
                WHERE nd.id = ANY(:ids) AND nd.exact_of IS NOT NULL),
-        cand AS (SELECT a, b, bool_and(block_only) AS block_only FROM (
-                     SELECT a, b, block_only = 1 AS block_only
+        cand AS (SELECT a, b, bool_and(block_only) AS block_only,
+                        bool_or(sampled) AS sampled, max(inter) AS inter FROM (
+                     SELECT a, b, block_only = 1 AS block_only, sampled = 1 AS sampled, inter
                      FROM unnest(CAST(:cand_a AS bigint[]), CAST(:cand_b AS bigint[]),
-                                 CAST(:cand_block_only AS integer[])) AS p(a, b, block_only)
-                     UNION ALL SELECT a, b, false FROM ne
+                                 CAST(:cand_block_only AS integer[]),
+                                 CAST(:cand_sampled AS integer[]),
+                                 CAST(:cand_inter AS float8[]))
+                          AS p(a, b, block_only, sampled, inter)
+                     UNION ALL SELECT a, b, false, false, NULL FROM ne
                  ) all_found GROUP BY a, b)
     """
     scored = scored_pairs_sql(
-        f"cand {fetch_document(s, 'x', 'cand.a')} {fetch_document(s, 'y', 'cand.b')}"
+        f"cand {fetch_document(s, 'x', 'cand.a')} {fetch_document(s, 'y', 'cand.b')}",
+        f"coalesce(cand.inter, {EXACT_INTERSECTION})",
     )
     statement = f"""
         WITH {found},
@@ -226,12 +232,84 @@ def store_edges(
                 RETURNING a, b, method, jaccard, containment, hamming)
         SELECT ins.*, d.external_id, d.cluster_id FROM ins JOIN {s}.documents d ON d.id = ins.a
     """
+    inter = lopsided_intersections(conn, schema, new, candidates)
     parameters = {
         "ids": new.ids.tolist(),
         **candidates.parameters(),
+        "cand_inter": "{" + ",".join("NULL" if v < 0 else str(v) for v in inter.tolist()) + "}",
         **score_parameters(new.batch.params),
     }
     return [EdgeRow(*row) for row in conn.execute(text(statement), parameters)]
+
+
+def lopsided_intersections(
+    conn: Connection, schema: str, new: NewRows, candidates: Candidates
+) -> I64:
+    """``|X ∩ Y|`` of the candidate pairs of very unequal sizes, computed here (-1 elsewhere).
+
+    In SQL every pair unnests both shingle arrays, so a long document costs its full length
+    for each of the many short ones it is paired with (a licence text quoted in hundreds of
+    files). Here each long document is read once per batch, and each pair costs a binary
+    search of the shorter array into the longer one.
+    """
+    result = np.full(len(candidates.a), -1, dtype=np.int64)
+    if new.batch.params.verify != "exact" or len(candidates.a) == 0:
+        return result
+    counts = np.diff(new.batch.shingle_offsets)[new.rows]
+    sizes = dict(zip(new.ids.tolist(), counts.tolist(), strict=True))
+    stored_ids = sorted(set(candidates.a.tolist()) - set(sizes))
+    sizes.update(_stored_sizes(conn, schema, stored_ids))
+    lopsided = [
+        n
+        for n, (a, b) in enumerate(zip(candidates.a.tolist(), candidates.b.tolist(), strict=True))
+        if max(sizes[a], sizes[b]) >= LOPSIDED_MIN_LONGER
+        and max(sizes[a], sizes[b]) >= LOPSIDED_RATIO * min(sizes[a], sizes[b])
+    ]
+    ends = {int(candidates.a[n]) for n in lopsided} | {int(candidates.b[n]) for n in lopsided}
+    arrays = _new_shingles(new, ends)
+    arrays.update(_stored_shingles(conn, schema, sorted(ends - set(arrays))))
+    for n in lopsided:
+        x, y = arrays[int(candidates.a[n])], arrays[int(candidates.b[n])]
+        short, long = (x, y) if len(x) <= len(y) else (y, x)
+        at = np.searchsorted(long, short).clip(max=len(long) - 1)
+        result[n] = int(np.count_nonzero(long[at] == short))
+    return result
+
+
+#: Pairs whose longer document has at least this many shingles, and this many times the
+#: shingles of the shorter one, are intersected by :func:`lopsided_intersections`.
+LOPSIDED_MIN_LONGER = 2000
+LOPSIDED_RATIO = 4
+
+
+def _new_shingles(new: NewRows, ids: set[int]) -> dict[int, npt.NDArray[np.int32]]:
+    """The sorted stored form (top 32 bits) of the shingles of the new documents ``ids``."""
+    offsets = new.batch.shingle_offsets
+    return {
+        doc_id: np.sort(top32(new.batch.shingles[offsets[row] : offsets[row + 1]]))
+        for doc_id, row in zip(new.ids.tolist(), new.rows.tolist(), strict=True)
+        if doc_id in ids
+    }
+
+
+def _stored_sizes(conn: Connection, schema: str, ids: Sequence[int]) -> dict[int, int]:
+    rows = conn.execute(
+        text(f"SELECT id, shingle_count FROM {qualified(schema, 'documents')} WHERE id = ANY(:i)"),
+        {"i": list(ids)},
+    )
+    return {row[0]: row[1] for row in rows}
+
+
+def _stored_shingles(
+    conn: Connection, schema: str, ids: Sequence[int]
+) -> dict[int, npt.NDArray[np.int32]]:
+    if not ids:
+        return {}
+    rows = conn.execute(
+        text(f"SELECT id, shingles FROM {qualified(schema, 'documents')} WHERE id = ANY(:i)"),
+        {"i": list(ids)},
+    )
+    return {row[0]: np.sort(np.asarray(row[1], dtype=np.int32)) for row in rows}
 
 
 def merge_clusters(

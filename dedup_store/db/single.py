@@ -49,7 +49,7 @@ class SingleOutcome:
 
 
 @lru_cache(maxsize=32)
-def _statement(schema: str, band_count: int, block_count: int) -> TextClause:
+def _statement(schema: str, band_count: int, block_count: int, hot_limit: int) -> TextClause:
     s = qualified(schema)
     return text(f"""
         WITH known AS (
@@ -63,7 +63,7 @@ def _statement(schema: str, band_count: int, block_count: int) -> TextClause:
             WHERE exact_hash = CAST(:exact AS bytea) AND exact_of IS NULL
         ),
         matched AS MATERIALIZED (
-            SELECT * FROM ({matches_sql(schema, band_count, block_count)}) m
+            SELECT * FROM ({matches_sql(schema, band_count, block_count, hot_limit)}) m
             WHERE EXISTS (SELECT 1 FROM new_id)
               AND (m.a IN (SELECT id FROM first) OR NOT EXISTS (SELECT 1 FROM first))
         ),
@@ -129,7 +129,9 @@ def add_document(
 
     ``meta`` must be JSON-serializable (validated by the caller).
     """
-    statement = _statement(schema, len(fp.band_keys), len(fp.block_keys))
+    statement = _statement(
+        schema, len(fp.band_keys), len(fp.block_keys), fp.params.hot_key_limit
+    )
     parameters = {
         **fingerprint_parameters(fp),
         "seq": qualified(schema, "document_ids"),

@@ -24,8 +24,14 @@ from typing import Any
 
 from dedup_store.core.params import FingerprintParams
 
-_EXACT_INTERSECTION = (
+EXACT_INTERSECTION = (
     "(SELECT count(*) FROM (SELECT unnest(x.shingles) INTERSECT SELECT unnest(y.shingles)) i)"
+)
+#: |X ∩ Y| for ``check``: Y's shingles are hashed once (``query_shingles``), not per pair, so a
+#: huge query costs one pass plus one probe per shingle of each candidate.
+QUERY_INTERSECTION = (
+    "(SELECT count(*) FROM unnest(x.shingles) AS u(sh) "
+    "WHERE u.sh IN (SELECT sh FROM query_shingles))"
 )
 _SIGNATURE_AGREEMENT = (
     "(SELECT count(*) FROM unnest(x.signature, y.signature) s(p, q) WHERE p = q)::float8"
@@ -33,38 +39,47 @@ _SIGNATURE_AGREEMENT = (
 )
 
 
-def scored_pairs_sql(pairs_from: str) -> str:
+def scored_pairs_sql(pairs_from: str, intersection: str = EXACT_INTERSECTION) -> str:
     """A query of ``(a, b, hamming, jaccard, containment, method)`` over candidate pairs.
 
     Args:
         pairs_from: a FROM clause that binds ``x`` (stored document, id ``a``), ``y`` (new
-            document or query, id ``b``) and ``cand`` with a boolean ``block_only`` (the pair
-            was found through SimHash block keys only), e.g. a join of a candidate CTE with
-            ``documents``.
+            document or query, id ``b``) and ``cand`` with booleans ``block_only`` (the pair
+            was found through SimHash block keys only) and ``sampled`` (through an excerpt
+            key: only such a pair can be an excerpt match), e.g. a join of a candidate CTE
+            with ``documents``.
             It may use the bind parameters of :func:`score_parameters`.
+        intersection: the SQL expression of ``|X ∩ Y|`` (exact mode).
     """
     return f"""
     SELECT a, b, hamming, jaccard, containment,
            CASE WHEN same THEN 'exact'
                 WHEN jaccard >= :tau THEN 'minhash'
                 WHEN hamming <= :simhash_k AND jaccard >= :simhash_min_jaccard THEN 'simhash'
-                WHEN :containment > 0 AND containment >= :containment THEN 'containment'
+                WHEN :containment > 0 AND sampled AND containment >= :containment
+                    THEN 'containment'
            END AS method
     FROM (
-        SELECT a, b, same, hamming,
+        SELECT a, b, same, hamming, sampled,
                CASE WHEN same THEN 1.0 ELSE inter / nullif(nx + ny - inter, 0) END AS jaccard,
                CASE WHEN same THEN 1.0 ELSE inter / nullif(least(nx, ny), 0) END AS containment
         FROM (
-            SELECT a, b, same, hamming, nx, ny,
+            SELECT a, b, same, hamming, sampled, nx, ny,
                    CASE WHEN :exact_mode THEN exact_inter
                         ELSE est / (1 + est) * (nx + ny) END AS inter
             FROM (
-                SELECT x.id AS a, y.id AS b,
+                SELECT x.id AS a, y.id AS b, cand.sampled,
                        x.exact_hash = y.exact_hash AS same,
                        bit_count((x.simhash # y.simhash)::bit(64)) AS hamming,
                        x.shingle_count::float8 AS nx, y.shingle_count::float8 AS ny,
+                       -- Jaccard >= t needs min/max size >= t: a pair that no method can
+                       -- accept by its sizes is not intersected
                        CASE WHEN :exact_mode AND x.exact_hash <> y.exact_hash
-                            THEN {_EXACT_INTERSECTION}::float8 END AS exact_inter,
+                                 AND (cand.sampled
+                                      OR least(x.shingle_count, y.shingle_count)
+                                         >= :min_ratio * greatest(x.shingle_count,
+                                                                  y.shingle_count))
+                            THEN {intersection}::float8 END AS exact_inter,
                        CASE WHEN NOT :exact_mode THEN {_SIGNATURE_AGREEMENT} END AS est
                 FROM {pairs_from}
                 -- a pair found only through SimHash blocks is dropped by its Hamming distance
@@ -106,6 +121,7 @@ def score_parameters(params: FingerprintParams) -> dict[str, Any]:
         "tau": params.threshold,
         "simhash_k": params.simhash_k,
         "simhash_min_jaccard": params.simhash_min_jaccard,
+        "min_ratio": min(params.threshold, params.simhash_min_jaccard),
         "containment": params.containment,
         "exact_mode": params.verify == "exact",
     }

@@ -96,3 +96,47 @@ def test_deleting_the_first_copy_hands_its_place_to_the_next(
     assert [m.external_id for m in store.similar("c3")] == ["near"]
     assert store.check(near_text).matches[0].external_id == "near"
     assert [sorted(c.members) for c in store.clusters()] == [["c3", "near"]]
+
+
+def test_a_paragraph_in_many_documents_is_boilerplate_not_an_excerpt(
+    engine: Engine, schema: str, corpus: PlantedCorpus
+) -> None:
+    notice = corpus.original()
+    docs = [(f"d{i}", f"{corpus.original()}\n\n{notice}") for i in range(60)]
+    with DedupStore(engine, schema=schema) as store:
+        store.add_many(docs, batch_size=25)
+        assert store.check(notice).matches == []
+        bare = store.add("notice", notice)
+        assert bare.status is Status.NEW and bare.matches == []
+    unbounded = FingerprintParams(hot_key_limit=0)
+    with DedupStore(engine, unbounded, schema=schema + "_all") as store:
+        try:
+            store.add_many(docs, batch_size=25)
+            found = store.add("notice", notice)
+            assert {m.method for m in found.matches} == {Method.CONTAINMENT}
+            assert len(found.matches) == 60
+        finally:
+            with engine.begin() as conn:
+                conn.execute(text(f'DROP SCHEMA "{schema}_all" CASCADE'))
+
+
+def test_long_and_short_documents_score_alike_in_every_path(
+    engine: Engine, store: DedupStore, corpus: PlantedCorpus
+) -> None:
+    parts = [corpus.original() for _ in range(16)]
+    long_text = "\n\n".join(parts)
+    short_text = parts[4]
+    [_, short] = store.add_many([("long", long_text), ("short", short_text)])
+    (batch_match,) = short.matches
+    (checked,) = [m for m in store.check(short_text).matches if m.external_id == "long"]
+    single = store.add("short-again", short_text + " and one more line of text here")
+    (single_match,) = [m for m in single.matches if m.external_id == "long"]
+    assert batch_match.method is Method.CONTAINMENT
+    assert (batch_match.jaccard, batch_match.containment) == (checked.jaccard, checked.containment)
+    assert single_match.containment > 0.8 and single_match.method is Method.CONTAINMENT
+    with engine.connect() as conn:
+        sizes = conn.execute(
+            text(f'SELECT shingle_count FROM "{store.schema}".documents ORDER BY id')
+        ).scalars()
+        long_size, short_size, _ = list(sizes)
+    assert long_size >= 2000 and long_size >= 4 * short_size  # the lopsided path was taken
