@@ -12,10 +12,11 @@ from typing import Any, Literal
 
 import numpy as np
 from sqlalchemy import Connection
+from sqlalchemy import text as sa_text
 
 from dedup_store.core.fingerprint import DEFAULT_MAX_BYTES, fingerprint
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import candidates, migrate, queries, repository, single
+from dedup_store.db import candidates, migrate, native, queries, repository, single
 from dedup_store.db.engine import Bind, Database
 from dedup_store.db.names import validate_schema
 from dedup_store.db.queries import MatchRow
@@ -155,14 +156,24 @@ class DedupStore:
         language = prepared.language_of_row(0)
         body = text if self.keep_text else None
 
-        def work(conn: Connection) -> single.SingleOutcome:
-            repository.lock_writers(conn, self.schema)
-            outcome = single.add_document(conn, self.schema, fp, id, meta, body, language)
-            if outcome.inserted and outcome.doc_id % 1024 == 0:
-                repository.refresh_statistics(conn, self.schema, outcome.doc_id)
-            return outcome
+        statement, parameters = single.add_statement(self.schema, fp, id, meta, body, language)
+        rows = self._db.native(
+            lambda raw: native.locked_statement(
+                raw, repository.lock_name(self.schema), statement, parameters
+            )
+        )
+        if rows is None:  # inside a caller's transaction
 
-        outcome = self._db.run(work)
+            def work(conn: Connection) -> list[Any]:
+                repository.lock_writers(conn, self.schema)
+                return list(conn.execute(sa_text(statement), parameters))
+
+            rows = self._db.run(work)
+        outcome = single.outcome(rows)
+        if outcome.inserted and outcome.doc_id % 1024 == 0:
+            self._db.run(
+                lambda conn: repository.refresh_statistics(conn, self.schema, outcome.doc_id)
+            )
         if not outcome.inserted:
             return AddResult(id, Status.SKIPPED, [], outcome.cluster_id)
         matches = sorted_matches(outcome.matches)
@@ -304,7 +315,11 @@ class DedupStore:
             InvalidDocumentError, EmptyDocumentError: as :meth:`add`.
         """
         fp = fingerprint(text, self.params)
-        rows = self._run(lambda conn: queries.check_matches(conn, self.schema, fp))
+        statement, parameters = queries.check_statement(self.schema, fp)
+        found = self._db.native(lambda raw: native.fetch_all(raw, statement, parameters))
+        if found is None:  # inside a caller's transaction
+            found = self._run(lambda conn: list(conn.execute(sa_text(statement), parameters)))
+        rows = [MatchRow(*row) for row in found]
         matches = sorted_matches(rows)
         status = _status(matches, self.params)
         merging = merging_methods(self.params)

@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
+import psycopg
 import pytest
 from sqlalchemy import Engine, create_engine, event, text
 
@@ -72,13 +74,21 @@ class SqlRecorder:
 
 
 @pytest.fixture
-def sql_recorder(engine: Engine) -> Iterator[SqlRecorder]:
-    """Records every statement sent through ``engine`` during the test."""
+def sql_recorder(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> Iterator[SqlRecorder]:
+    """Records every statement sent through ``engine`` during the test, including those the
+    store sends on the engine's psycopg connections with native placeholders."""
     recorder = SqlRecorder()
 
     def record(conn: object, cursor: object, statement: str, *args: object) -> None:
         recorder.statements.append(statement)
 
+    native_execute = psycopg.RawCursor.execute
+
+    def record_native(cursor: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        recorder.statements.append(str(query))
+        return native_execute(cursor, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.RawCursor, "execute", record_native)
     event.listen(engine, "before_cursor_execute", record)
     yield recorder
     event.remove(engine, "before_cursor_execute", record)

@@ -126,6 +126,34 @@ class Database:
                 raise self.error(e) from e
         raise AssertionError("unreachable")
 
+    def native(self, work: Callable[[psycopg.Connection[Any]], T]) -> T | None:
+        """Run ``work`` on a psycopg connection of ours in autocommit mode.
+
+        Returns ``None`` without running it inside a caller's Connection (where everything
+        goes through the caller's transaction). Serialization failures and deadlocks are
+        retried; ``work`` must leave no transaction open.
+        """
+        if self.connection is not None:
+            return None
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            try:
+                return self._read_once(lambda conn: _on_driver(conn, work))
+            except _DroppedConnection as e:
+                # the server dropped a pooled connection: it is discarded, and the work (which
+                # committed nothing) runs again on a new one
+                if attempt > 1:
+                    raise self.error(e.__cause__ or e) from e.__cause__
+            except (exc.DBAPIError, psycopg.Error) as e:
+                dropped = isinstance(e, exc.DBAPIError) and e.connection_invalidated
+                if dropped and attempt == 1:
+                    continue
+                if _sqlstate(e) not in _RETRY_SQLSTATES or attempt == MAX_ATTEMPTS:
+                    raise self.error(e) from e
+                time.sleep(random.uniform(0, 0.05 * 2**attempt))
+            except exc.SQLAlchemyError as e:
+                raise self.error(e) from e
+        raise AssertionError("unreachable")
+
     def _read_once(self, work: Callable[[Connection], T]) -> T:
         if self._read_engine is not None:
             with self._read_engine.connect() as conn:
@@ -182,6 +210,22 @@ def _reuse_plans(dbapi_connection: Any, _record: Any) -> None:
     with dbapi_connection.cursor() as cur:
         cur.execute("SET plan_cache_mode = force_generic_plan")
     dbapi_connection.commit()
+
+
+class _DroppedConnection(Exception):
+    """The psycopg connection under a pooled connection broke (it has been invalidated)."""
+
+
+def _on_driver(conn: Connection, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+    """Run ``work`` on the psycopg connection of ``conn``; invalidate it if it breaks."""
+    raw = driver_connection(conn)
+    try:
+        return work(raw)
+    except psycopg.OperationalError as e:
+        if raw.closed or raw.broken:
+            conn.invalidate()
+            raise _DroppedConnection(str(e)) from e
+        raise
 
 
 def driver_connection(conn: Connection) -> psycopg.Connection[Any]:

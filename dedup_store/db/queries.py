@@ -155,6 +155,14 @@ def fingerprint_parameters(fp: Fingerprint) -> dict[str, Any]:
     return parameters
 
 
+def check_statement(schema: str, fp: Fingerprint) -> tuple[str, dict[str, Any]]:
+    """The statement of :func:`check_matches` and its ``:name`` parameters."""
+    statement = _check_statement(
+        schema, len(fp.band_keys), len(fp.block_keys), fp.params.hot_key_limit
+    )
+    return statement.text, fingerprint_parameters(fp)
+
+
 def check_matches(conn: Connection, schema: str, fp: Fingerprint) -> list[MatchRow]:
     """Verified matches of an unstored fingerprint: ONE statement, candidates and scores."""
     statement = _check_statement(

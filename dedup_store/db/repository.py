@@ -65,9 +65,14 @@ class EdgeRow:
     a_cluster_id: int
 
 
+def lock_name(schema: str) -> str:
+    """The name of the advisory lock that serializes the writers of the store in ``schema``."""
+    return f"dedup:{schema}"
+
+
 def lock_writers(conn: Connection, schema: str) -> None:
     """Serialize writers of this store until the transaction ends."""
-    conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:name))"), {"name": f"dedup:{schema}"})
+    conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:name))"), {"name": lock_name(schema)})
 
 
 def allocate_ids(conn: Connection, schema: str, count: int) -> I64:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -116,22 +117,21 @@ def _statement(schema: str, band_count: int, block_count: int, hot_limit: int) -
     """)
 
 
-def add_document(
-    conn: Connection,
+def add_statement(
     schema: str,
     fp: Fingerprint,
     external_id: str,
     meta: Any,
     body: str | None,
     language: str,
-) -> SingleOutcome:
-    """Insert one document unless its external id is stored; call it holding the writers' lock.
+) -> tuple[str, dict[str, Any]]:
+    """The statement that inserts one document, with its ``:name`` parameters.
 
+    Run it holding the writers' lock (:func:`add_document`, or
+    :func:`~dedup_store.db.native.locked_statement`) and read its rows with :func:`outcome`.
     ``meta`` must be JSON-serializable (validated by the caller).
     """
-    statement = _statement(
-        schema, len(fp.band_keys), len(fp.block_keys), fp.params.hot_key_limit
-    )
+    statement = _statement(schema, len(fp.band_keys), len(fp.block_keys), fp.params.hot_key_limit)
     parameters = {
         **fingerprint_parameters(fp),
         "seq": qualified(schema, "document_ids"),
@@ -145,7 +145,26 @@ def add_document(
         "body": body,
         "merging": sorted(merging_methods(fp.params)),
     }
-    head, *rows = conn.execute(statement, parameters).all()
+    return statement.text, parameters
+
+
+def outcome(rows: Sequence[Sequence[Any]]) -> SingleOutcome:
+    """What the statement of :func:`add_statement` did, from its rows."""
+    head, *found = rows
     doc_id, inserted, cluster_id = int(head[0]), bool(head[1]), int(head[2])
-    matches = [MatchRow(*row[:1], *row[3:]) for row in rows]
+    matches = [MatchRow(*row[:1], *row[3:]) for row in found]
     return SingleOutcome(doc_id, inserted, cluster_id, matches)
+
+
+def add_document(
+    conn: Connection,
+    schema: str,
+    fp: Fingerprint,
+    external_id: str,
+    meta: Any,
+    body: str | None,
+    language: str,
+) -> SingleOutcome:
+    """Insert one document unless its external id is stored; call it holding the writers' lock."""
+    statement, parameters = add_statement(schema, fp, external_id, meta, body, language)
+    return outcome(conn.execute(text(statement), parameters).all())

@@ -1,0 +1,61 @@
+"""Long statements sent with PostgreSQL's own ``$n`` placeholders, on a psycopg connection.
+
+The single-document statements of ``check`` and ``add`` are several kilobytes long. Through
+SQLAlchemy's ``:name`` parameters, psycopg parses such a statement again on every call (it
+caches its parsing for short statements only); converted once to ``$n`` placeholders and sent
+through a :class:`psycopg.RawCursor`, it is passed as it is, and prepared by the server after a
+few calls. :func:`locked_statement` also sends the writers' lock, the statement and the commit
+in one pipeline, so the lock is held for the server's work only, not while the client waits for
+a CPU between round trips.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+import psycopg
+
+#: A ``:name`` bind parameter (not the ``::`` of a cast).
+_BIND = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+_LOCK = "SELECT pg_advisory_xact_lock(hashtext($1))"
+
+
+@lru_cache(maxsize=64)
+def positional(statement: str) -> tuple[str, tuple[str, ...]]:
+    """``statement`` with each ``:name`` replaced by ``$n``, and the names in order."""
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        if match[1] not in names:
+            names.append(match[1])
+        return f"${names.index(match[1]) + 1}"
+
+    return _BIND.sub(number, statement), tuple(names)
+
+
+def fetch_all(
+    raw: psycopg.Connection[Any], statement: str, parameters: Mapping[str, Any]
+) -> list[Sequence[Any]]:
+    """Run ``statement`` (with ``:name`` parameters) and return its rows."""
+    query, names = positional(statement)
+    with psycopg.RawCursor(raw) as cur:
+        cur.execute(query, [parameters[name] for name in names])
+        return cur.fetchall()
+
+
+def locked_statement(
+    raw: psycopg.Connection[Any], lock_name: str, statement: str, parameters: Mapping[str, Any]
+) -> list[Sequence[Any]]:
+    """In one transaction and one round trip: take the writers' lock, run ``statement``, commit.
+
+    ``raw`` must be in autocommit mode (outside a transaction).
+    """
+    query, names = positional(statement)
+    with psycopg.RawCursor(raw) as lock, psycopg.RawCursor(raw) as cur:
+        with raw.pipeline(), raw.transaction():
+            lock.execute(_LOCK, [lock_name])
+            cur.execute(query, [parameters[name] for name in names])
+        return cur.fetchall()
