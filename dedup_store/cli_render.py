@@ -161,7 +161,7 @@ class Output:
 
     def _key_values(self, flat: Mapping[str, Any], title: str) -> None:
         if self.rich:
-            table = Table(title=title or None, show_header=False, box=None, pad_edge=False)
+            table = Table(title=_title(title), show_header=False, box=None, pad_edge=False)
             table.add_column(style="bold")
             table.add_column()
             for key, value in flat.items():
@@ -213,7 +213,7 @@ class Output:
     def _rich_rows(
         self, rows: Iterable[Mapping[str, Any]], columns: Sequence[str], title: str
     ) -> int:
-        table = Table(title=title or None)
+        table = Table(title=_title(title))
         for column in columns:
             table.add_column(column, overflow="fold")
         for row in rows:
@@ -320,3 +320,8 @@ class IngestProgress:
     def warn(self, message: str) -> None:
         """Print a line on standard error above the progress line (non-printables escaped)."""
         self.console.print(Text(escape(message, keep="\n"), style="yellow"), soft_wrap=True)
+
+
+def _title(title: str) -> Text | None:
+    """A table title as plain text (an id in it is neither markup nor a terminal command)."""
+    return Text(escape(title)) if title else None
