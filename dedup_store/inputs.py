@@ -465,7 +465,8 @@ class RepeatedIds:
 
     The store writes one copy of such an id (the first, or the last with ``update``) and skips
     the others; this tells the caller where each repeat is, so that none goes unnoticed. An id
-    is remembered by a 64-bit hash and the place it first appeared, not by its text.
+    is remembered by a 64-bit hash and the place it first appeared (about 100 bytes per id),
+    not by its text.
 
     Args:
         report: called for every repeat with a message naming both places.
@@ -476,7 +477,7 @@ class RepeatedIds:
         self.report = report
         self.update = update
         self.count = 0
-        self._first: dict[int, tuple[int, int | None]] = {}
+        self._first: dict[int, int] = {}  # id hash -> source number << 40 | line
         self._sources: dict[str | None, int] = {}
         self._names: list[str | None] = []
 
@@ -496,14 +497,14 @@ class RepeatedIds:
             source = self._sources.setdefault(document.source, len(self._names))
             if source == len(self._names):
                 self._names.append(document.source)
-            self._first[key] = (source, document.line)
+            self._first[key] = source << 40 | (document.line or 0)
             return
         self.count += 1
         self.report(self._message(document, first))
 
-    def _message(self, document: Document, first: tuple[int, int | None]) -> str:
+    def _message(self, document: Document, first: int) -> str:
         outcome = "this copy replaces it" if self.update else "this copy is skipped"
-        earlier = _place(self._names[first[0]], first[1])
+        earlier = _place(self._names[first >> 40], first & (2**40 - 1) or None)
         return (
             f"{_place(document.source, document.line)}: id {quote_id(document.id)} repeats the id"
             f" of {earlier}; {outcome}"
