@@ -242,10 +242,9 @@ def validate_id(doc_id: object) -> None:
             f"document id {quote_id(doc_id)} is not valid Unicode "
             f"(a lone surrogate at character {e.start})"
         ) from None
-    if size > MAX_ID_BYTES:
+    if size > MAX_ID_BYTES:  # so more than 80 characters: quote_id shows the size
         raise InvalidDocumentError(
-            f"document id {quote_id(doc_id)} is {size} bytes in UTF-8, "
-            f"more than the limit of {MAX_ID_BYTES}"
+            f"document id {quote_id(doc_id)} is longer than the limit of {MAX_ID_BYTES} bytes"
         )
 
 

@@ -44,7 +44,10 @@ BAD_LINES = [
     ('{"id": ' + "9" * 5000 + ', "text": "%s"}', "number too long"),
     ('{"id": "deep", "text": "%s", "m": ' + DEEP + "}", "nested too deeply"),
     ('{"id": "nan", "text": "%s", "score": NaN}', "JSON holds NaN"),
-    ('{"id": "' + "文" * 1000 + '", "text": "%s"}', "3000 bytes in UTF-8"),
+    (
+        '{"id": "' + "文" * 1000 + '", "text": "%s"}',
+        "(3000 bytes) is longer than the limit of 1024",
+    ),
 ]
 
 

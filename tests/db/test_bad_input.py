@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from sqlalchemy import Engine, text
 
@@ -61,9 +63,7 @@ def test_failed_batch_leaves_no_rows(engine: Engine, store: DedupStore) -> None:
     batch = [Document("ok-1", GOOD), Document("bad", "x\x00y", source="in.jsonl", line=2)]
     with pytest.raises(InvalidDocumentError, match=r"in.jsonl:2: document 'bad'"):
         store.add_many(batch)
-    assert _rows(engine, store.schema) == dict.fromkeys(
-        ("documents", "sample_keys", "edges"), 0
-    )
+    assert _rows(engine, store.schema) == dict.fromkeys(("documents", "sample_keys", "edges"), 0)
 
 
 def test_ingest_skip_reports_bad_records(store: DedupStore) -> None:
@@ -88,7 +88,7 @@ for _ in range(100_000):
 BAD_RECORDS = [
     pytest.param("lone\ud800", None, "not valid Unicode", id="surrogate-id"),
     pytest.param("m-surrogate", {"k": "\udc80"}, "lone surrogate", id="surrogate-meta"),
-    pytest.param(CJK_ID, None, "3000 bytes in UTF-8, more than the limit of 1024", id="long-id"),
+    pytest.param(CJK_ID, None, r"\(3000 bytes\) is longer than the limit of 1024", id="long-id"),
     pytest.param("nan", {"score": float("nan")}, "NaN or Infinity", id="nan-meta"),
     pytest.param("inf", {"score": [float("inf")]}, "NaN or Infinity", id="inf-meta"),
     pytest.param("deep", DEEP_META, "nested deeper than 100", id="deep-meta"),
@@ -126,7 +126,7 @@ def test_ingest_skip_reports_every_bad_record_by_number(store: DedupStore) -> No
     assert (summary.new, summary.errors) == (len(BAD_RECORDS), len(BAD_RECORDS))
     assert [e.line for e in reported] == [2 * n + 2 for n in range(len(BAD_RECORDS))]
     for error, param in zip(reported, BAD_RECORDS, strict=True):
-        assert param.values[2] in error.message
+        assert re.search(str(param.values[2]), error.message)
         assert error.source is None
     # an id that is itself invalid is not repeated whole in the report
     assert reported[0].external_id is None and reported[2].external_id is None
