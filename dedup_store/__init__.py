@@ -1,44 +1,90 @@
 """dedup_store: find near-duplicate documents and remember them in PostgreSQL.
 
-The public names are re-exported here; import from ``dedup_store`` only.
+The public names are re-exported here; import from ``dedup_store`` only. They are loaded when
+first used (the store needs SQLAlchemy and numpy, which the command line's ``--help`` and
+``--version`` do not), so ``import dedup_store`` itself is quick.
 """
 
-from dedup_store.core import (
-    Fingerprint,
-    FingerprintBatch,
-    FingerprintParams,
-    canonicalize,
-    fingerprint,
-    fingerprint_batch,
-)
-from dedup_store.errors import (
-    DatabaseError,
-    DedupStoreError,
-    EmptyDocumentError,
-    InputFormatError,
-    InvalidDocumentError,
-    InvalidNameError,
-    InvalidParamsError,
-    ParamsMismatchError,
-    SchemaOutdatedError,
-    StoreNotInitializedError,
-    UnknownDocumentError,
-)
-from dedup_store.results import (
-    AddResult,
-    Cluster,
-    Document,
-    IngestSummary,
-    Match,
-    Method,
-    Pair,
-    RecordError,
-    Stats,
-    Status,
-)
-from dedup_store.service import DedupStore
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dedup_store.core import (
+        Fingerprint,
+        FingerprintBatch,
+        FingerprintParams,
+        canonicalize,
+        fingerprint,
+        fingerprint_batch,
+    )
+    from dedup_store.errors import (
+        DatabaseError,
+        DedupStoreError,
+        EmptyDocumentError,
+        InputFormatError,
+        InvalidDocumentError,
+        InvalidNameError,
+        InvalidParamsError,
+        ParamsMismatchError,
+        SchemaOutdatedError,
+        StoreNotInitializedError,
+        UnknownDocumentError,
+    )
+    from dedup_store.results import (
+        AddResult,
+        Cluster,
+        Document,
+        IngestSummary,
+        Match,
+        Method,
+        Pair,
+        RecordError,
+        Stats,
+        Status,
+    )
+    from dedup_store.service import DedupStore
 
 __version__ = "0.1.0"
+
+_HOMES = {
+    "dedup_store.core": (
+        "Fingerprint",
+        "FingerprintBatch",
+        "FingerprintParams",
+        "canonicalize",
+        "fingerprint",
+        "fingerprint_batch",
+    ),
+    "dedup_store.errors": (
+        "DatabaseError",
+        "DedupStoreError",
+        "EmptyDocumentError",
+        "InputFormatError",
+        "InvalidDocumentError",
+        "InvalidNameError",
+        "InvalidParamsError",
+        "ParamsMismatchError",
+        "SchemaOutdatedError",
+        "StoreNotInitializedError",
+        "UnknownDocumentError",
+    ),
+    "dedup_store.results": (
+        "AddResult",
+        "Cluster",
+        "Document",
+        "IngestSummary",
+        "Match",
+        "Method",
+        "Pair",
+        "RecordError",
+        "Stats",
+        "Status",
+    ),
+    "dedup_store.service": ("DedupStore",),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "AddResult",
@@ -71,3 +117,17 @@ __all__ = [
     "fingerprint",
     "fingerprint_batch",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from its module on first use (then it is a plain attribute)."""
+    module = _HOME_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -4,34 +4,47 @@ Each command parses its options, makes one call to :class:`~dedup_store.service.
 the migration helpers), and renders the result. Errors of ours, and database errors, become one
 line on standard error and the exit code of the error class (see :mod:`dedup_store.errors`);
 ``--debug`` shows the traceback instead.
+
+The store, the database driver and numpy are imported inside the commands, so that ``--help``
+and ``--version`` answer at once.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import enum
-import importlib.metadata
 import time
-from typing import Annotated, Any, Literal, NoReturn
+from typing import Annotated, Any, Literal
 
-import psycopg
 import typer
-from sqlalchemy import exc as sa_exc
-from typer.core import TyperGroup
+from typer.core import TyperCommand
 
 from dedup_store import config
-from dedup_store.cli_render import IngestProgress, Output, OutputFormat
-from dedup_store.core import kernels
-from dedup_store.core.params import FingerprintParams
-from dedup_store.db import embedded, migrate
-from dedup_store.errors import DatabaseError, DedupStoreError, InputFormatError
-from dedup_store.inputs import DEFAULT_GLOB, InputFormat, apply_error_policy, read_inputs, read_text
-from dedup_store.results import IngestSummary
-from dedup_store.service import DedupStore
-
-EXIT_INTERRUPTED = 130
-_D = FingerprintParams()
-"""The default fingerprint parameters, quoted in the help of ``init``."""
+from dedup_store.cli_app import (
+    EXIT_INTERRUPTED,
+    ExitOnErrorGroup,
+    Settings,
+    print_version,
+    settings_of,
+)
+from dedup_store.cli_render import (
+    IngestProgress,
+    Output,
+    OutputFormat,
+    print_ingest_summary,
+    warn_about_skips,
+)
+from dedup_store.errors import InputFormatError
+from dedup_store.inputs import (
+    DEFAULT_GLOB,
+    STDIN,
+    STDIN_TEXT_ID,
+    InputFormat,
+    RepeatedIds,
+    apply_error_policy,
+    open_regular,
+    read_inputs,
+    read_text,
+)
 
 
 class OnError(enum.StrEnum):
@@ -71,58 +84,8 @@ class HtmlChoice(enum.StrEnum):
     never = "never"
 
 
-@dataclasses.dataclass
-class Settings:
-    """The global options, and the database URL once it has been resolved."""
-
-    db_url: str | None
-    schema: str
-    debug: bool
-    url: str | None = None
-
-    def resolve(self) -> str:
-        """The database URL: ``--db-url``, ``DEDUP_STORE_URL``, else the embedded server."""
-        if self.url is None:
-            self.url = config.resolve_url(self.db_url)
-        return self.url
-
-    def store(self, *, create: bool = False, params: FingerprintParams | None = None) -> DedupStore:
-        """Open the store (``create``: make or upgrade the schema when missing)."""
-        return DedupStore(self.resolve(), params, self.schema, create=create)
-
-
-class _Group(TyperGroup):
-    """The root command group: turns our exceptions into a message and an exit code."""
-
-    def invoke(self, ctx: Any) -> Any:  # a click Context (typer may vendor its own click)
-        try:
-            return super().invoke(ctx)
-        except DedupStoreError as e:
-            _fail(ctx, e, str(e), e.exit_code)
-        except (sa_exc.SQLAlchemyError, psycopg.Error) as e:
-            _fail(ctx, e, f"database error: {_driver_message(e)}", DatabaseError.exit_code)
-        except KeyboardInterrupt as e:
-            _fail(ctx, e, "interrupted", EXIT_INTERRUPTED)
-
-
-def _fail(ctx: Any, error: BaseException, message: str, code: int) -> NoReturn:
-    settings = ctx.obj if isinstance(ctx.obj, Settings) else None
-    if settings is not None and settings.debug:
-        raise error
-    urls = [settings.url, settings.db_url] if settings else []
-    message = config.scrub(message, [p for u in urls if u for p in config.passwords_of(u)])
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
-
-
-def _driver_message(error: BaseException) -> str:
-    orig = getattr(error, "orig", None) or error
-    text = " ".join(part.strip() for part in str(orig).splitlines() if part.strip())
-    return text or type(orig).__name__
-
-
 app = typer.Typer(
-    cls=_Group,
+    cls=ExitOnErrorGroup,
     name="dedup-store",
     help="Find near-duplicate documents and remember them in PostgreSQL.",
     no_args_is_help=True,
@@ -140,17 +103,6 @@ FormatOption = Annotated[
     OutputFormat,
     typer.Option("--format", "-f", help="Output format: a table for people, or json/jsonl/csv."),
 ]
-
-
-def _print_version(value: bool) -> None:
-    if not value:
-        return
-    implementation = (
-        "compiled" if kernels.compiled is not None else "numpy (built without a C compiler)"
-    )
-    typer.echo(f"dedup-store {importlib.metadata.version('dedup-store')}")
-    typer.echo(f"fingerprint kernels: {implementation}")
-    raise typer.Exit()
 
 
 @app.callback()
@@ -175,63 +127,81 @@ def _global_options(
         bool,
         typer.Option(
             "--version",
-            callback=_print_version,
+            callback=print_version,
             is_eager=True,
             help="Show the version and whether the compiled fingerprint kernels are in use.",
         ),
     ] = False,
 ) -> None:
     """Find near-duplicate documents and remember them in PostgreSQL."""
-    ctx.obj = Settings(db_url=db_url or None, schema=config.schema_name(schema), debug=debug)
-
-
-def _settings(ctx: typer.Context) -> Settings:
-    settings = ctx.find_root().obj
-    assert isinstance(settings, Settings)
-    return settings
+    source = ctx.get_parameter_source("db_url")  # an enum of the click that typer uses
+    from_environment = getattr(source, "name", None) == "ENVIRONMENT"
+    ctx.obj = Settings(
+        db_url=db_url or None,
+        schema=config.schema_name(schema),
+        debug=debug,
+        url_from_environment=from_environment,
+    )
 
 
 # -- init ------------------------------------------------------------------------------------
 
 
-def _param(name: str, text: str, *flags: str) -> Any:
-    """A ``typer.Option`` for the fingerprint parameter ``name``, its default quoted in the help."""
-    default = getattr(_D, name)
-    shown = ("on" if default else "off") if isinstance(default, bool) else default
-    return typer.Option(*flags, help=f"{text} (default {shown}).", show_default=False)
+def _param(text: str, *flags: str) -> Any:
+    """A ``typer.Option`` for a fingerprint parameter (:class:`_InitCommand` adds the default)."""
+    return typer.Option(*flags, help=f"{text}.", show_default=False)
 
 
-@app.command()
+class _InitCommand(TyperCommand):
+    """``init``, whose help quotes the default fingerprint parameters.
+
+    The defaults are read when the help is shown, so that other commands need not load the
+    fingerprinting core.
+    """
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        """Write the help, each parameter's default quoted in its text."""
+        from dedup_store.core.params import FingerprintParams
+
+        defaults = FingerprintParams()
+        for param in self.params:
+            text = getattr(param, "help", None)
+            if param.name and hasattr(defaults, param.name) and text and "(default" not in text:
+                value = getattr(defaults, param.name)
+                shown = ("on" if value else "off") if isinstance(value, bool) else value
+                param.help = f"{text.rstrip('.')} (default {shown})."  # type: ignore[attr-defined]
+        super().format_help(ctx, formatter)
+
+
+@app.command(cls=_InitCommand)
 def init(
     ctx: typer.Context,
-    shingle_size: Annotated[int | None, _param("shingle_size", "Words per shingle")] = None,
+    shingle_size: Annotated[int | None, _param("Words per shingle")] = None,
     cjk_shingle_size: Annotated[
-        int | None, _param("cjk_shingle_size", "Characters per shingle in Chinese/Japanese text")
+        int | None, _param("Characters per shingle in Chinese/Japanese text")
     ] = None,
-    num_perm: Annotated[int | None, _param("num_perm", "Min-hashes per MinHash signature")] = None,
-    scheme: Annotated[SchemeChoice | None, _param("scheme", "MinHash band scheme")] = None,
+    num_perm: Annotated[int | None, _param("Min-hashes per MinHash signature")] = None,
+    scheme: Annotated[SchemeChoice | None, _param("MinHash band scheme")] = None,
     threshold: Annotated[
-        float | None, _param("threshold", "Target Jaccard similarity of near-duplicates")
+        float | None, _param("Target Jaccard similarity of near-duplicates")
     ] = None,
     simhash_k: Annotated[
-        int | None, _param("simhash_k", "Largest Hamming distance of matching SimHashes")
+        int | None, _param("Largest Hamming distance of matching SimHashes")
     ] = None,
-    simhash_blocks: Annotated[
-        int | None, _param("simhash_blocks", "SimHash blocks, more than --simhash-k")
-    ] = None,
+    simhash_blocks: Annotated[int | None, _param("SimHash blocks, more than --simhash-k")] = None,
     containment: Annotated[
-        float | None, _param("containment", "Containment threshold for excerpts, 0 turns it off")
+        float | None, _param("Containment threshold for excerpts, 0 turns it off")
     ] = None,
     verify: Annotated[
         VerifyChoice | None,
-        _param("verify", "Score candidates by exact Jaccard or by the MinHash estimate"),
+        _param("Score candidates by exact Jaccard or by the MinHash estimate"),
     ] = None,
     stopwords: Annotated[
-        bool | None, _param("stopwords", "Drop stop words", "--stopwords/--no-stopwords")
+        bool | None, _param("Drop stop words", "--stopwords/--no-stopwords")
     ] = None,
-    stem: Annotated[bool | None, _param("stem", "Snowball stemming", "--stem/--no-stem")] = None,
+    stem: Annotated[bool | None, _param("Snowball stemming", "--stem/--no-stem")] = None,
     html: Annotated[
-        HtmlChoice | None, _param("html", "Whether input is HTML (auto detects markup)")
+        HtmlChoice | None, _param("Whether input is HTML (auto detects markup)")
     ] = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
@@ -254,11 +224,14 @@ def init(
         "stem": stem,
         "html": html,
     }
+    from dedup_store.core.params import FingerprintParams
+    from dedup_store.db import migrate
+
     chosen = {
         k: v.value if isinstance(v, enum.Enum) else v for k, v in given.items() if v is not None
     }
     params = FingerprintParams.from_dict(chosen) if chosen else None
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     migrate.upgrade(settings.resolve(), settings.schema)
     with settings.store(create=True, params=params) as store:
         stored = store.params
@@ -292,10 +265,19 @@ def ingest(
         StdinFormat,
         typer.Option(
             "--format",
-            help="Format of standard input (text: the whole stream is "
-            "one document with the id 'stdin').",
+            help="Format of standard input (text: the whole stream is one document, "
+            "with the id given by --id).",
         ),
     ] = StdinFormat.jsonl,
+    stdin_id: Annotated[
+        str | None,
+        typer.Option(
+            "--id",
+            help=f"Id of the document read from standard input with --format text "
+            f"(default {STDIN_TEXT_ID!r}).",
+            show_default=False,
+        ),
+    ] = None,
     on_error: Annotated[
         OnError, typer.Option(help="On a bad record: stop, or skip it and report it.")
     ] = OnError.stop,
@@ -317,18 +299,19 @@ def ingest(
     document whose id is its path (relative to the directory given).
     JSONL and CSV records give the id and text in --id-field and --text-field; their other fields
     are kept as metadata. The store is created with default parameters if it does not exist.
+    Bad records, ids repeated in the input and ids already stored are reported on standard
+    error and counted in the summary. Ctrl-C stops the run and prints what was stored.
     """
-    settings = _settings(ctx)
+    if stdin_id is not None and (STDIN not in paths or stdin_format is not StdinFormat.text):
+        raise typer.BadParameter(
+            "names the document of '-' read with --format text", param_hint="--id"
+        )
+    settings = settings_of(ctx)
     policy: Literal["stop", "skip"] = "skip" if on_error is OnError.skip else "stop"
     fmt: InputFormat = stdin_format.value
     started = time.perf_counter()
     with settings.store(create=True) as store, IngestProgress(not quiet) as progress:
-        reader_errors: list[InputFormatError] = []
-
-        def report(error: InputFormatError) -> None:
-            reader_errors.append(error)
-            progress.warn(f"skipped: {error}")
-
+        repeats = RepeatedIds(progress.warn, update=update)
         records = read_inputs(
             paths,
             glob=glob,
@@ -336,29 +319,35 @@ def ingest(
             text_field=text_field,
             stdin_format=fmt,
             stdin=typer.get_binary_stream("stdin"),
+            stdin_id=stdin_id or STDIN_TEXT_ID,
         )
-        summary = store.ingest(
-            apply_error_policy(records, policy, report),
-            batch_size=batch_size,
-            update=update,
-            on_error=policy,
-            on_batch=progress.on_batch,
-            count_clusters=True,
-        )
-    summary.errors += len(reader_errors)
+        documents = repeats.watch(apply_error_policy(records, policy, progress.skip_record))
+        try:
+            summary = store.ingest(
+                documents,
+                batch_size=batch_size,
+                update=update,
+                on_error=policy,
+                on_batch=progress.on_batch,
+                on_progress=progress.on_progress,
+                count_clusters=True,
+            )
+        except KeyboardInterrupt:
+            summary = progress.stored
+            interrupted = True
+        else:
+            interrupted = False
+    summary.errors += progress.reader_errors
     summary.seconds = max(summary.seconds, time.perf_counter() - started)
-    _print_summary(summary, as_json)
-
-
-def _print_summary(summary: IngestSummary, as_json: bool) -> None:
-    data = summary.to_dict()
-    if as_json:
-        Output(OutputFormat.json).record(data)
-        return
-    rate = summary.documents / summary.seconds if summary.seconds > 0 else 0.0
-    data["seconds"] = round(summary.seconds, 2)
-    data["documents_per_second"] = round(rate)
-    Output(OutputFormat.table).record(data, title="ingest summary")
+    print_ingest_summary(summary, as_json, repeated_ids=repeats.count, interrupted=interrupted)
+    if interrupted:
+        typer.echo(
+            f"error: interrupted after storing {summary.documents} documents; the same command "
+            "goes on where it stopped (stored ids are skipped)",
+            err=True,
+        )
+        raise typer.Exit(EXIT_INTERRUPTED)
+    warn_about_skips(summary, repeats.count, stdin_text=STDIN in paths and fmt == "text")
 
 
 # -- queries ---------------------------------------------------------------------------------
@@ -389,7 +378,7 @@ def check(
     documents with their scores, and the cluster it would join.
     """
     body = _text_to_check(text, file)
-    with _settings(ctx).store() as store:
+    with settings_of(ctx).store() as store:
         result = store.check(body)
     out = Output(fmt)
     matches = [m.to_dict() for m in result.matches]
@@ -417,7 +406,7 @@ def _text_to_check(text: str | None, file: str | None) -> str:
         return text
     if file is not None:
         try:
-            with open(file, "rb") as f:
+            with open_regular(file) as f:
                 record = read_text(f, file, file)
         except OSError as e:
             raise InputFormatError(e.strerror or str(e), file) from None
@@ -438,7 +427,7 @@ def similar(
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """List the documents that match a stored document, best first."""
-    with _settings(ctx).store() as store:
+    with settings_of(ctx).store() as store:
         matches = store.similar(doc_id)
     Output(fmt).rows((m.to_dict() for m in matches), _MATCH_COLUMNS, title=f"similar to {doc_id}")
 
@@ -450,7 +439,7 @@ def cluster(
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Show the cluster of a stored document: representative and members."""
-    with _settings(ctx).store() as store:
+    with settings_of(ctx).store() as store:
         found = store.cluster(doc_id)
     Output(fmt).record(found.to_dict(), title=f"cluster {found.cluster_id}")
 
@@ -465,7 +454,7 @@ def clusters(
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """List the clusters of duplicates, oldest first."""
-    with _settings(ctx).store() as store:
+    with settings_of(ctx).store() as store:
         count = Output(fmt).rows(
             (c.to_dict() for c in store.clusters(min_size)), _CLUSTER_COLUMNS, title="clusters"
         )
@@ -481,7 +470,7 @@ def pairs(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
 
     In each pair, a is the older document.
     """
-    with _settings(ctx).store() as store:
+    with settings_of(ctx).store() as store:
         count = Output(fmt).rows(
             (p.to_dict() for p in store.pairs()), _PAIR_COLUMNS, title="duplicate pairs"
         )
@@ -491,7 +480,7 @@ def pairs(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
 @app.command()
 def stats(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
     """Show counts over the whole store and its parameters."""
-    with _settings(ctx).store() as store:
+    with settings_of(ctx).store() as store:
         found = store.stats()
     Output(fmt).record(found.to_dict(), title="store statistics")
 
@@ -506,7 +495,7 @@ def delete(
 
     All or nothing: an unknown id is an error and deletes nothing.
     """
-    with _settings(ctx).store() as store:
+    with settings_of(ctx).store() as store:
         deleted = store.delete(doc_ids)
     Output(fmt).record({"deleted": deleted})
 
@@ -520,7 +509,7 @@ def export(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
 
     Use --format jsonl (or csv) to write a file.
     """
-    with _settings(ctx).store() as store:
+    with settings_of(ctx).store() as store:
         Output(fmt).rows(store.export(), _EXPORT_COLUMNS, title="documents")
 
 
@@ -535,10 +524,12 @@ def _note_empty(fmt: OutputFormat, count: int, message: str) -> None:
 @db_app.command("status")
 def db_status(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
     """Show the database in use and the embedded server's state."""
-    settings = _settings(ctx)
-    source = config.describe_source(settings.db_url)
+    settings = settings_of(ctx)
+    source = config.describe_source(None if settings.url_from_environment else settings.db_url)
     info: dict[str, Any] = {"source": source, "schema": settings.schema}
     if source == "embedded":
+        from dedup_store.db import embedded
+
         state = embedded.status()
         info.update(
             running=state.running,
@@ -555,6 +546,8 @@ def db_status(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> Non
 @db_app.command("stop")
 def db_stop() -> None:
     """Stop the embedded server (the next command starts it again)."""
+    from dedup_store.db import embedded
+
     stopped = embedded.stop()
     typer.echo("embedded server stopped" if stopped else "embedded server was not running")
 
@@ -562,7 +555,9 @@ def db_stop() -> None:
 @db_app.command("upgrade")
 def db_upgrade(ctx: typer.Context) -> None:
     """Create the schema, or upgrade it to the newest revision."""
-    settings = _settings(ctx)
+    from dedup_store.db import migrate
+
+    settings = settings_of(ctx)
     migrate.upgrade(settings.resolve(), settings.schema)
     typer.echo(f"schema {settings.schema} is at revision {migrate.head()}")
 
@@ -570,7 +565,9 @@ def db_upgrade(ctx: typer.Context) -> None:
 @db_app.command("current")
 def db_current(ctx: typer.Context) -> None:
     """Print the schema's revision and whether it is the newest."""
-    settings = _settings(ctx)
+    from dedup_store.db import migrate
+
+    settings = settings_of(ctx)
     revision = migrate.current(settings.resolve(), settings.schema)
     latest = migrate.head()
     state = "up to date" if revision == latest else f"behind {latest}; run `dedup-store db upgrade`"

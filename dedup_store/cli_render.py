@@ -3,6 +3,10 @@
 Tables are drawn with rich when standard output is a terminal and written as tab-separated text
 otherwise, which suits ``grep``, ``cut`` and ``sort``. JSON, JSON Lines and CSV stream row by row,
 so exporting a large store does not hold it in memory.
+
+Ids and file names come from users: in tables and messages, characters that a terminal would act
+on (escape sequences, carriage returns, tabs, newlines, bidirectional overrides) are shown
+escaped, as ``\x1b`` or ``\u202e``. JSON escapes them by itself; CSV keeps values as they are.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 from typing import Any, TextIO
 
+import typer
 from rich.console import Console
 from rich.progress import (
     Progress,
@@ -27,6 +32,8 @@ from rich.progress import (
 )
 from rich.table import Table
 from rich.text import Text
+
+from dedup_store.results import AddResult, IngestSummary, RecordError
 
 
 class OutputFormat(enum.StrEnum):
@@ -69,7 +76,19 @@ def cell(value: Any, sep: str = ", ") -> str:
         return sep.join(cell(v) for v in value)
     if isinstance(value, dict):
         return to_json(value)
-    return str(value).replace("\t", " ").replace("\n", " ")
+    return escape(str(value))
+
+
+def escape(text: str, keep: str = "") -> str:
+    """``text`` with every non-printable character escaped (``\\x1b``, ``\\n``, ``\\u202e``).
+
+    Args:
+        text: any text, e.g. an id or a file name.
+        keep: characters left as they are (``"\\n"`` for messages of several lines).
+    """
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch in keep else repr(ch)[1:-1] for ch in text)
 
 
 def _csv_value(value: Any) -> Any:
@@ -142,11 +161,11 @@ class Output:
 
     def _key_values(self, flat: Mapping[str, Any], title: str) -> None:
         if self.rich:
-            table = Table(title=title or None, show_header=False, box=None, pad_edge=False)
+            table = Table(title=_title(title), show_header=False, box=None, pad_edge=False)
             table.add_column(style="bold")
             table.add_column()
             for key, value in flat.items():
-                table.add_row(key, cell(value))
+                table.add_row(Text(key), Text(cell(value)))
             self.console.print(table)
             return
         width = max((len(k) for k in flat), default=0)
@@ -194,14 +213,46 @@ class Output:
     def _rich_rows(
         self, rows: Iterable[Mapping[str, Any]], columns: Sequence[str], title: str
     ) -> int:
-        table = Table(title=title or None)
+        table = Table(title=_title(title))
         for column in columns:
             table.add_column(column, overflow="fold")
         for row in rows:
-            table.add_row(*(cell(row.get(c), "\n") for c in columns))
+            table.add_row(*(Text(cell(row.get(c), "\n")) for c in columns))
         if table.row_count:
             self.console.print(table)
         return table.row_count
+
+
+def print_ingest_summary(
+    summary: IngestSummary, as_json: bool, *, repeated_ids: int, interrupted: bool
+) -> None:
+    """Print the counts of an ingest run on standard output, as a table or as JSON."""
+    data = {**summary.to_dict(), "repeated_ids": repeated_ids}
+    if interrupted:
+        data["interrupted"] = True
+    if as_json:
+        Output(OutputFormat.json).record(data)
+        return
+    data["seconds"] = round(summary.seconds, 2)
+    data["documents_per_second"] = round(summary.documents_per_second)
+    Output(OutputFormat.table).record(data, title="ingest summary")
+
+
+def warn_about_skips(summary: IngestSummary, repeated_ids: int, *, stdin_text: bool) -> None:
+    """Say on standard error what the summary's counts mean when something was not stored."""
+    if summary.documents + summary.errors == 0:
+        _stderr("warning: no records found in the input; nothing was stored")
+    known = summary.skipped - repeated_ids
+    if known > 0:
+        hint = "; --id names the text read from standard input" if stdin_text else ""
+        _stderr(
+            f"warning: {known} documents skipped because their ids were already stored "
+            f"(--update replaces them{hint})"
+        )
+
+
+def _stderr(message: str) -> None:
+    typer.echo(escape(message, keep="\n"), err=True)
 
 
 class RateColumn(ProgressColumn):
@@ -217,24 +268,28 @@ class RateColumn(ProgressColumn):
 class IngestProgress:
     """A progress line on standard error while documents are ingested (off when not a terminal).
 
-    Use it as a context manager and pass :meth:`on_batch` to :meth:`DedupStore.ingest`.
+    Use it as a context manager; pass :meth:`on_progress` and :meth:`on_batch` to
+    :meth:`DedupStore.ingest`. It shows the documents fingerprinted and stored so far, prints
+    every skipped record above the line, and keeps the counts of the stored batches in
+    :attr:`stored`, so that an interrupted run can say what it stored.
     """
 
     def __init__(self, enabled: bool = True, console: Console | None = None) -> None:
         self.console = console if console is not None else Console(stderr=True, highlight=False)
         self.enabled = enabled and self.console.is_terminal
-        self.done = 0
+        self.stored = IngestSummary()
+        self.reader_errors = 0
         self._progress = Progress(
             SpinnerColumn(),
             TextColumn("[bold]ingesting"),
-            TextColumn("{task.completed:,} documents"),
+            TextColumn("{task.fields[fingerprinted]:,} fingerprinted, {task.completed:,} stored"),
             RateColumn(),
             TimeElapsedColumn(),
             console=self.console,
             transient=True,
             disable=not self.enabled,
         )
-        self._task = self._progress.add_task("ingest", total=None)
+        self._task = self._progress.add_task("ingest", total=None, fingerprinted=0)
 
     def __enter__(self) -> IngestProgress:
         self._progress.start()
@@ -243,13 +298,30 @@ class IngestProgress:
     def __exit__(self, *exc: object) -> None:
         self._progress.stop()
 
-    def on_batch(self, results: Sequence[object], errors: Sequence[object]) -> None:
-        """Advance by one stored batch (its results and its skipped records)."""
-        self.done += len(results) + len(errors)
-        self._progress.update(self._task, completed=self.done)
+    def on_progress(self, fingerprinted: int, stored: int) -> None:
+        """Show the numbers of documents fingerprinted and stored so far."""
+        self._progress.update(self._task, completed=stored, fingerprinted=fingerprinted)
+
+    def on_batch(self, results: Sequence[AddResult], errors: Sequence[RecordError]) -> None:
+        """Count a stored batch (its results and its skipped records); report the skipped."""
+        from dedup_store.ingest_batch import describe  # loaded with the store by then
+
+        for result in results:
+            self.stored.count(result)
+        self.stored.errors += len(errors)
         for error in errors:
-            self.warn(f"skipped: {error}")
+            self.warn(f"skipped: {describe(error)}")
+
+    def skip_record(self, error: Exception) -> None:
+        """Count and report a record the reader could not read."""
+        self.reader_errors += 1
+        self.warn(f"skipped: {error}")
 
     def warn(self, message: str) -> None:
-        """Print a line on standard error above the progress line."""
-        self.console.print(Text(message, style="yellow"), soft_wrap=True)
+        """Print a line on standard error above the progress line (non-printables escaped)."""
+        self.console.print(Text(escape(message, keep="\n"), style="yellow"), soft_wrap=True)
+
+
+def _title(title: str) -> Text | None:
+    """A table title as plain text (an id in it is neither markup nor a terminal command)."""
+    return Text(escape(title)) if title else None

@@ -6,7 +6,11 @@ environment variable, and finally the embedded PostgreSQL server (see
 
 Passwords never leave this module in clear text: :func:`redact` hides the password of a URL and
 :func:`scrub` removes passwords from any message (an exception from the driver, for instance)
-before it is printed.
+before it is printed. A password may hold an ``@`` that was not percent-encoded
+(``postgresql://app:p@ss@host/db``), so the password is taken to run to the *last* ``@`` of
+the URL: a URL with an ``@`` after its host (in a query value) is hidden up to that ``@``, which
+hides too much rather than too little. This module imports SQLAlchemy only when a URL has to be
+parsed, so that the command line starts quickly.
 """
 
 from __future__ import annotations
@@ -14,12 +18,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
-
 from dedup_store.errors import DatabaseError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
 
 __all__ = [
     "DEFAULT_SCHEMA",
@@ -44,8 +49,9 @@ _DRIVER = "postgresql+psycopg"
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
 _MASK = "***"
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]{0,62}$")
-# scheme://user:password@ -- the password is anything up to the last "@" before the host.
-_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)(?P<pw>[^\s@/]*)@")
+# scheme://user:password@ -- the password is anything up to the last "@" of the URL (an "@"
+# in a password is often left unencoded, and a "/" may be in it too).
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)(?P<pw>\S*)@")
 # libpq key/value form and URL query strings: password=secret, password='se cret'.
 _KV_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<pw>'(?:[^'\\]|\\.)*'|[^\s&;,]+)", re.I)
 
@@ -102,6 +108,9 @@ def normalize_url(url: str) -> str:
     Raises:
         DatabaseError: The URL cannot be parsed or is not a PostgreSQL URL.
     """
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError):
@@ -121,21 +130,18 @@ def normalize_url(url: str) -> str:
 def redact(url: str | URL) -> str:
     """Return ``url`` with its password (also a ``password=`` query item) replaced by ``***``.
 
+    This is the one place that hides passwords of URLs: everything between ``user:`` and the
+    last ``@`` is hidden, so an unencoded ``@`` in a password leaks no part of it (a URL parser
+    would end the password at the first ``@`` and show the rest as the host).
+
     Args:
         url: A database URL, as text or a SQLAlchemy ``URL``.
 
     Returns:
-        The URL safe to print. Text that does not parse as a URL is scrubbed with :func:`scrub`.
+        The URL safe to print, percent-escapes decoded for reading.
     """
-    try:
-        parsed = url if isinstance(url, URL) else make_url(url)
-    except (ArgumentError, ValueError):
-        return scrub(str(url))
-    if parsed.password:
-        parsed = parsed.set(password=_MASK)
-    if "password" in parsed.query:
-        parsed = parsed.update_query_dict({"password": _MASK})
-    return unquote(parsed.render_as_string(hide_password=False))
+    text = url if isinstance(url, str) else url.render_as_string(hide_password=False)
+    return scrub(unquote(scrub(text)))
 
 
 def scrub(message: str, secrets: Iterable[str] = ()) -> str:
@@ -174,20 +180,23 @@ def scrub_exception(exc: BaseException, url: str | URL | None = None) -> str:
 
 
 def passwords_of(url: str | URL | None) -> list[str]:
-    """The password of ``url`` (none when it has none or does not parse)."""
+    """The password of ``url`` in every form it may be printed in (none when it has none).
+
+    The password runs from ``user:`` to the last ``@`` (see :func:`redact`); the result holds
+    it as written, percent-decoded, and the parts between its ``@`` characters, which is how a
+    driver shows it when it took the part after the first ``@`` for the host.
+    """
     if url is None:
         return []
-    try:
-        parsed = url if isinstance(url, URL) else make_url(url)
-    except (ArgumentError, ValueError):
-        return []
-    found = [parsed.password] if parsed.password else []
-    query_pw = parsed.query.get("password")
-    if isinstance(query_pw, str):
-        found.append(query_pw)
-    elif query_pw:
-        found.extend(query_pw)
-    return [str(p) for p in found]
+    text = url if isinstance(url, str) else url.render_as_string(hide_password=False)
+    found: list[str] = []
+    match = _URL_PASSWORD.match(text.strip())
+    if match and match["pw"]:
+        found.append(match["pw"])
+    found.extend(m["pw"].strip("'") for m in _KV_PASSWORD.finditer(text))
+    forms = {form for pw in found for form in (pw, unquote(pw))}
+    pieces = {piece for form in forms for piece in form.split("@")}
+    return sorted((forms | pieces) - {""}, key=len, reverse=True)
 
 
 def schema_name(schema: str | None = None) -> str:

@@ -84,7 +84,7 @@ class UnknownDocumentError(DedupStoreError, KeyError):
         super().__init__(external_id)
 
     def __str__(self) -> str:
-        return f"unknown document id: {self.external_id!r}"
+        return f"unknown document id: {quote_id(self.external_id)}"
 
 
 class StoreNotInitializedError(DedupStoreError):
@@ -108,3 +108,23 @@ class DatabaseError(DedupStoreError):
 
     exit_code = 7
     sqlstate: str | None = None
+
+
+ID_SHOWN_CHARS = 80
+"""Characters of an id shown in a message; the rest is replaced by its length."""
+
+
+def quote_id(value: object, limit: int = ID_SHOWN_CHARS) -> str:
+    """An id as messages show it: quoted, control characters escaped, cut after ``limit``.
+
+    Args:
+        value: the id (any object; a non-string is shown by its ``repr``).
+        limit: characters kept of a longer id, followed by its size in UTF-8 bytes.
+
+    Returns:
+        ``repr(value)`` when short, else e.g. ``'abc…' (4000 bytes)``.
+    """
+    if not isinstance(value, str) or len(value) <= limit:
+        return repr(value)
+    size = len(value.encode("utf-8", "surrogatepass"))
+    return f"{value[:limit]!r}… ({size} bytes)"

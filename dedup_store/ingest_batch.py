@@ -9,18 +9,25 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from dedup_store.core.canonical import has_cjk
 from dedup_store.core.fingerprint import FingerprintBatch, fingerprint_batch, validate_text
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.repository import EdgeRow
 from dedup_store.db.verify import merging_methods
-from dedup_store.errors import DedupStoreError, EmptyDocumentError, InvalidDocumentError
+from dedup_store.errors import (
+    DedupStoreError,
+    EmptyDocumentError,
+    InvalidDocumentError,
+    quote_id,
+)
 from dedup_store.results import AddResult, Document, Match, Method, RecordError, Status
 
 _METHOD_ORDER = {m.value: i for i, m in enumerate(Method)}
-MAX_ID_LENGTH = 1000
+MAX_ID_BYTES = 1024
+"""Longest external id, in UTF-8 bytes."""
+MAX_META_DEPTH = 100
+"""Deepest nesting of lists and objects in metadata."""
 
 
 @dataclasses.dataclass
@@ -57,7 +64,7 @@ class PreparedBatch:
     def first_error(self) -> DedupStoreError:
         """The exception to raise for the first bad record."""
         _, error, kind = self.errors[0]
-        return kind(str(error))
+        return kind(describe(error))
 
     def record_errors(self) -> list[RecordError]:
         """The bad records, in input order."""
@@ -149,56 +156,174 @@ def prepare_batch(
     known: Mapping[str, int],
     update: bool,
     max_bytes: int,
+    first: int | None = None,
 ) -> PreparedBatch:
-    """Validate and fingerprint a batch; known ids are skipped unless ``update``."""
+    """Validate and fingerprint a batch; known ids are skipped unless ``update``.
+
+    An id repeated in the batch is written once: its first copy, or with ``update`` its last
+    copy (as if the copies had been added one after the other); the other copies are skipped.
+
+    Args:
+        documents: the records of the batch.
+        params: the store's fingerprint parameters.
+        known: ``{external id: internal id}`` of the batch's ids already stored.
+        update: replace known ids instead of skipping them.
+        max_bytes: largest accepted text, in UTF-8 bytes.
+        first: number of the batch's first record in the whole input (counting from 1); a bad
+            record without a source file and line is reported by its number.
+    """
     errors: list[tuple[int, RecordError, type[DedupStoreError]]] = []
     skipped: list[int] = []
-    seen: set[str] = set()
-    positions: list[int] = []
+    chosen: dict[str, int] = {}
     for position, doc in enumerate(documents):
         try:
-            _validate(doc, max_bytes)
+            validate_document(doc, max_bytes)
         except DedupStoreError as e:
-            errors.append((position, _record_error(doc, str(e)), type(e)))
+            number = None if first is None else first + position
+            errors.append((position, record_error(doc, str(e), number), type(e)))
             continue
-        if doc.id in seen or (doc.id in known and not update):
+        earlier = chosen.get(doc.id)
+        if earlier is not None and update:
+            skipped.append(earlier)
+            chosen[doc.id] = position
+        elif earlier is not None or (doc.id in known and not update):
             skipped.append(position)
         else:
-            positions.append(position)
-        seen.add(doc.id)
+            chosen[doc.id] = position
+    positions = sorted(chosen.values())
     batch = fingerprint_batch([documents[p].text for p in positions], params)
     empty = {positions[row] for row in batch.empty_index}
     message = "document is empty after canonicalization (no words left)"
-    errors.extend((p, _record_error(documents[p], message), EmptyDocumentError) for p in empty)
+    errors.extend(
+        (
+            p,
+            record_error(documents[p], message, None if first is None else first + p),
+            EmptyDocumentError,
+        )
+        for p in empty
+    )
     errors.sort(key=lambda item: item[0])
     row_position = [p for p in positions if p not in empty]
+    skipped.sort()
     return PreparedBatch(documents, batch, row_position, dict(known), skipped, errors, update)
 
 
-def _validate(doc: Document, max_bytes: int) -> None:
-    if not isinstance(doc.id, str) or not doc.id or "\x00" in doc.id or len(doc.id) > MAX_ID_LENGTH:
-        raise InvalidDocumentError(
-            f"document id must be a non-empty string without NUL, at most {MAX_ID_LENGTH} "
-            f"characters, got {doc.id!r:.80}"
-        )
+def validate_document(doc: Document, max_bytes: int) -> None:
+    """Check that a record can be stored: its id, text and metadata.
+
+    Raises:
+        InvalidDocumentError: the first problem found.
+    """
+    validate_id(doc.id)
     validate_text(doc.text, max_bytes)
     if doc.meta is not None:
-        _validate_meta(doc.meta)
+        validate_meta(doc.meta)
 
 
-def _validate_meta(meta: Any) -> None:
+def validate_id(doc_id: object) -> None:
+    """Check an external id: a non-empty string, valid Unicode, without NUL, short enough.
+
+    The limit is in UTF-8 bytes (:data:`MAX_ID_BYTES`), well under the size a btree index
+    entry may have in PostgreSQL (2,704 bytes), so 1,024 ASCII characters fit but only 341
+    Chinese ones.
+
+    Raises:
+        InvalidDocumentError: naming the problem (and the id, shortened).
+    """
+    if not isinstance(doc_id, str):
+        raise InvalidDocumentError(f"document id must be a string, got {type(doc_id).__name__}")
+    if not doc_id:
+        raise InvalidDocumentError("document id is empty")
+    if "\x00" in doc_id:
+        raise InvalidDocumentError(f"document id {quote_id(doc_id)} contains a NUL character")
+    try:
+        size = len(doc_id.encode("utf-8"))
+    except UnicodeEncodeError as e:
+        raise InvalidDocumentError(
+            f"document id {quote_id(doc_id)} is not valid Unicode "
+            f"(a lone surrogate at character {e.start})"
+        ) from None
+    if size > MAX_ID_BYTES:  # so more than 80 characters: quote_id shows the size
+        raise InvalidDocumentError(
+            f"document id {quote_id(doc_id)} is longer than the limit of {MAX_ID_BYTES} bytes"
+        )
+
+
+def validate_meta(meta: object) -> None:
+    """Check metadata: a mapping that JSON (and PostgreSQL's jsonb) can hold.
+
+    Raises:
+        InvalidDocumentError: not a mapping, nested deeper than :data:`MAX_META_DEPTH`, not
+            serializable, NaN or infinite numbers, lone surrogates or NUL characters.
+    """
     if not isinstance(meta, Mapping):
         raise InvalidDocumentError(f"metadata must be a mapping, got {type(meta).__name__}")
+    if _depth_over(meta, MAX_META_DEPTH):
+        raise InvalidDocumentError(f"metadata is nested deeper than {MAX_META_DEPTH} levels")
     try:
-        encoded = json.dumps(meta, ensure_ascii=False)
-    except (TypeError, ValueError) as e:
+        encoded = json.dumps(meta, ensure_ascii=False, allow_nan=False)
+    except ValueError as e:
+        if "Out of range float" in str(e):
+            raise InvalidDocumentError("metadata holds NaN or Infinity (not JSON)") from None
+        raise InvalidDocumentError(f"metadata is not JSON-serializable: {e}") from None
+    except TypeError as e:
         raise InvalidDocumentError(f"metadata is not JSON-serializable: {e}") from None
     if "\\u0000" in encoded:
         raise InvalidDocumentError("metadata contains a NUL character")
+    try:
+        encoded.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidDocumentError("metadata is not valid Unicode (a lone surrogate)") from None
 
 
-def _record_error(doc: Document, message: str) -> RecordError:
-    return RecordError(doc.source, doc.line, doc.id if isinstance(doc.id, str) else None, message)
+def _depth_over(value: object, limit: int) -> bool:
+    """Whether containers nest more than ``limit`` levels deep (without recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, Mapping):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend((v, depth + 1) for v in item)
+    return False
+
+
+def record_error(doc: Document, message: str, number: int | None = None) -> RecordError:
+    """The error of a bad record; its id only when the id itself is valid.
+
+    Args:
+        doc: the record.
+        message: what is wrong.
+        number: the record's number in the input, used as its line when it has no source.
+    """
+    valid_id = isinstance(doc.id, str) and not _id_problem(doc.id)
+    line = doc.line if doc.source is not None or number is None else number
+    return RecordError(doc.source, line, doc.id if valid_id else None, message)
+
+
+def lookup_ids(documents: Sequence[Document]) -> list[str]:
+    """The ids of a batch worth looking up in the store (valid ones; bad ones are reported)."""
+    return [d.id for d in documents if isinstance(d.id, str) and not _id_problem(d.id)]
+
+
+def _id_problem(doc_id: str) -> bool:
+    try:
+        validate_id(doc_id)
+    except InvalidDocumentError:
+        return True
+    return False
+
+
+def describe(error: RecordError) -> str:
+    """A record error as one line, its id quoted and shortened (:func:`quote_id`)."""
+    if error.source and error.line:
+        where = f"{error.source}:{error.line}: "
+    else:
+        where = f"record {error.line}: " if error.line else ""
+    what = f"document {quote_id(error.external_id)}: " if error.external_id else ""
+    return f"{where}{what}{error.message}"
 
 
 def guess_language(canonical_text: str) -> str:

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import csv
 import fnmatch
+import hashlib
 import json
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from dedup_store.errors import InputFormatError
+from dedup_store.errors import InputFormatError, quote_id
 from dedup_store.results import Document
 
 InputFormat = Literal["jsonl", "csv", "text"]
@@ -61,6 +63,7 @@ def read_inputs(
     text_field: str = "text",
     stdin_format: InputFormat = "jsonl",
     stdin: IO[bytes] | None = None,
+    stdin_id: str = STDIN_TEXT_ID,
 ) -> Iterator[Record]:
     """Yield the records of every path in order.
 
@@ -71,12 +74,14 @@ def read_inputs(
         id_field: JSONL key or CSV column holding the document id.
         text_field: JSONL key or CSV column holding the document text.
         stdin_format: how ``-`` is read: ``jsonl``, ``csv`` or ``text`` (the whole stream is one
-            document with the id ``stdin``).
+            document with the id ``stdin_id``).
         stdin: the binary stream read for ``-``.
+        stdin_id: the id of the document read from ``-`` in the ``text`` format.
 
     Yields:
         A :class:`Document` per record, or an :class:`InputFormatError` per unreadable record.
-        A path that does not exist is an error record too.
+        A path that does not exist, or is neither a directory nor a regular file (a FIFO, a
+        device), is an error record too.
     """
     patterns = parse_globs(glob)
     for path in paths:
@@ -84,13 +89,13 @@ def read_inputs(
             if stdin is None:
                 yield InputFormatError("no standard input to read", STDIN_NAME)
                 continue
-            yield from read_stream(stdin, stdin_format, STDIN_NAME, id_field, text_field)
+            yield from read_stream(
+                stdin, stdin_format, STDIN_NAME, id_field, text_field, doc_id=stdin_id
+            )
         elif os.path.isdir(path):
             yield from read_directory(path, patterns, id_field=id_field, text_field=text_field)
-        elif os.path.isfile(path):
-            yield from read_file(path, id_field=id_field, text_field=text_field)
         else:
-            yield InputFormatError("no such file or directory", path)
+            yield from read_file(path, id_field=id_field, text_field=text_field)
 
 
 def read_directory(
@@ -106,22 +111,41 @@ def read_directory(
     file's id is its path relative to ``root`` (with ``/`` separators), so the same tree gives
     the same ids wherever it is.
     """
-    for path in iter_files(root, patterns):
-        rel = path.relative_to(root).as_posix()
-        yield from read_file(path, doc_id=rel, id_field=id_field, text_field=text_field)
+    for found in iter_files(root, patterns):
+        if isinstance(found, InputFormatError):
+            yield found
+            continue
+        rel = found.relative_to(root).as_posix()
+        yield from read_file(found, doc_id=rel, id_field=id_field, text_field=text_field)
 
 
-def iter_files(root: str | os.PathLike[str], patterns: Sequence[str]) -> Iterator[Path]:
+def iter_files(
+    root: str | os.PathLike[str], patterns: Sequence[str]
+) -> Iterator[Path | InputFormatError]:
     """Files under ``root`` matching any of ``patterns``, recursively, in sorted order.
 
     Patterns ignore case (``*.html`` matches ``INDEX.HTML``); hidden directories are skipped.
+    A directory that cannot be listed is yielded as an :class:`InputFormatError` (and its
+    files are not read); entries that are not regular files are left to :func:`read_file`,
+    which reports them without opening them for long.
     """
     lowered = [p.lower() for p in patterns]
-    for dirpath, dirnames, filenames in os.walk(root):
+    unreadable: list[OSError] = []
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable.append):
+        yield from _walk_errors(unreadable)
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
             if any(fnmatch.fnmatchcase(name.lower(), p) for p in lowered):
                 yield Path(dirpath, name)
+    yield from _walk_errors(unreadable)
+
+
+def _walk_errors(errors: list[OSError]) -> Iterator[InputFormatError]:
+    """The directories ``os.walk`` could not list, as error records (``errors`` is emptied)."""
+    for error in errors:
+        where = os.fsdecode(error.filename) if error.filename is not None else "?"
+        yield InputFormatError(f"cannot read the directory: {_reason(error)}", where)
+    errors.clear()
 
 
 def read_file(
@@ -142,24 +166,82 @@ def read_file(
     name = os.fspath(path)
     fmt = format_for(name)
     try:
-        with open(name, "rb") as f:
+        f = open_regular(name)
+    except InputFormatError as e:
+        yield e
+        return
+    with f:
+        try:
             if fmt == "text":
                 yield read_text(f, name, doc_id if doc_id is not None else name)
             else:
                 yield from read_stream(f, fmt, name, id_field, text_field)
+        except OSError as e:
+            yield InputFormatError(e.strerror or str(e), name)
+
+
+def open_regular(name: str) -> IO[bytes]:
+    """Open a regular file for reading; anything else (FIFO, device, socket) is refused.
+
+    The file is opened without blocking (a FIFO with no writer would wait forever) and
+    checked by its open descriptor, so it cannot be swapped between the check and the read.
+
+    Raises:
+        InputFormatError: the file is missing, unreadable or not a regular file.
+    """
+    try:
+        kind = _kind(os.stat(name).st_mode)
+        if kind is None:
+            fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            kind = _kind(os.fstat(fd).st_mode)
+            if kind is None:
+                return os.fdopen(fd, "rb")
+            os.close(fd)
     except OSError as e:
-        yield InputFormatError(e.strerror or str(e), name)
+        raise InputFormatError(_reason(e), name) from None
+    hint = "; pipe it to standard input (-) instead" if kind == "a FIFO" else ""
+    raise InputFormatError(f"not a regular file ({kind}){hint}", name)
+
+
+def _reason(error: OSError) -> str:
+    """``no such file or directory``, ``permission denied``..."""
+    text = error.strerror or str(error)
+    return text[:1].lower() + text[1:]
+
+
+def _kind(mode: int) -> str | None:
+    """``None`` for a regular file, else what it is."""
+    if stat.S_ISREG(mode):
+        return None
+    kinds = {
+        stat.S_ISFIFO: "a FIFO",
+        stat.S_ISCHR: "a character device",
+        stat.S_ISBLK: "a block device",
+        stat.S_ISSOCK: "a socket",
+        stat.S_ISDIR: "a directory",
+    }
+    return next((name for test, name in kinds.items() if test(mode)), "not a file")
 
 
 def read_stream(
-    stream: IO[bytes], fmt: InputFormat, source: str, id_field: str = "id", text_field: str = "text"
+    stream: IO[bytes],
+    fmt: InputFormat,
+    source: str,
+    id_field: str = "id",
+    text_field: str = "text",
+    *,
+    doc_id: str | None = None,
 ) -> Iterator[Record]:
-    """Yield the records of a binary stream in format ``fmt``; ``source`` names it in errors."""
+    """Yield the records of a binary stream in format ``fmt``; ``source`` names it in errors.
+
+    In the ``text`` format the stream is one document, whose id is ``doc_id`` (default: the
+    source's name).
+    """
     if fmt == "jsonl":
         return read_jsonl(stream, source, id_field, text_field)
     if fmt == "csv":
         return read_csv(stream, source, id_field, text_field)
-    return iter([read_text(stream, source, STDIN_TEXT_ID if source == STDIN_NAME else source)])
+    return iter([read_text(stream, source, doc_id if doc_id is not None else source)])
 
 
 def read_text(stream: IO[bytes], source: str, doc_id: str) -> Record:
@@ -194,9 +276,16 @@ def read_jsonl(
 
 def _jsonl_record(line: str, source: str, number: int, id_field: str, text_field: str) -> Record:
     try:
-        obj = json.loads(line)
+        obj = json.loads(line, parse_constant=_reject_constant)
     except json.JSONDecodeError as e:
         return InputFormatError(f"malformed JSON: {e.msg} (column {e.colno})", source, number)
+    except _NonFiniteNumberError as e:
+        return InputFormatError(f"JSON holds {e}, which is not a valid JSON number", source, number)
+    except ValueError:
+        # int() refuses numbers of more than sys.get_int_max_str_digits() digits
+        return InputFormatError("JSON holds a number too long to read", source, number)
+    except RecursionError:
+        return InputFormatError("JSON is nested too deeply to read", source, number)
     if not isinstance(obj, dict):
         return InputFormatError(f"expected a JSON object, got {_json_type(obj)}", source, number)
     return _make_document(obj, source, number, id_field, text_field)
@@ -211,7 +300,7 @@ def read_csv(
     """
     _allow_large_csv_fields()
     lines = (raw.decode("utf-8", "surrogateescape") for raw in stream)
-    reader = csv.reader(_strip_bom(lines))
+    reader = csv.reader(_strip_bom(lines), strict=True)
     try:
         header = next(reader, None)
     except csv.Error as e:
@@ -234,13 +323,23 @@ def _csv_rows(
         try:
             row = next(reader, None)
         except csv.Error as e:
-            yield InputFormatError(f"malformed CSV: {e}", source, start)
-            return
+            yield InputFormatError(_csv_problem(e, start, reader.line_num), source, start)
+            start = reader.line_num + 1
+            continue  # the reader goes on with the next line
         if row is None:
             return
         if row:
             yield _csv_record(row, header, source, start, id_field, text_field)
         start = reader.line_num + 1
+
+
+def _csv_problem(error: csv.Error, start: int, end: int) -> str:
+    if "unexpected end of data" in str(error):
+        return (
+            f"a quoted field is never closed (lines {start}-{end}, to the end of the file, "
+            "were read as part of it and not stored)"
+        )
+    return f"malformed CSV: {error}"
 
 
 def _csv_record(
@@ -292,6 +391,14 @@ def _make_document(
         return InputFormatError("NUL character", source, line)
     meta = {k: v for k, v in obj.items() if k not in (id_field, text_field)}
     return Document(id=doc_id, text=text, meta=meta or None, source=source, line=line)
+
+
+class _NonFiniteNumberError(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in JSON (Python reads them; JSON has none)."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NonFiniteNumberError(name)
 
 
 def apply_error_policy(
@@ -351,3 +458,60 @@ def _allow_large_csv_fields() -> None:
     # The csv module refuses fields over 128 KiB by default; documents are often larger.
     if csv.field_size_limit() < _CSV_FIELD_LIMIT:
         csv.field_size_limit(_CSV_FIELD_LIMIT)
+
+
+class RepeatedIds:
+    """Notices ids that come back within one input (``1`` and ``"1"`` in JSON are the same id).
+
+    The store writes one copy of such an id (the first, or the last with ``update``) and skips
+    the others; this tells the caller where each repeat is, so that none goes unnoticed. An id
+    is remembered by a 64-bit hash and the place it first appeared (about 100 bytes per id),
+    not by its text.
+
+    Args:
+        report: called for every repeat with a message naming both places.
+        update: whether later copies replace earlier ones (it changes the message only).
+    """
+
+    def __init__(self, report: Callable[[str], None], *, update: bool = False) -> None:
+        self.report = report
+        self.update = update
+        self.count = 0
+        self._first: dict[int, int] = {}  # id hash -> source number << 40 | line
+        self._sources: dict[str | None, int] = {}
+        self._names: list[str | None] = []
+
+    def watch(self, documents: Iterable[Document]) -> Iterator[Document]:
+        """Pass ``documents`` through, reporting each repeated id."""
+        for document in documents:
+            self._check(document)
+            yield document
+
+    def _check(self, document: Document) -> None:
+        if not isinstance(document.id, str):
+            return
+        digest = hashlib.blake2b(document.id.encode("utf-8", "surrogatepass"), digest_size=8)
+        key = int.from_bytes(digest.digest(), "little")
+        first = self._first.get(key)
+        if first is None:
+            source = self._sources.setdefault(document.source, len(self._names))
+            if source == len(self._names):
+                self._names.append(document.source)
+            self._first[key] = source << 40 | (document.line or 0)
+            return
+        self.count += 1
+        self.report(self._message(document, first))
+
+    def _message(self, document: Document, first: int) -> str:
+        outcome = "this copy replaces it" if self.update else "this copy is skipped"
+        earlier = _place(self._names[first >> 40], first & (2**40 - 1) or None)
+        return (
+            f"{_place(document.source, document.line)}: id {quote_id(document.id)} repeats the id"
+            f" of {earlier}; {outcome}"
+        )
+
+
+def _place(source: str | None, line: int | None) -> str:
+    if source and line:
+        return f"{source}:{line}"
+    return source or "an earlier record"

