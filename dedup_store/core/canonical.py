@@ -1,8 +1,26 @@
 """Canonical text: HTML to text, Unicode NFKC, casefold, punctuation out, stop words out.
 
-The canonical form of a document is a list of tokens. Word tokens are runs of letters, digits and
-marks of non-CJK scripts; CJK tokens are whole runs of Han, Hiragana and Katakana characters
-(shingled later as character n-grams). The canonical *text* is the tokens joined by single spaces.
+The canonical form of a document is a list of tokens, and its canonical *text* is the tokens
+joined by single spaces. Characters are of three kinds: CJK characters (Han, Hiragana and
+Katakana), word characters (the letters, digits and marks of every other script) and separators
+(everything else: whitespace of every width, punctuation, dashes, hyphens, underscores, quotes
+and symbols, in every width and compatibility form that NFKC leaves).
+
+- A *word token* is a run of word characters: any separator, and a CJK character, ends it. So
+  every dash, hyphen, underscore, no-break, thin or ideographic space splits words exactly as an
+  ASCII hyphen or space does.
+- A *CJK token* is a run of CJK characters. With ``canonical_version`` 2 (the default) it runs on
+  across separators, which are left out of it, up to the next word token: ``中 文，分词`` is the
+  one token ``中文分词``, while ``中文 Python 分词`` is ``中文``, ``python``, ``分词``. Spacing,
+  line breaks and punctuation inside CJK text thus never change its tokens. Chinese stop words
+  are removed from the joined token.
+- Shingles (:mod:`dedup_store.core.shingles`): a document's word tokens are one sequence,
+  shingled as word n-grams; with version 2 its CJK tokens, in order, are one sequence of
+  characters, shingled as character n-grams (so a word or a number between CJK text does not
+  cut the character windows either).
+
+``canonical_version`` 1, the canonicalization of stores made before version 2, keeps every run
+of CJK characters between separators as a token of its own, shingled on its own.
 """
 
 from __future__ import annotations
@@ -33,6 +51,13 @@ _CJK_CLASS = r"\p{Han}\p{Hiragana}\p{Katakana}"
 # a token: a CJK run (first group) or a run of other letters, digits and marks (second group)
 _TOKEN = regex.compile(rf"(?V1)([{_CJK_CLASS}]+)|([[\p{{L}}\p{{N}}\p{{M}}]--[{_CJK_CLASS}]]+)")
 _CJK_CHAR = regex.compile(rf"[{_CJK_CLASS}]")
+# _TOKEN with CJK runs joined across separators (neither a CJK nor a word character)
+_SEPARATOR = rf"[^\p{{L}}\p{{N}}\p{{M}}{_CJK_CLASS}]"
+_JOINED_TOKEN = regex.compile(
+    rf"(?V1)([{_CJK_CLASS}](?:{_SEPARATOR}*[{_CJK_CLASS}])*)"
+    rf"|([[\p{{L}}\p{{N}}\p{{M}}]--[{_CJK_CLASS}]]+)"
+)
+_NOT_CJK = regex.compile(rf"[^{_CJK_CLASS}]+")
 # Fast path for text without CJK: the standard library's word runs (letters, digits, marks).
 _ANY_CJK = regex.compile(rf"[{_CJK_CLASS}]")
 # No Han, Hiragana or Katakana character lies below this one (U+2E80, the first CJK radical).
@@ -126,7 +151,7 @@ def canonical_tokens(text: str, params: FingerprintParams) -> list[str]:
             if params.stopwords:
                 tokens = _drop_stopwords(tokens)
         else:
-            tokens = _mixed_tokens(text, params.stopwords)
+            tokens = _mixed_tokens(text, params.stopwords, params.canonical_version >= 2)
     if params.stem:
         tokens = _stem(tokens)
     return tokens
@@ -151,13 +176,14 @@ def _drop_stopwords(tokens: list[str]) -> list[str]:
     return list(itertools.filterfalse(stopwords().__contains__, tokens))
 
 
-def _mixed_tokens(text: str, drop_stopwords: bool) -> list[str]:
+def _mixed_tokens(text: str, drop_stopwords: bool, join: bool) -> list[str]:
     """Tokens of text that has CJK runs (the slower, script-aware path).
 
-    CJK stop words are removed from each CJK run (a run left empty is no token); as no stop word
-    holds a line break, that is one substitution over the runs joined by line breaks.
+    With ``join``, CJK runs go on across separators (see the module docstring). CJK stop words
+    are removed from each CJK run (a run left empty is no token); as no stop word holds a line
+    break, that is one substitution over the runs joined by line breaks.
     """
-    pairs = _script_tokens(text)
+    pairs = _script_tokens(text, join)
     if not drop_stopwords:
         return [cjk or word for cjk, word in pairs]
     runs = iter(_cjk_stopword_pattern().sub("", "\n".join(c for c, _ in pairs if c)).split("\n"))
@@ -173,15 +199,20 @@ def _mixed_tokens(text: str, drop_stopwords: bool) -> list[str]:
     return tokens
 
 
-def _script_tokens(text: str) -> list[tuple[str, str]]:
+def _script_tokens(text: str, join: bool = False) -> list[tuple[str, str]]:
     """``_TOKEN.findall(text)``: ``(run, "")`` for a CJK run, ``("", word)`` for another word.
 
-    With the compiled kernels, one scan classifies each character by :func:`_script_classes`.
+    With ``join``, a CJK run goes on across separators, which are left out of it, up to the next
+    word. With the compiled kernels, one scan classifies each character by
+    :func:`_script_classes`.
     """
     if kernels.compiled is None:
-        pairs: list[tuple[str, str]] = _TOKEN.findall(text)
-        return pairs
-    tokens, kinds = kernels.compiled.script_tokens(text, _script_classes())
+        if not join:
+            pairs: list[tuple[str, str]] = _TOKEN.findall(text)
+            return pairs
+        found = _JOINED_TOKEN.findall(text)
+        return [(_NOT_CJK.sub("", cjk) if cjk else "", word) for cjk, word in found]
+    tokens, kinds = kernels.compiled.script_tokens(text, _script_classes(), join)
     return [(t, "") if k == _CJK_KIND else ("", t) for t, k in zip(tokens, kinds, strict=True)]
 
 

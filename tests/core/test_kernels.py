@@ -125,16 +125,40 @@ def test_word_bytes_match_the_non_word_pattern() -> None:
         kernels.compiled.word_bytes(b"bytes")
 
 
-def test_script_tokens_match_the_token_pattern() -> None:
+def _script_texts() -> list[str]:
     # CJK radicals (Han, below U+3040), kana, ideographs of the BMP and beyond, Hangul, Latin,
-    # digits, a combining mark, Hebrew, CJK and ASCII punctuation, an emoji
+    # digits, a combining mark, Hebrew, CJK and ASCII punctuation, spaces, an emoji
     points = [*range(0x2E80, 0x3100), *range(0x4E00, 0x4E40), *range(0x30, 0x7B)]
     points += [0x20000, 0x2A700, 0x1F600, 0x301, 0x5D0, 0xAC00, 0x3000, 0xFF0C, 0x20, 0x2C]
+    points += [0x20, 0x20, 0xA, 0x3002, 0x2009]
     pool = [chr(p) for p in points]
     texts = ["".join(RNG.choice(pool, size=int(RNG.integers(0, 60)))) for _ in range(2000)]
     every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
-    for text in [*texts, every]:
+    return [*texts, every, "中 文，分词", " 。中\n文 ", "中 a 文", "中。1。文"]
+
+
+def _joined_runs(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Token pairs with the CJK runs that follow one another (no word between) joined."""
+    joined: list[tuple[str, str]] = []
+    for cjk, word in pairs:
+        if cjk and joined and joined[-1][0]:
+            joined[-1] = (joined[-1][0] + cjk, "")
+        else:
+            joined.append((cjk, word))
+    return joined
+
+
+def test_script_tokens_match_the_token_pattern() -> None:
+    for text in _script_texts():
         assert _script_tokens(text) == _TOKEN.findall(text)
+
+
+def test_joined_script_tokens_match_the_runs_joined(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = _script_texts()
+    expected = [_joined_runs(_TOKEN.findall(text)) for text in texts]
+    assert [_script_tokens(text, join=True) for text in texts] == expected
+    monkeypatch.setattr(kernels, "compiled", None)
+    assert [_script_tokens(text, join=True) for text in texts] == expected
 
 
 def test_is_cjk_is_the_regex_class_from_u3040() -> None:
