@@ -24,8 +24,8 @@ import numpy.typing as npt
 import xxhash
 
 from dedup_store.core import kernels
-from dedup_store.core.canonical import has_cjk, is_cjk
 from dedup_store.core.hashing import COMBINE, U64, mix64
+from dedup_store.core.scripts import has_cjk, is_cjk
 
 I64 = npt.NDArray[np.int64]
 

@@ -16,19 +16,16 @@ import xxhash
 
 from dedup_store.core import FingerprintParams, fingerprint_batch, kernels, minhash_signatures
 from dedup_store.core.canonical import (
-    _CJK_CHAR,
     _NON_WORD,
-    _TOKEN,
     _canonical_run,
     _nfkc,
     _numpy_run,
     _run_word_bytes,
-    _script_tokens,
-    is_cjk,
     kernel_stop_set,
     stopwords,
 )
 from dedup_store.core.hashing import combine_groups
+from dedup_store.core.scripts import CJK_CHAR, TOKEN, is_cjk, script_tokens
 from dedup_store.core.shingles import Segments, hash_tokens, shingle
 from dedup_store.core.simhash import simhash_batch
 from dedup_store.core.winnow import winnow
@@ -150,22 +147,22 @@ def _joined_runs(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 def test_script_tokens_match_the_token_pattern() -> None:
     for text in _script_texts():
-        assert _script_tokens(text) == _TOKEN.findall(text)
+        assert script_tokens(text) == TOKEN.findall(text)
 
 
 def test_joined_script_tokens_match_the_runs_joined(monkeypatch: pytest.MonkeyPatch) -> None:
     texts = _script_texts()
-    expected = [_joined_runs(_TOKEN.findall(text)) for text in texts]
-    assert [_script_tokens(text, join=True) for text in texts] == expected
+    expected = [_joined_runs(TOKEN.findall(text)) for text in texts]
+    assert [script_tokens(text, join=True) for text in texts] == expected
     monkeypatch.setattr(kernels, "compiled", None)
-    assert [_script_tokens(text, join=True) for text in texts] == expected
+    assert [script_tokens(text, join=True) for text in texts] == expected
 
 
 def test_is_cjk_is_the_regex_class_from_u3040() -> None:
     for point in range(0x10000):
         char = chr(point)
         if not 0xD800 <= point <= 0xDFFF:
-            expected = point >= 0x3040 and _CJK_CHAR.match(char) is not None
+            expected = point >= 0x3040 and CJK_CHAR.match(char) is not None
             assert is_cjk(char + "x") == expected, hex(point)
 
 
