@@ -30,7 +30,7 @@ import itertools
 import re
 import threading
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from importlib import resources
 
@@ -44,7 +44,7 @@ from selectolax.lexbor import LexborHTMLParser
 from dedup_store.core import kernels
 from dedup_store.core.hashing import U64, XXH3_SHORT_MAX, xxh3_64_short
 from dedup_store.core.params import FingerprintParams
-from dedup_store.core.scripts import CJK_CHAR, script_tokens
+from dedup_store.core.scripts import CJK_CHAR, script_tokens, starts_cjk
 from dedup_store.core.scripts import has_cjk as has_cjk
 from dedup_store.core.scripts import is_cjk as is_cjk
 
@@ -141,7 +141,7 @@ def canonical_tokens(text: str, params: FingerprintParams) -> list[str]:
         else:
             tokens = _mixed_tokens(text, params.stopwords, params.canonical_version >= 2)
     if params.stem:
-        tokens = _stem(tokens)
+        tokens = _stem(tokens, starts_cjk if params.canonical_version >= 2 else is_cjk)
     return tokens
 
 
@@ -187,11 +187,12 @@ def _mixed_tokens(text: str, drop_stopwords: bool, join: bool) -> list[str]:
     return tokens
 
 
-def _stem(tokens: list[str]) -> list[str]:
+def _stem(tokens: list[str], cjk: Callable[[str], bool]) -> list[str]:
+    """Tokens stemmed as English or Russian words, CJK runs (``cjk``) left as they are."""
     english, russian = _stemmer("english"), _stemmer("russian")
     out = []
     for token in tokens:
-        if is_cjk(token):
+        if cjk(token):
             out.append(token)
         elif _CYRILLIC.match(token):
             out.append(russian.stemWord(token))

@@ -69,9 +69,20 @@ def script_classes() -> bytes:
 
 def is_cjk(token: str) -> bool:
     """Whether a canonical token is a CJK run (shingled by characters): its first character is a
-    Han, Hiragana or Katakana one (looked up in :func:`script_classes`) from U+3040 on."""
+    Han, Hiragana or Katakana one (looked up in :func:`script_classes`) from U+3040 on.
+
+    This is how ``canonical_version`` 1 tells them apart: a run that starts with a CJK character
+    below U+3040 (a radical, ``々``, ``〇``) counts as a word there.
+    """
     first = token[0]
     return first >= "\u3040" and script_classes()[ord(first)] == _CJK_KIND
+
+
+def starts_cjk(token: str) -> bool:
+    """Whether a canonical token is a CJK run: its first character is a Han, Hiragana or
+    Katakana one (``canonical_version`` 2 on; all of them lie at or above U+2E80)."""
+    first = token[0]
+    return first >= "\u2e80" and script_classes()[ord(first)] == _CJK_KIND
 
 
 def has_cjk(text: str) -> bool:

@@ -25,7 +25,7 @@ import xxhash
 
 from dedup_store.core import kernels
 from dedup_store.core.hashing import COMBINE, U64, mix64
-from dedup_store.core.scripts import has_cjk, is_cjk
+from dedup_store.core.scripts import has_cjk, is_cjk, starts_cjk
 
 I64 = npt.NDArray[np.int64]
 
@@ -136,8 +136,10 @@ def split_segments(
 ) -> tuple[Segments, Segments]:
     """Word segments and CJK character segments of a batch of canonical token lists.
 
-    With ``join_cjk``, the CJK tokens of a document make one segment, else one each.
+    With ``join_cjk`` (``canonical_version`` 2), the CJK tokens of a document make one segment,
+    else one each (and tokens are told apart as version 1 did, :func:`is_cjk`).
     """
+    cjk = starts_cjk if join_cjk else is_cjk
     if all(text.isascii() or not has_cjk(text) for text in canonical_texts):
         return Segments.whole(token_lists), Segments.build([])
     words: list[tuple[int, list[str]]] = []
@@ -150,7 +152,7 @@ def split_segments(
         doc_words: list[str] = []
         doc_runs: list[str] = []
         for token in tokens:
-            (doc_runs if is_cjk(token) else doc_words).append(token)
+            (doc_runs if cjk(token) else doc_words).append(token)
         if join_cjk and doc_runs:
             doc_runs = ["".join(doc_runs)]
         runs.extend(doc_runs)

@@ -166,3 +166,14 @@ def test_every_dash_underscore_and_space_splits_words(
     for c, text in zip(separators, texts, strict=True):
         assert canonicalize(text, PLAIN) == "foo bar слово дело", f"U+{ord(c[-1]):04X}"
         assert canonicalize(f"中文{c}分词 x{c}y", PLAIN) == "中文分词 x y", f"U+{ord(c[-1]):04X}"
+
+
+def test_a_cjk_run_that_starts_below_u3040_is_shingled_by_characters() -> None:
+    # 〇 (U+3007), 々 (U+3005) and the radicals lie below U+3040; version 1 took such a run for
+    # a word, version 2 shingles it by characters like any other CJK text
+    text = "〇一九年，河水整夜不断上涨，到了早上。"
+    assert len(fingerprint(text, PLAIN).shingles) == len("〇一九年河水整夜不断上涨到了早上") - 2
+    old = FingerprintParams(stopwords=False, canonical_version=1)
+    assert len(fingerprint(text, old).shingles) == 1 + 6 + 2
+    stemmed = FingerprintParams(stopwords=False, stem=True)
+    assert canonical_tokens(text, stemmed) == ["〇一九年河水整夜不断上涨到了早上"]

@@ -47,7 +47,8 @@ RUSSIAN_COMPOUNDS = ["северо-запад", "кое-что", "из-за", "�
 CHINESE = _words(
     "河水 整夜 不断 上涨 到了 早上 低处 的 田地 已经 被 淹没 提前 播种 农民 把 机器 搬到 高地 "
     "县里 工程师 打开 泄洪道 以 减轻 石坝 承受 压力 官员 表示 如果 降雨 减弱 水库 将 在 一周 内 "
-    "恢复 正常 水位 当局 要求 山谷 里 居民 避开 道路 算法 文档 特征 集合 相似度 网页 去重"
+    "恢复 正常 水位 当局 要求 山谷 里 居民 避开 道路 算法 文档 特征 集合 相似度 网页 去重 "
+    "〇一九年 人々"
 )
 LATIN_IN_CHINESE = ["Python", "SimHash", "MinHash", "2019", "3", "150", "Bloom"]
 
@@ -87,7 +88,7 @@ DOCUMENTS = st.lists(sentences(), min_size=1, max_size=8)
 
 
 def _is_cjk(word: str) -> bool:
-    return word[0] >= "\u4e00"
+    return word[0] >= "\u3005"
 
 
 def _plain(options: Sequence[str]) -> str:

@@ -25,7 +25,7 @@ from dedup_store.core.canonical import (
     stopwords,
 )
 from dedup_store.core.hashing import combine_groups
-from dedup_store.core.scripts import CJK_CHAR, TOKEN, is_cjk, script_tokens
+from dedup_store.core.scripts import CJK_CHAR, TOKEN, is_cjk, script_tokens, starts_cjk
 from dedup_store.core.shingles import Segments, hash_tokens, shingle
 from dedup_store.core.simhash import simhash_batch
 from dedup_store.core.winnow import winnow
@@ -164,6 +164,7 @@ def test_is_cjk_is_the_regex_class_from_u3040() -> None:
         if not 0xD800 <= point <= 0xDFFF:
             expected = point >= 0x3040 and CJK_CHAR.match(char) is not None
             assert is_cjk(char + "x") == expected, hex(point)
+            assert starts_cjk(char + "x") == (CJK_CHAR.match(char) is not None), hex(point)
 
 
 def test_nfkc_with_fullwidth_folding_is_nfkc() -> None:
