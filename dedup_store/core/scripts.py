@@ -20,13 +20,10 @@ _CJK_CLASS = r"\p{Han}\p{Hiragana}\p{Katakana}"
 TOKEN = regex.compile(rf"(?V1)([{_CJK_CLASS}]+)|([[\p{{L}}\p{{N}}\p{{M}}]--[{_CJK_CLASS}]]+)")
 #: One CJK character.
 CJK_CHAR = regex.compile(rf"[{_CJK_CLASS}]")
-# TOKEN with CJK runs joined across separators (neither CJK nor word characters)
-_SEPARATOR = rf"[^\p{{L}}\p{{N}}\p{{M}}{_CJK_CLASS}]"
-_JOINED_TOKEN = regex.compile(
-    rf"(?V1)([{_CJK_CLASS}](?:{_SEPARATOR}*[{_CJK_CLASS}])*)"
-    rf"|([[\p{{L}}\p{{N}}\p{{M}}]--[{_CJK_CLASS}]]+)"
+# separators (neither CJK nor word characters) between two CJK characters
+_CJK_GAP = regex.compile(
+    rf"(?<=[{_CJK_CLASS}])[^\p{{L}}\p{{N}}\p{{M}}{_CJK_CLASS}]+(?=[{_CJK_CLASS}])"
 )
-_NOT_CJK = regex.compile(rf"[^{_CJK_CLASS}]+")
 _ANY_CJK = regex.compile(rf"[{_CJK_CLASS}]")
 # No Han, Hiragana or Katakana character lies below this one (U+2E80, the first CJK radical).
 _AT_OR_ABOVE_FIRST_CJK = re.compile("[\u2e80-\U0010ffff]")
@@ -41,11 +38,9 @@ def script_tokens(text: str, join: bool = False) -> list[tuple[str, str]]:
     :func:`script_classes`.
     """
     if kernels.compiled is None:
-        if not join:
-            pairs: list[tuple[str, str]] = TOKEN.findall(text)
-            return pairs
-        found = _JOINED_TOKEN.findall(text)
-        return [(_NOT_CJK.sub("", cjk) if cjk else "", word) for cjk, word in found]
+        # joined runs: the tokens of the text without the separators between CJK characters
+        pairs: list[tuple[str, str]] = TOKEN.findall(_CJK_GAP.sub("", text) if join else text)
+        return pairs
     tokens, kinds = kernels.compiled.script_tokens(text, script_classes(), join)
     return [(t, "") if k == _CJK_KIND else ("", t) for t, k in zip(tokens, kinds, strict=True)]
 
