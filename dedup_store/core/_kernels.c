@@ -5,7 +5,8 @@
  * word_bytes: non-ASCII text (already NFKC and case folded) as UTF-8 with every character that
  *     is not a letter or digit replaced by a space.
  * fold_fullwidth: fullwidth ASCII forms and the ideographic space as NFKC makes them.
- * script_tokens: the runs of characters of one class (CJK, other letters and digits) of a text.
+ * script_tokens: the runs of characters of one class (CJK, other letters and digits) of a text;
+ *     CJK runs joined across the punctuation and spaces between them on request.
  * canonical_words: the words of a run of documents (already case folded, with everything but
  *     letters, digits and marks turned into spaces), stop words dropped, each kept word hashed
  *     with xxh3-64 and the words of each document joined by single spaces.
@@ -482,10 +483,47 @@ static PyObject *fold_fullwidth(PyObject *self, PyObject *text)
 }
 
 PyDoc_STRVAR(script_tokens_doc,
-"script_tokens(text, classes) -> (tokens, kinds)\n\n"
+"script_tokens(text, classes, join=False) -> (tokens, kinds)\n\n"
 "The runs of text's characters of one class, by classes[code point] (bytes of 0x110000\n"
 "classes: 0 separates, 1 and 2 are token classes): a list of the runs as str and, for each,\n"
-"its class (bytes).");
+"its class (bytes). With join, a run of class 2 goes on across characters of class 0 (left\n"
+"out of it) up to the next character of class 1 or the end of text.");
+
+/* The end (past its last character of class 2) of the joined run of class 2 from `start`, and
+   in *next where scanning goes on (a character of class 1, or the end); *gaps tells whether
+   characters of class 0 lie inside the run. */
+static Py_ssize_t joined_run_end(int kind, const void *data, Py_ssize_t length,
+                                 const unsigned char *class_of, Py_ssize_t start,
+                                 Py_ssize_t *next, int *gaps)
+{
+    Py_ssize_t i = start, end = start;
+    *gaps = 0;
+    for (; i < length; i++) {
+        unsigned char current = class_of[PyUnicode_READ(kind, data, i)];
+        if (current == 1) {
+            break;
+        }
+        if (current == 2) {
+            *gaps |= i != end;
+            end = i + 1;
+        }
+    }
+    *next = i;
+    return end;
+}
+
+/* The characters of class 2 of text[start:end] as a str (`buffer`: room for end - start). */
+static PyObject *class_two_chars(int kind, const void *data, const unsigned char *class_of,
+                                 Py_ssize_t start, Py_ssize_t end, Py_UCS4 *buffer)
+{
+    Py_ssize_t count = 0;
+    for (Py_ssize_t i = start; i < end; i++) {
+        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+        buffer[count] = ch;
+        count += class_of[ch] == 2;
+    }
+    return PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, buffer, count);
+}
 
 static PyObject *script_tokens(PyObject *self, PyObject *args)
 {
@@ -493,7 +531,9 @@ static PyObject *script_tokens(PyObject *self, PyObject *args)
     PyObject *text, *classes_obj, *tokens = NULL, *result = NULL;
     Py_buffer classes;
     unsigned char *kinds = NULL;
-    if (!PyArg_ParseTuple(args, "UO", &text, &classes_obj)) {
+    Py_UCS4 *buffer = NULL;
+    int join = 0;
+    if (!PyArg_ParseTuple(args, "UO|p", &text, &classes_obj, &join)) {
         return NULL;
     }
     if (get_items(classes_obj, &classes, 1, "classes") < 0) {
@@ -516,14 +556,29 @@ static PyObject *script_tokens(PyObject *self, PyObject *args)
     Py_ssize_t i = 0;
     while (i < length) {
         unsigned char current = class_of[PyUnicode_READ(kind, data, i)];
-        Py_ssize_t start = i++;
-        while (i < length && class_of[PyUnicode_READ(kind, data, i)] == current) {
-            i++;
+        Py_ssize_t start = i++, end;
+        int gaps = 0;
+        if (join && current == 2) {
+            end = joined_run_end(kind, data, length, class_of, start, &i, &gaps);
+        }
+        else {
+            while (i < length && class_of[PyUnicode_READ(kind, data, i)] == current) {
+                i++;
+            }
+            end = i;
         }
         if (current == 0) {
             continue;
         }
-        PyObject *token = PyUnicode_Substring(text, start, i);
+        if (gaps && buffer == NULL) {
+            buffer = PyMem_Malloc((size_t)length * sizeof(Py_UCS4));
+            if (buffer == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+        }
+        PyObject *token = gaps ? class_two_chars(kind, data, class_of, start, end, buffer)
+                               : PyUnicode_Substring(text, start, end);
         if (token == NULL || PyList_Append(tokens, token) < 0) {
             Py_XDECREF(token);
             goto done;
@@ -535,6 +590,7 @@ static PyObject *script_tokens(PyObject *self, PyObject *args)
 done:
     Py_XDECREF(tokens);
     PyMem_Free(kinds);
+    PyMem_Free(buffer);
     PyBuffer_Release(&classes);
     return result;
 }

@@ -1,8 +1,26 @@
 """Canonical text: HTML to text, Unicode NFKC, casefold, punctuation out, stop words out.
 
-The canonical form of a document is a list of tokens. Word tokens are runs of letters, digits and
-marks of non-CJK scripts; CJK tokens are whole runs of Han, Hiragana and Katakana characters
-(shingled later as character n-grams). The canonical *text* is the tokens joined by single spaces.
+The canonical form of a document is a list of tokens, and its canonical *text* is the tokens
+joined by single spaces. Characters are of three kinds: CJK characters (Han, Hiragana and
+Katakana), word characters (the letters, digits and marks of every other script) and separators
+(everything else: whitespace of every width, punctuation, dashes, hyphens, underscores, quotes
+and symbols, in every width and compatibility form that NFKC leaves).
+
+- A *word token* is a run of word characters: any separator, and a CJK character, ends it. So
+  every dash, hyphen, underscore, no-break, thin or ideographic space splits words exactly as an
+  ASCII hyphen or space does.
+- A *CJK token* is a run of CJK characters. With ``canonical_version`` 2 (the default) it runs on
+  across separators, which are left out of it, up to the next word token: ``中 文，分词`` is the
+  one token ``中文分词``, while ``中文 Python 分词`` is ``中文``, ``python``, ``分词``. Spacing,
+  line breaks and punctuation inside CJK text thus never change its tokens. Chinese stop words
+  are removed from the joined token.
+- Shingles (:mod:`dedup_store.core.shingles`): a document's word tokens are one sequence,
+  shingled as word n-grams; with version 2 its CJK tokens, in order, are one sequence of
+  characters, shingled as character n-grams (so a word or a number between CJK text does not
+  cut the character windows either).
+
+``canonical_version`` 1, the canonicalization of stores made before version 2, keeps every run
+of CJK characters between separators as a token of its own, shingled on its own.
 """
 
 from __future__ import annotations
@@ -12,7 +30,7 @@ import itertools
 import re
 import threading
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from importlib import resources
 
@@ -26,17 +44,12 @@ from selectolax.lexbor import LexborHTMLParser
 from dedup_store.core import kernels
 from dedup_store.core.hashing import U64, XXH3_SHORT_MAX, xxh3_64_short
 from dedup_store.core.params import FingerprintParams
+from dedup_store.core.scripts import CJK_CHAR, script_tokens, starts_cjk
+from dedup_store.core.scripts import has_cjk as has_cjk
+from dedup_store.core.scripts import is_cjk as is_cjk
 
 I64 = npt.NDArray[np.int64]
 
-_CJK_CLASS = r"\p{Han}\p{Hiragana}\p{Katakana}"
-# a token: a CJK run (first group) or a run of other letters, digits and marks (second group)
-_TOKEN = regex.compile(rf"(?V1)([{_CJK_CLASS}]+)|([[\p{{L}}\p{{N}}\p{{M}}]--[{_CJK_CLASS}]]+)")
-_CJK_CHAR = regex.compile(rf"[{_CJK_CLASS}]")
-# Fast path for text without CJK: the standard library's word runs (letters, digits, marks).
-_ANY_CJK = regex.compile(rf"[{_CJK_CLASS}]")
-# No Han, Hiragana or Katakana character lies below this one (U+2E80, the first CJK radical).
-_AT_OR_ABOVE_FIRST_CJK = re.compile("[\u2e80-\U0010ffff]")
 _WORD = re.compile(r"[^\W_]+")
 # ASCII fast path: capitals to small letters, everything but letters and digits to a space.
 _ASCII_TABLE = str.maketrans({i: chr(i).lower() if chr(i).isalnum() else " " for i in range(128)})
@@ -101,7 +114,7 @@ def stopwords() -> frozenset[str]:
 def _cjk_stopword_pattern() -> re.Pattern[str]:
     """The CJK stop words, longest first (a literal alternation: the standard library's engine
     skips to the positions where one can start, about twice as fast as regex's)."""
-    cjk = sorted((w for w in stopwords() if _CJK_CHAR.match(w)), key=len, reverse=True)
+    cjk = sorted((w for w in stopwords() if CJK_CHAR.match(w)), key=len, reverse=True)
     return re.compile("|".join(re.escape(w) for w in cjk))
 
 
@@ -126,9 +139,9 @@ def canonical_tokens(text: str, params: FingerprintParams) -> list[str]:
             if params.stopwords:
                 tokens = _drop_stopwords(tokens)
         else:
-            tokens = _mixed_tokens(text, params.stopwords)
+            tokens = _mixed_tokens(text, params.stopwords, params.canonical_version >= 2)
     if params.stem:
-        tokens = _stem(tokens)
+        tokens = _stem(tokens, starts_cjk if params.canonical_version >= 2 else is_cjk)
     return tokens
 
 
@@ -151,13 +164,14 @@ def _drop_stopwords(tokens: list[str]) -> list[str]:
     return list(itertools.filterfalse(stopwords().__contains__, tokens))
 
 
-def _mixed_tokens(text: str, drop_stopwords: bool) -> list[str]:
+def _mixed_tokens(text: str, drop_stopwords: bool, join: bool) -> list[str]:
     """Tokens of text that has CJK runs (the slower, script-aware path).
 
-    CJK stop words are removed from each CJK run (a run left empty is no token); as no stop word
-    holds a line break, that is one substitution over the runs joined by line breaks.
+    With ``join``, CJK runs go on across separators (see the module docstring). CJK stop words
+    are removed from each CJK run (a run left empty is no token); as no stop word holds a line
+    break, that is one substitution over the runs joined by line breaks.
     """
-    pairs = _script_tokens(text)
+    pairs = script_tokens(text, join)
     if not drop_stopwords:
         return [cjk or word for cjk, word in pairs]
     runs = iter(_cjk_stopword_pattern().sub("", "\n".join(c for c, _ in pairs if c)).split("\n"))
@@ -173,65 +187,18 @@ def _mixed_tokens(text: str, drop_stopwords: bool) -> list[str]:
     return tokens
 
 
-def _script_tokens(text: str) -> list[tuple[str, str]]:
-    """``_TOKEN.findall(text)``: ``(run, "")`` for a CJK run, ``("", word)`` for another word.
-
-    With the compiled kernels, one scan classifies each character by :func:`_script_classes`.
-    """
-    if kernels.compiled is None:
-        pairs: list[tuple[str, str]] = _TOKEN.findall(text)
-        return pairs
-    tokens, kinds = kernels.compiled.script_tokens(text, _script_classes())
-    return [(t, "") if k == _CJK_KIND else ("", t) for t, k in zip(tokens, kinds, strict=True)]
-
-
-_WORD_KIND, _CJK_KIND = 1, 2
-
-
-@lru_cache(maxsize=1)
-def _script_classes() -> bytes:
-    """The class of every code point as :data:`_TOKEN` sees it: 2 for Han, Hiragana and
-    Katakana, 1 for other letters, digits and marks, 0 for the rest.
-
-    Taken from the ``regex`` module itself (its Unicode tables decide), by matching both classes
-    against every code point once: about 0.1 s, the first time CJK text is tokenized.
-    """
-    points = np.concatenate([np.arange(0xD800), np.arange(0xE000, 0x110000)])
-    every = "".join(map(chr, points.tolist()))
-    classes = np.zeros(0x110000, dtype=np.uint8)
-    for match in _TOKEN.finditer(every):
-        kind = _CJK_KIND if match.start(1) >= 0 else _WORD_KIND
-        classes[points[match.start() : match.end()]] = kind
-    return classes.tobytes()
-
-
-def _stem(tokens: list[str]) -> list[str]:
+def _stem(tokens: list[str], cjk: Callable[[str], bool]) -> list[str]:
+    """Tokens stemmed as English or Russian words, CJK runs (``cjk``) left as they are."""
     english, russian = _stemmer("english"), _stemmer("russian")
     out = []
     for token in tokens:
-        if is_cjk(token):
+        if cjk(token):
             out.append(token)
         elif _CYRILLIC.match(token):
             out.append(russian.stemWord(token))
         else:
             out.append(english.stemWord(token))
     return out
-
-
-def is_cjk(token: str) -> bool:
-    """Whether a canonical token is a CJK run (shingled by characters): its first character is a
-    Han, Hiragana or Katakana one (looked up in :func:`_script_classes`) from U+3040 on."""
-    first = token[0]
-    return first >= "\u3040" and _script_classes()[ord(first)] == _CJK_KIND
-
-
-def has_cjk(text: str) -> bool:
-    """Whether ``text`` contains any Han, Hiragana or Katakana character."""
-    # all of them lie at or above the first CJK radical: most text is ruled out by one scan for
-    # such a character (the standard library's, much faster than the script classes of regex)
-    if _AT_OR_ABOVE_FIRST_CJK.search(text) is None:
-        return False
-    return _ANY_CJK.search(text) is not None
 
 
 def canonicalize(text: str, params: FingerprintParams) -> str:

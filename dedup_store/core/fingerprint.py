@@ -259,7 +259,8 @@ def fingerprint_tokens(
     token_counts = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(kept))
 
     def segments(first: int, last: int) -> tuple[Segments, Segments]:
-        return split_segments(token_lists[first:last], canonical[first:last])
+        join_cjk = params.canonical_version >= 2
+        return split_segments(token_lists[first:last], canonical[first:last], join_cjk)
 
     empty = [i for i, tokens in enumerate(all_tokens) if not tokens]
     return _assemble(params, kept, empty, canonical, token_counts, segments, weights)

@@ -17,11 +17,20 @@ HtmlMode = Literal["auto", "always", "never"]
 VerifyMode = Literal["exact", "estimate"]
 
 BRODER_SUPER_SHINGLES = 6
-PARAMS_FORMAT = 2
+#: The format of :meth:`FingerprintParams.to_json` (3 added ``canonical_version``).
+PARAMS_FORMAT = 3
+#: The canonicalization of new fingerprints (see :mod:`dedup_store.core.canonical`).
+CANONICAL_VERSION = 2
 #: Values of parameters that stores written with an older format did not record: they keep
 #: the rules they were built with.
-LEGACY_VALUES = {
-    1: {"simhash_min_jaccard": 0.0, "containment_merges": True, "hot_key_limit": 0}
+LEGACY_VALUES: dict[int, dict[str, Any]] = {
+    1: {
+        "simhash_min_jaccard": 0.0,
+        "containment_merges": True,
+        "hot_key_limit": 0,
+        "canonical_version": 1,
+    },
+    2: {"canonical_version": 1},
 }
 
 
@@ -59,6 +68,10 @@ class FingerprintParams:
         verify: ``exact`` scores candidates by exact Jaccard over stored shingle hashes;
             ``estimate`` by MinHash signature agreement.
         seed: Seed of the min-hash permutations.
+        canonical_version: How text becomes canonical tokens and CJK shingles: ``2`` (CJK text
+            joined across spaces, punctuation and other words) or ``1``, the canonicalization
+            of stores made before it (each CJK run on its own), kept so that their
+            fingerprints stay as they were.
     """
 
     shingle_size: int = 4
@@ -79,6 +92,7 @@ class FingerprintParams:
     html: HtmlMode = "auto"
     verify: VerifyMode = "exact"
     seed: int = 1
+    canonical_version: int = CANONICAL_VERSION
 
     def __post_init__(self) -> None:
         _check_int(self, "shingle_size", 1, 64)
@@ -89,6 +103,7 @@ class FingerprintParams:
         _check_int(self, "winnow_window", 1, 1024)
         _check_int(self, "hot_key_limit", 0, 100_000)
         _check_int(self, "seed", 0, 2**63 - 1)
+        _check_int(self, "canonical_version", 1, CANONICAL_VERSION)
         _check_choice(self, "scheme", Scheme)
         _check_choice(self, "html", HtmlMode)
         _check_choice(self, "verify", VerifyMode)

@@ -1,9 +1,11 @@
 """Shingles for a whole batch of documents at once.
 
 Each document's canonical tokens are cut into *segments*: all its word tokens form one segment
-(shingled as ``shingle_size``-word n-grams), and each CJK run forms a segment of characters
-(shingled as ``cjk_shingle_size``-character n-grams). A segment shorter than ``n`` gives a single
-shingle of all its tokens, so every non-empty document has at least one shingle.
+(shingled as ``shingle_size``-word n-grams), and its CJK tokens form segments of characters
+(shingled as ``cjk_shingle_size``-character n-grams): all of them one segment, in order, with
+``canonical_version`` 2, each one a segment of its own with version 1. A segment shorter than
+``n`` gives a single shingle of all its tokens, so every non-empty document has at least one
+shingle.
 
 Tokens are hashed once with xxh3; a shingle's hash combines its tokens' hashes, position by
 position, with :func:`~dedup_store.core.hashing.mix64` at the end. All of this runs in numpy
@@ -22,8 +24,8 @@ import numpy.typing as npt
 import xxhash
 
 from dedup_store.core import kernels
-from dedup_store.core.canonical import has_cjk, is_cjk
 from dedup_store.core.hashing import COMBINE, U64, mix64
+from dedup_store.core.scripts import has_cjk, is_cjk, starts_cjk
 
 I64 = npt.NDArray[np.int64]
 
@@ -130,9 +132,14 @@ class Segments:
 
 
 def split_segments(
-    token_lists: Sequence[list[str]], canonical_texts: Sequence[str]
+    token_lists: Sequence[list[str]], canonical_texts: Sequence[str], join_cjk: bool
 ) -> tuple[Segments, Segments]:
-    """Word segments and CJK character segments of a batch of canonical token lists."""
+    """Word segments and CJK character segments of a batch of canonical token lists.
+
+    With ``join_cjk`` (``canonical_version`` 2), the CJK tokens of a document make one segment,
+    else one each (and tokens are told apart as version 1 did, :func:`is_cjk`).
+    """
+    cjk = starts_cjk if join_cjk else is_cjk
     if all(text.isascii() or not has_cjk(text) for text in canonical_texts):
         return Segments.whole(token_lists), Segments.build([])
     words: list[tuple[int, list[str]]] = []
@@ -142,13 +149,14 @@ def split_segments(
         if text.isascii() or not has_cjk(text):
             words.append((doc, tokens))
             continue
-        doc_words = []
+        doc_words: list[str] = []
+        doc_runs: list[str] = []
         for token in tokens:
-            if is_cjk(token):
-                runs.append(token)
-                run_owner.append(doc)
-            else:
-                doc_words.append(token)
+            (doc_runs if cjk(token) else doc_words).append(token)
+        if join_cjk and doc_runs:
+            doc_runs = ["".join(doc_runs)]
+        runs.extend(doc_runs)
+        run_owner.extend([doc] * len(doc_runs))
         if doc_words:
             words.append((doc, doc_words))
     return Segments.build(words), Segments.characters(runs, run_owner)

@@ -48,6 +48,14 @@ HTML = (
     "down</li></ul><div>Residents&#39; meeting at the town hall on Friday.</div></body></html>"
 )
 SHORT = "Flooded roads, closed."
+# the Chinese text as scraped or typed: spaces between characters, ideographic spaces, lines
+# wrapped anywhere, ASCII punctuation (the same canonical text as CHINESE from version 2 on)
+CHINESE_SPACED = (
+    "河 水 整 夜 不 断 上 涨 ,  到 了 早 上 ， 低 处 的\n田 地 已 经 被 淹 没 。提前播种的"
+    "农民把机\r\n器搬到了高地上,县里的工程师打开了泄洪道，以减轻旧石坝承受的压力。\n\n"
+    "官员表示\u3000如果降雨减弱 ，水库将在一周内恢复到\n正常水位. 当局要求山谷里的居民"
+    "避开被淹的道路"
+)
 
 CASES: list[tuple[str, dict[str, Any], str]] = [
     ("english", {}, ENGLISH),
@@ -61,13 +69,18 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("html", {}, HTML),
     ("html-never", {"html": "never"}, HTML),
     ("short", {"shingle_size": 5}, SHORT),
+    ("chinese-spaced", {}, CHINESE_SPACED),
+]
+# Stores made before canonical version 2 keep their fingerprints: every case in version 1 too.
+V1_CASES = [
+    (f"v1-{name}", {**overrides, "canonical_version": 1}, text) for name, overrides, text in CASES
 ]
 
 
 def build() -> dict[str, Any]:
     """The golden file's content, computed with the current code."""
     cases = []
-    for name, overrides, text in CASES:
+    for name, overrides, text in CASES + V1_CASES:
         params = FingerprintParams(**overrides)
         expected = record(text, params)
         cases.append({"name": name, "params": params.to_dict(), "text": text, "expected": expected})

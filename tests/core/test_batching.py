@@ -26,7 +26,7 @@ from dedup_store.core.simhash import bit_votes, lane_counts
 
 RNG = np.random.default_rng(20240607)
 fingerprint_module = importlib.import_module("dedup_store.core.fingerprint")
-canonical_module = importlib.import_module("dedup_store.core.canonical")
+scripts_module = importlib.import_module("dedup_store.core.scripts")
 
 
 def _random_offsets(n_docs: int, max_len: int) -> np.ndarray:
@@ -173,8 +173,8 @@ def test_numpy_canonical_path_declines_cjk_and_stemming() -> None:
 
 def test_no_cjk_character_lies_below_the_first_cjk_radical() -> None:
     below = "".join(chr(c) for c in range(0x2E80) if not 0xD800 <= c <= 0xDFFF)
-    assert canonical_module._ANY_CJK.search(below) is None
-    assert canonical_module._ANY_CJK.match("\u2e80") is not None
-    assert canonical_module._AT_OR_ABOVE_FIRST_CJK.match("\u2e80") is not None
-    assert canonical_module._AT_OR_ABOVE_FIRST_CJK.search(below) is None
+    assert scripts_module._ANY_CJK.search(below) is None
+    assert scripts_module._ANY_CJK.match("\u2e80") is not None
+    assert scripts_module._AT_OR_ABOVE_FIRST_CJK.match("\u2e80") is not None
+    assert scripts_module._AT_OR_ABOVE_FIRST_CJK.search(below) is None
     assert not has_cjk("") and not has_cjk("naïve “text” — ok") and has_cjk("a 中 b")

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 
-from dedup_store.core import FingerprintParams, canonical_tokens, canonicalize, html_to_text
+from dedup_store.core import (
+    FingerprintParams,
+    canonical_tokens,
+    canonicalize,
+    fingerprint,
+    html_to_text,
+    kernels,
+)
+from dedup_store.core.canonical import canonical_batch
 
 PLAIN = FingerprintParams(stopwords=False)
 
@@ -97,3 +107,73 @@ def test_mixed_script_keeps_runs_apart() -> None:
 @pytest.mark.parametrize("text", ["", "   ", "!!! ... ---", "<p> </p>", "<script>x()</script>"])
 def test_nothing_left(text: str) -> None:
     assert canonical_tokens(text, PLAIN) == []
+
+
+def test_cjk_text_joins_across_spaces_line_breaks_and_punctuation() -> None:
+    packed = "河水整夜不断上涨到了早上低处田地已经淹没"
+    for spaced in [
+        "河 水 整 夜 不 断 上 涨 到 了 早 上 低 处 田 地 已 经 淹 没",
+        "河水整夜不断上涨，到了早上，低处田地已经淹没。",
+        "河水整夜\n不断上涨, 到了\r\n早上\u3000低处田地\u00a0已经\u200b淹没...",
+        "「河水」整夜不断上涨——到了早上（低处）田地已经淹没！",
+    ]:
+        assert canonical_tokens(spaced, PLAIN) == [packed]
+
+
+def test_a_word_between_cjk_text_ends_the_token_not_the_character_windows() -> None:
+    assert canonical_tokens("中文 Python 分词", PLAIN) == ["中文", "python", "分词"]
+    assert canonical_tokens("2019年12月3日", PLAIN) == ["2019", "年", "12", "月", "3", "日"]
+    # the CJK tokens of a document are one sequence of characters: the same shingles
+    # wherever the word stands
+    moved = fingerprint("中文Python分词", PLAIN), fingerprint("中文分词 python", PLAIN)
+    assert moved[0].shingles.tolist() == moved[1].shingles.tolist()
+
+
+def test_chinese_stop_words_are_found_across_spaces() -> None:
+    assert canonicalize("我 们 的 河 水", FingerprintParams()) == "河水"
+
+
+def test_version_1_keeps_each_cjk_run_apart() -> None:
+    old = FingerprintParams(stopwords=False, canonical_version=1)
+    tokens = canonical_tokens("中 文，分词 Python 算法", old)
+    assert tokens == ["中", "文", "分词", "python", "算法"]
+    assert len(fingerprint("中 文，分词", old).shingles) == 3
+    assert len(fingerprint("中 文，分词", PLAIN).shingles) == 2
+
+
+def _separators() -> list[str]:
+    """Every dash, connector (such as the underscore) and space of Unicode, line and paragraph
+    separators, the minus sign and the zero-width space."""
+    categories = {"Pd", "Pc", "Zs", "Zl", "Zp"}
+    chars = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) in categories]
+    return [*chars, "\u2212", "\u200b", "\t", "\r\n"]
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
+def test_every_dash_underscore_and_space_splits_words(
+    compiled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not compiled:
+        monkeypatch.setattr(kernels, "compiled", None)
+    separators = _separators()
+    assert {"\u2010", "\u2011", "\u2015", "\u00a0", "\u2009", "\u202f", "\u3000", "\uff3f"} <= set(
+        separators
+    )
+    texts = [f"Foo{c}bar слово{c}Дело" for c in separators]
+    words = canonical_batch(texts, PLAIN)
+    assert words is not None
+    assert words.texts == ["foo bar слово дело"] * len(texts)
+    for c, text in zip(separators, texts, strict=True):
+        assert canonicalize(text, PLAIN) == "foo bar слово дело", f"U+{ord(c[-1]):04X}"
+        assert canonicalize(f"中文{c}分词 x{c}y", PLAIN) == "中文分词 x y", f"U+{ord(c[-1]):04X}"
+
+
+def test_a_cjk_run_that_starts_below_u3040_is_shingled_by_characters() -> None:
+    # 〇 (U+3007), 々 (U+3005) and the radicals lie below U+3040; version 1 took such a run for
+    # a word, version 2 shingles it by characters like any other CJK text
+    text = "〇一九年，河水整夜不断上涨，到了早上。"
+    assert len(fingerprint(text, PLAIN).shingles) == len("〇一九年河水整夜不断上涨到了早上") - 2
+    old = FingerprintParams(stopwords=False, canonical_version=1)
+    assert len(fingerprint(text, old).shingles) == 1 + 6 + 2
+    stemmed = FingerprintParams(stopwords=False, stem=True)
+    assert canonical_tokens(text, stemmed) == ["〇一九年河水整夜不断上涨到了早上"]

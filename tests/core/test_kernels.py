@@ -16,19 +16,16 @@ import xxhash
 
 from dedup_store.core import FingerprintParams, fingerprint_batch, kernels, minhash_signatures
 from dedup_store.core.canonical import (
-    _CJK_CHAR,
     _NON_WORD,
-    _TOKEN,
     _canonical_run,
     _nfkc,
     _numpy_run,
     _run_word_bytes,
-    _script_tokens,
-    is_cjk,
     kernel_stop_set,
     stopwords,
 )
 from dedup_store.core.hashing import combine_groups
+from dedup_store.core.scripts import CJK_CHAR, TOKEN, is_cjk, script_tokens, starts_cjk
 from dedup_store.core.shingles import Segments, hash_tokens, shingle
 from dedup_store.core.simhash import simhash_batch
 from dedup_store.core.winnow import winnow
@@ -125,24 +122,49 @@ def test_word_bytes_match_the_non_word_pattern() -> None:
         kernels.compiled.word_bytes(b"bytes")
 
 
-def test_script_tokens_match_the_token_pattern() -> None:
+def _script_texts() -> list[str]:
     # CJK radicals (Han, below U+3040), kana, ideographs of the BMP and beyond, Hangul, Latin,
-    # digits, a combining mark, Hebrew, CJK and ASCII punctuation, an emoji
+    # digits, a combining mark, Hebrew, CJK and ASCII punctuation, spaces, an emoji
     points = [*range(0x2E80, 0x3100), *range(0x4E00, 0x4E40), *range(0x30, 0x7B)]
     points += [0x20000, 0x2A700, 0x1F600, 0x301, 0x5D0, 0xAC00, 0x3000, 0xFF0C, 0x20, 0x2C]
+    points += [0x20, 0x20, 0xA, 0x3002, 0x2009]
     pool = [chr(p) for p in points]
     texts = ["".join(RNG.choice(pool, size=int(RNG.integers(0, 60)))) for _ in range(2000)]
     every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
-    for text in [*texts, every]:
-        assert _script_tokens(text) == _TOKEN.findall(text)
+    return [*texts, every, "中 文，分词", " 。中\n文 ", "中 a 文", "中。1。文"]
+
+
+def _joined_runs(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Token pairs with the CJK runs that follow one another (no word between) joined."""
+    joined: list[tuple[str, str]] = []
+    for cjk, word in pairs:
+        if cjk and joined and joined[-1][0]:
+            joined[-1] = (joined[-1][0] + cjk, "")
+        else:
+            joined.append((cjk, word))
+    return joined
+
+
+def test_script_tokens_match_the_token_pattern() -> None:
+    for text in _script_texts():
+        assert script_tokens(text) == TOKEN.findall(text)
+
+
+def test_joined_script_tokens_match_the_runs_joined(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = _script_texts()
+    expected = [_joined_runs(TOKEN.findall(text)) for text in texts]
+    assert [script_tokens(text, join=True) for text in texts] == expected
+    monkeypatch.setattr(kernels, "compiled", None)
+    assert [script_tokens(text, join=True) for text in texts] == expected
 
 
 def test_is_cjk_is_the_regex_class_from_u3040() -> None:
     for point in range(0x10000):
         char = chr(point)
         if not 0xD800 <= point <= 0xDFFF:
-            expected = point >= 0x3040 and _CJK_CHAR.match(char) is not None
+            expected = point >= 0x3040 and CJK_CHAR.match(char) is not None
             assert is_cjk(char + "x") == expected, hex(point)
+            assert starts_cjk(char + "x") == (CJK_CHAR.match(char) is not None), hex(point)
 
 
 def test_nfkc_with_fullwidth_folding_is_nfkc() -> None:

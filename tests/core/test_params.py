@@ -27,6 +27,7 @@ from dedup_store.errors import InvalidParamsError, ParamsMismatchError
         ({"simhash_k": 5}, "simhash_blocks must exceed simhash_k (pigeonhole rule)"),
         ({"scheme": "broder", "num_perm": 5}, "scheme 'broder' needs num_perm >= 6, got 5"),
         ({"simhash_blocks": 16, "simhash_k": 8}, "gives 12870 block keys per document"),
+        ({"canonical_version": 3}, "canonical_version must be an integer in [1, 2], got 3"),
     ],
 )
 def test_invalid_params_name_the_value(changes: dict[str, object], message: str) -> None:
@@ -45,7 +46,7 @@ def test_json_round_trip() -> None:
         shingle_size=5, scheme="broder", simhash_blocks=5, stem=True, html="never", seed=9
     )
     text = params.to_json()
-    assert '"format": 2' in text
+    assert '"format": 3' in text and '"canonical_version": 2' in text
     assert FingerprintParams.from_json(text) == params
     assert FingerprintParams.from_dict(params.to_dict()) == params
 
@@ -58,6 +59,20 @@ def test_stores_of_the_first_format_keep_their_match_rules() -> None:
     assert FingerprintParams.from_stored(json.loads(FingerprintParams().to_json())) == (
         FingerprintParams()
     )
+
+
+def test_stores_made_before_canonical_version_2_keep_version_1() -> None:
+    recorded = FingerprintParams().to_dict()
+    del recorded["canonical_version"]
+    for recorded_format in (1, 2):
+        old = FingerprintParams.from_stored({"format": recorded_format, **recorded})
+        assert old.canonical_version == 1
+        assert FingerprintParams.from_json(old.to_json()) == old
+    # chosen by hand (no format number): today's canonicalization unless named
+    assert FingerprintParams.from_dict({"shingle_size": 5}).canonical_version == 2
+    assert FingerprintParams.from_dict({"canonical_version": 1}).canonical_version == 1
+    with pytest.raises(ParamsMismatchError, match="canonical_version: 1 != 2"):
+        old.require_same(FingerprintParams(), "store 'main'")
 
 
 def test_bad_json_is_refused() -> None:
