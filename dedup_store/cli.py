@@ -192,6 +192,18 @@ def init(
     containment: Annotated[
         float | None, _param("Containment threshold for excerpts, 0 turns it off")
     ] = None,
+    containment_merges: Annotated[
+        bool | None,
+        _param(
+            "Let excerpt matches merge clusters", "--containment-merges/--no-containment-merges"
+        ),
+    ] = None,
+    simhash_min_jaccard: Annotated[
+        float | None, _param("Jaccard a SimHash match must also reach")
+    ] = None,
+    hot_key_limit: Annotated[
+        int | None, _param("Most documents one key leads to (0: no limit)")
+    ] = None,
     verify: Annotated[
         VerifyChoice | None,
         _param("Score candidates by exact Jaccard or by the MinHash estimate"),
@@ -219,6 +231,9 @@ def init(
         "simhash_k": simhash_k,
         "simhash_blocks": simhash_blocks,
         "containment": containment,
+        "containment_merges": containment_merges,
+        "simhash_min_jaccard": simhash_min_jaccard,
+        "hot_key_limit": hot_key_limit,
         "verify": verify,
         "stopwords": stopwords,
         "stem": stem,
@@ -230,10 +245,10 @@ def init(
     chosen = {
         k: v.value if isinstance(v, enum.Enum) else v for k, v in given.items() if v is not None
     }
-    params = FingerprintParams.from_dict(chosen) if chosen else None
+    FingerprintParams.from_dict(chosen)  # out-of-range values fail before anything is made
     settings = settings_of(ctx)
     migrate.upgrade(settings.resolve(), settings.schema)
-    with settings.store(create=True, params=params) as store:
+    with settings.store(create=True, params=chosen or None) as store:
         stored = store.params
     info = {
         "schema": settings.schema,

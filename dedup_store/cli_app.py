@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -42,7 +43,9 @@ class Settings:
             self.url = config.resolve_url(self.db_url)
         return self.url
 
-    def store(self, *, create: bool = False, params: FingerprintParams | None = None) -> DedupStore:
+    def store(
+        self, *, create: bool = False, params: FingerprintParams | Mapping[str, Any] | None = None
+    ) -> DedupStore:
         """Open the store (``create``: make or upgrade the schema when missing)."""
         from dedup_store.service import DedupStore
 

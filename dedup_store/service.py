@@ -65,7 +65,9 @@ class DedupStore:
             back; with a URL or Engine every call is its own transaction.
         params: fingerprint parameters. A new store records them; an existing store refuses
             different ones (:class:`~dedup_store.errors.ParamsMismatchError`); ``None`` uses the
-            stored ones (or the defaults for a new store).
+            stored ones (or the defaults for a new store). A mapping names only some
+            parameters: a new store takes the defaults for the others, an existing one is
+            compared on the named ones only.
         schema: the PostgreSQL schema holding the store's tables.
         create: create the store when the schema has none (otherwise
             :class:`~dedup_store.errors.StoreNotInitializedError`).
@@ -76,7 +78,7 @@ class DedupStore:
     def __init__(
         self,
         bind: Bind,
-        params: FingerprintParams | None = None,
+        params: FingerprintParams | Mapping[str, Any] | None = None,
         schema: str = DEFAULT_SCHEMA,
         *,
         create: bool = True,
@@ -94,7 +96,7 @@ class DedupStore:
             raise
 
     def _open(
-        self, conn: Connection, params: FingerprintParams | None, create: bool
+        self, conn: Connection, params: FingerprintParams | Mapping[str, Any] | None, create: bool
     ) -> FingerprintParams:
         """Check (and with ``create``, make or complete) the store; returns its params.
 
@@ -108,8 +110,19 @@ class DedupStore:
             repository.lock_writers(conn, self.schema)
             stored = self._create(conn, params)
         elif params is not None:
-            stored.require_same(params, f"store {self.schema!r} was created with other parameters")
+            self._require(stored, params)
         return stored
+
+    def _require(
+        self, stored: FingerprintParams, params: FingerprintParams | Mapping[str, Any]
+    ) -> None:
+        """Refuse ``params`` (all of them, or the named ones) that differ from the stored ones."""
+        context = f"store {self.schema!r} was created with other parameters"
+        if isinstance(params, FingerprintParams):
+            stored.require_same(params, context)
+            return
+        wanted = {**stored.to_dict(), **params}
+        stored.require_same(FingerprintParams.from_dict(wanted), context)
 
     def _ready_params(self, conn: Connection) -> FingerprintParams | None:
         """The params of a complete store at this code's revision, else ``None``."""
@@ -120,17 +133,22 @@ class DedupStore:
             return None
         return stored
 
-    def _create(self, conn: Connection, params: FingerprintParams | None) -> FingerprintParams:
+    def _create(
+        self, conn: Connection, params: FingerprintParams | Mapping[str, Any] | None
+    ) -> FingerprintParams:
         """Create or complete the store under the writers' lock."""
         if migrate.current_revision(conn, self.schema) is None:
             migrate.upgrade_connection(conn, self.schema)
         migrate.verify_schema(conn, self.schema)
         stored = queries.load_params(conn, self.schema)
         if stored is None:
-            stored = params or FingerprintParams()
+            if isinstance(params, FingerprintParams):
+                stored = params
+            else:
+                stored = FingerprintParams.from_dict(dict(params or {}))
             queries.save_params(conn, self.schema, stored)
         elif params is not None:
-            stored.require_same(params, f"store {self.schema!r} was created with other parameters")
+            self._require(stored, params)
         missing = candidates.missing_key_indexes(conn, self.schema, stored)
         candidates.create_key_indexes(conn, self.schema, missing)
         return stored

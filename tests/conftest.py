@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import Engine, create_engine, event, text
 
 from dedup_store import DedupStore, FingerprintParams
-from dedup_store.db.engine import normalize_url
+from dedup_store.config import normalize_url
 
 DEFAULT_TEST_URL = "postgresql://postgres@127.0.0.1:5432/test"
 

@@ -351,3 +351,15 @@ def test_python_dash_m_entry_point() -> None:
                             capture_output=True, text=True, check=False)
     assert result.returncode == 0
     assert "ingest" in result.stdout
+
+
+def test_init_compares_only_the_options_given(cli: CliHelper) -> None:
+    made = cli.json("init", "--containment-merges", "--hot-key-limit", "20", "--format", "json")
+    assert isinstance(made, dict)
+    assert made["params"]["containment_merges"] is True
+    assert made["params"]["hot_key_limit"] == 20
+    again = cli.json("init", "--hot-key-limit", "20", "--format", "json")
+    assert isinstance(again, dict) and again["params"] == made["params"]
+    refused = cli("init", "--hot-key-limit", "30")
+    assert refused.exit_code == 3
+    assert "hot_key_limit: 20 != 30" in refused.stderr

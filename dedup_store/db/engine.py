@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 
 import psycopg
 from sqlalchemy import Connection, Engine, create_engine, event, exc
-from sqlalchemy.engine import make_url
 
+from dedup_store.config import normalize_url, redact
 from dedup_store.db.names import validate_schema
 from dedup_store.errors import DatabaseError
 
@@ -27,23 +27,6 @@ T = TypeVar("T")
 
 _RETRY_SQLSTATES = {"40001", "40P01"}  # serialization_failure, deadlock_detected
 MAX_ATTEMPTS = 8
-
-
-def normalize_url(url: str) -> str:
-    """Use the psycopg 3 driver for plain ``postgresql://`` and ``postgres://`` URLs."""
-    if url.startswith("postgres://"):
-        url = "postgresql://" + url[len("postgres://") :]
-    if url.startswith("postgresql://"):
-        url = "postgresql+psycopg://" + url[len("postgresql://") :]
-    return url
-
-
-def redacted(url: str) -> str:
-    """The URL with its password hidden."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except exc.ArgumentError:
-        return "<invalid database URL>"
 
 
 class Database:
@@ -66,7 +49,7 @@ class Database:
                 for engine in (self.engine, self._read_engine):
                     event.listen(engine, "connect", _reuse_plans)
             except (exc.ArgumentError, ImportError) as e:
-                raise DatabaseError(f"invalid database URL {redacted(bind)}: {e}") from None
+                raise DatabaseError(f"invalid database URL {redact(bind)}: {e}") from None
         elif isinstance(bind, Engine):
             self.engine = bind
         elif isinstance(bind, Connection):
@@ -78,7 +61,7 @@ class Database:
     def url_for_messages(self) -> str:
         """The database URL without its password."""
         engine = self.engine or (self.connection.engine if self.connection else None)
-        return engine.url.render_as_string(hide_password=True) if engine else "?"
+        return redact(engine.url) if engine else "?"
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
