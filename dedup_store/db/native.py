@@ -54,8 +54,15 @@ def locked_statement(
     ``raw`` must be in autocommit mode (outside a transaction).
     """
     query, names = positional(statement)
-    with psycopg.RawCursor(raw) as lock, psycopg.RawCursor(raw) as cur:
-        with raw.pipeline(), raw.transaction():
-            lock.execute(_LOCK, [lock_name])
-            cur.execute(query, [parameters[name] for name in names])
+    with psycopg.RawCursor(raw) as control, psycopg.RawCursor(raw) as cur:
+        try:
+            with raw.pipeline():
+                control.execute("BEGIN")
+                control.execute(_LOCK, [lock_name])
+                cur.execute(query, [parameters[name] for name in names])
+                control.execute("COMMIT")
+        except BaseException:
+            if raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                raw.rollback()
+            raise
         return cur.fetchall()
