@@ -34,8 +34,8 @@ import numpy as np
 
 from benchmarks.synthetic import Corpus
 from dedup_store.core import FingerprintParams, canonical_tokens, fingerprint_batch, kernels
-from dedup_store.core.canonical import is_cjk
 from dedup_store.core.fingerprint import fingerprint_tokens
+from dedup_store.core.scripts import is_cjk, starts_cjk
 
 _SAMPLES = Path(__file__).resolve().parents[1] / "examples" / "articles"
 
@@ -66,12 +66,24 @@ def char_shingles(run: str, n: int) -> list[str]:
     return [run] if len(run) <= n else [run[i : i + n] for i in range(len(run) - n + 1)]
 
 
+def _is_cjk(token: str, version: int) -> bool:
+    return starts_cjk(token) if version >= 2 else is_cjk(token)
+
+
+def cjk_runs(tokens: Sequence[str], version: int) -> list[str]:
+    """The CJK character sequences shingled by characters: each CJK token in version 1, all of
+    a document's CJK tokens joined from version 2 on."""
+    runs = [t for t in tokens if _is_cjk(t, version)]
+    return ["".join(runs)] if version >= 2 and runs else runs
+
+
 def peer_input(tokens: list[str], params: FingerprintParams) -> tuple[list[bytes], list[str]]:
     """The shingles (as bytes, for datasketch) and SimHash features of one document, as ours
-    takes them: word shingles of its words, character shingles of its CJK runs; features are
-    the words and the CJK character shingles."""
-    words = [t for t in tokens if not is_cjk(t)]
-    cjk = [s for t in tokens if is_cjk(t) for s in char_shingles(t, params.cjk_shingle_size)]
+    takes them: word shingles of its words, character shingles of its CJK text (all of it one
+    sequence from ``canonical_version`` 2 on); features are the words and the CJK shingles."""
+    runs = cjk_runs(tokens, params.canonical_version)
+    words = [t for t in tokens if not _is_cjk(t, params.canonical_version)]
+    cjk = [s for run in runs for s in char_shingles(run, params.cjk_shingle_size)]
     shingles = word_shingles(words, params.shingle_size) + cjk
     return [s.encode("utf-8") for s in shingles], words + cjk
 

@@ -37,9 +37,10 @@ from benchmarks.evaluation import (
     jaccard_row,
     sqlalchemy_url,
 )
+from benchmarks.fingerprint import cjk_runs
 from benchmarks.quality_corpus import CorpusDoc, build_corpus
 from dedup_store.core import FingerprintParams, canonical_tokens, fingerprint_batch
-from dedup_store.core.canonical import is_cjk
+from dedup_store.core.scripts import is_cjk, starts_cjk
 
 THRESHOLDS = (0.5, 0.7, 0.8, 0.9)
 CONTAINMENT = 0.8
@@ -51,16 +52,20 @@ _KEEP_CONTAINMENT = 0.4
 # -- ground truth ------------------------------------------------------------------------------
 
 
-def shingle_set(tokens: Sequence[str], n: int, cjk_n: int) -> frozenset[tuple[str, ...]]:
+def shingle_set(
+    tokens: Sequence[str], n: int, cjk_n: int, version: int = 2
+) -> frozenset[tuple[str, ...]]:
     """The shingles of one document's canonical tokens, as tuples of words or characters.
 
-    Word tokens form one sequence cut into ``n``-word shingles; each CJK token is a run cut into
-    ``cjk_n``-character shingles (tagged so they never equal a word shingle). A sequence shorter
-    than its shingle size is a single shingle.
+    Word tokens form one sequence cut into ``n``-word shingles; the CJK text (each CJK token in
+    ``canonical_version`` 1, all of them joined from version 2 on) is cut into
+    ``cjk_n``-character shingles (tagged so they never equal a word shingle). A sequence
+    shorter than its shingle size is a single shingle.
     """
-    words = [t for t in tokens if not is_cjk(t)]
+    runs = cjk_runs(tokens, version)
+    words = [t for t in tokens if not (starts_cjk(t) if version >= 2 else is_cjk(t))]
     grams = set(_ngrams(words, n))
-    for run in (t for t in tokens if is_cjk(t)):
+    for run in runs:
         grams.update(("\x00cjk", *gram) for gram in _ngrams(list(run), cjk_n))
     return frozenset(grams)
 

@@ -42,7 +42,7 @@ OnBatch = Callable[[list[AddResult], list[RecordError]], None]
 OnProgress = Callable[[int, int], None]
 """Called with the numbers of documents fingerprinted and stored so far."""
 #: A batch ends once its texts add up to this many characters, whatever its batch size.
-BATCH_BYTES = 8 * 2**20
+BATCH_BYTES = 4 * 2**20
 _METHOD_ORDER = {m.value: i for i, m in enumerate(Method)}
 
 
