@@ -28,9 +28,10 @@ LEGACY_VALUES: dict[int, dict[str, Any]] = {
         "simhash_min_jaccard": 0.0,
         "containment_merges": True,
         "hot_key_limit": 0,
+        "max_excerpt_keys": 0,
         "canonical_version": 1,
     },
-    2: {"canonical_version": 1},
+    2: {"canonical_version": 1, "max_excerpt_keys": 0},
 }
 
 
@@ -60,6 +61,10 @@ class FingerprintParams:
             by more documents is boilerplate and ignored; a band or block key yields its
             ``hot_key_limit`` oldest documents, so one lookup costs the same however templated
             the store is.
+        max_excerpt_keys: About the most excerpt keys a document writes and looks up (``0``:
+            all). A document with more keeps those that are multiples of a power of two ``s``;
+            an excerpt of it is still found when it holds about ``s`` keys or more, so long
+            documents cost few key rows and lookups.
         winnow_window: Winnowing window (in shingles) for the excerpt index: any shared run of
             ``winnow_window + shingle_size - 1`` words is guaranteed to share an index key.
         stopwords: Drop English, Russian and Chinese stop words.
@@ -86,6 +91,7 @@ class FingerprintParams:
     containment: float = 0.8
     containment_merges: bool = False
     hot_key_limit: int = 50
+    max_excerpt_keys: int = 64
     winnow_window: int = 16
     stopwords: bool = True
     stem: bool = False
@@ -102,6 +108,7 @@ class FingerprintParams:
         _check_int(self, "simhash_blocks", 2, 16)
         _check_int(self, "winnow_window", 1, 1024)
         _check_int(self, "hot_key_limit", 0, 100_000)
+        _check_int(self, "max_excerpt_keys", 0, 1_000_000)
         _check_int(self, "seed", 0, 2**63 - 1)
         _check_int(self, "canonical_version", 1, CANONICAL_VERSION)
         _check_choice(self, "scheme", Scheme)

@@ -105,7 +105,32 @@ def sample_columns(
     """The sample keys (top 32 bits, as stored) of the selected rows, with their document ids."""
     starts, ends = batch.sample_offsets[rows], batch.sample_offsets[rows + 1]
     keys = top32(batch.sample_keys[ranges(starts, ends)])
-    return keys, np.repeat(ids, ends - starts)
+    counts = ends - starts
+    docs = np.repeat(ids, counts)
+    strides = np.repeat(excerpt_strides(counts, batch.params.max_excerpt_keys), counts)
+    keep = (keys.view(np.uint32) & (strides - 1).astype(np.uint32)) == 0
+    return keys[keep], docs[keep]
+
+
+def excerpt_strides(counts: I64, budget: int) -> I64:
+    """Per document with ``counts`` excerpt keys, the power of two ``s`` such that keeping the
+    keys whose value is a multiple of ``s`` leaves about ``budget`` of them (1: keep all).
+
+    The rule is symmetric: two documents meet on the shared keys that are multiples of the
+    larger one's stride, whichever of them is stored first.
+    """
+    if budget <= 0:
+        return np.ones(len(counts), dtype=np.int64)
+    ratio = np.maximum(counts, 1) / budget
+    powers = np.ceil(np.log2(np.maximum(ratio, 1.0))).astype(np.int64)
+    return np.left_shift(np.int64(1), powers)
+
+
+def sparse_excerpt_keys(keys: npt.NDArray[np.int32], budget: int) -> npt.NDArray[np.int32]:
+    """One document's excerpt keys (top 32 bits) thinned as :func:`sample_columns` does."""
+    stride = int(excerpt_strides(np.array([len(keys)], dtype=np.int64), budget)[0])
+    kept: npt.NDArray[np.int32] = keys[(keys.view(np.uint32) & np.uint32(stride - 1)) == 0]
+    return kept
 
 
 def top32(values: npt.NDArray[np.uint64]) -> npt.NDArray[np.int32]:

@@ -12,7 +12,7 @@ from sqlalchemy import Connection, TextClause, text
 
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.candidates import BAND, BLOCK, slot_lookup, top32
+from dedup_store.db.candidates import BAND, BLOCK, slot_lookup, sparse_excerpt_keys, top32
 from dedup_store.db.names import qualified
 from dedup_store.db.verify import (
     QUERY_INTERSECTION,
@@ -147,7 +147,9 @@ def fingerprint_parameters(fp: Fingerprint) -> dict[str, Any]:
         "signature": array_literal(fp.signature.view(np.int32).tolist()),
         "shingles": array_literal(top32(fp.shingles).tolist()),
         "shingle_count": len(fp.shingles),
-        "sk": array_literal(top32(fp.sample_keys).tolist()),
+        "sk": array_literal(
+            sparse_excerpt_keys(top32(fp.sample_keys), fp.params.max_excerpt_keys).tolist()
+        ),
         **score_parameters(fp.params),
     }
     for kind, keys in ((BAND, fp.band_keys), (BLOCK, fp.block_keys)):
