@@ -129,11 +129,11 @@ def expand_exact_groups(pairs: dict[tuple[int, int], Scores]) -> dict[tuple[int,
         members.setdefault(root(i), []).append(i)
     expanded = dict(pairs)
     for group in members.values():
-        expanded.update({tuple(sorted(p)): ("exact", 1.0, 1.0, 0)
-                         for p in itertools.combinations(group, 2)})
+        for a, b in itertools.combinations(group, 2):
+            expanded[(min(a, b), max(a, b))] = ("exact", 1.0, 1.0, 0)
     for (i, j), scores in pairs.items():
         if scores[0] != "exact":
             for a in members[root(i)]:
                 for b in members[root(j)]:
-                    expanded.setdefault(tuple(sorted((a, b))), scores)  # type: ignore[arg-type]
+                    expanded.setdefault((min(a, b), max(a, b)), scores)
     return expanded

@@ -49,7 +49,10 @@ def copies(url: str, counts: Sequence[int], texts: list[str]) -> None:
     for k in counts:
         for label, docs in (
             ("identical copies", [original] * k),
-            ("near copies (text + its number)", [texts[i % len(texts)] + f" copy {i}" for i in range(k)]),
+            (
+                "near copies (text + its number)",
+                [texts[i % len(texts)] + f" copy {i}" for i in range(k)],
+            ),
         ):
             schema = "bench_hot_inputs"
             drop_schema(engine, schema)

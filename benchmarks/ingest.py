@@ -48,8 +48,8 @@ import sqlalchemy as sa
 from benchmarks.fingerprint import word_shingles
 from benchmarks.ingest_corpus import GeneratedFile, IngestCorpus, read_documents
 from dedup_store import DedupStore
+from dedup_store.config import normalize_url
 from dedup_store.core import FingerprintParams, canonical_tokens
-from dedup_store.db.engine import normalize_url
 from dedup_store.results import AddResult, Document, IngestSummary, RecordError, Status
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
