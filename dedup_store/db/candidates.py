@@ -172,11 +172,11 @@ def find_candidates(
 ) -> Candidates:
     """Pairs of (older document, new document) sharing a key, the new ones not yet stored.
 
-    With ``hot_limit``, one key never yields more than ``hot_limit`` documents: a lookup reads
-    at most ``hot_limit + 1`` index entries per key, and a key shared by more documents (stored
-    and new) is a hot key. A hot excerpt key is boilerplate (a licence paragraph, a template)
-    and is ignored; a hot band or block key yields ``hot_limit`` stored documents, and pairs
-    inside the batch with the ``hot_limit`` documents before each one.
+    With ``hot_limit``, one key never yields more than ``hot_limit`` documents. An excerpt key is
+    probed alone, reading at most ``hot_limit + 1`` index entries, and one shared by more
+    documents (stored and new) is boilerplate (a licence paragraph, a template) and ignored. A
+    band or block key yields its ``hot_limit`` oldest stored documents, and pairs inside the
+    batch with the ``hot_limit`` documents before each one.
     """
     statement, parameters, uniques = _lookup_statement(schema, groups, hot_limit)
     empty = np.empty(0, dtype=np.int64)
@@ -210,17 +210,25 @@ def _lookup_statement(
         keys = np.unique(group.keys)
         uniques.append(keys)
         parameters[name] = array_literal(keys.tolist())
-        cast = "integer[]" if group.kind == SAMPLE else "bigint[]"
         if group.kind == SAMPLE:
+            # one bounded probe per key: a hot excerpt key must not cost its whole posting list
             probe = f"SELECT k.doc_id AS id FROM {s}.sample_keys k WHERE k.key = n.key"
-        else:
-            probe = slot_lookup(s, group.kind, group.slot, "= n.key")
-        limit = f"LIMIT {int(hot_limit) + 1}" if hot_limit else ""
-        branches.append(
-            f"SELECT {number} AS grp, f.id, n.key::bigint AS key "
-            f"FROM unnest(CAST(:{name} AS {cast})) AS n(key) "
-            f"CROSS JOIN LATERAL (SELECT p.id FROM ({probe}) p {limit}) f"
-        )
+            limit = f"LIMIT {int(hot_limit) + 1}" if hot_limit else ""
+            branches.append(
+                f"SELECT {number} AS grp, f.id, n.key::bigint AS key "
+                f"FROM unnest(CAST(:{name} AS integer[])) AS n(key) "
+                f"CROSS JOIN LATERAL (SELECT p.id FROM ({probe}) p {limit}) f"
+            )
+            continue
+        # one index scan per slot for all its keys; a key yields its hot_limit oldest documents
+        probe = slot_lookup(s, group.kind, group.slot, f"= ANY(CAST(:{name} AS bigint[]))")
+        if hot_limit:
+            probe = (
+                "SELECT id, key FROM (SELECT p.id, p.key, "
+                "row_number() OVER (PARTITION BY p.key ORDER BY p.id) AS rank "
+                f"FROM ({probe}) p) r WHERE r.rank <= {int(hot_limit)}"
+            )
+        branches.append(f"SELECT {number} AS grp, f.id, f.key FROM ({probe}) f")
     statement = (
         "SELECT grp, array_agg(id), array_agg(key) "
         f"FROM ({' UNION ALL '.join(branches)}) found GROUP BY grp"
@@ -231,7 +239,7 @@ def _lookup_statement(
 def _without_hot(
     group: KeyGroup, keys: I64, found_ids: I64, found_keys: I64, hot_limit: int
 ) -> tuple[KeyGroup, I64, I64]:
-    """Drop hot excerpt keys; cap the stored documents of a hot band or block key."""
+    """Drop hot excerpt keys (band and block keys were capped by the lookup)."""
     stored = np.zeros(len(keys), dtype=np.int64)
     np.add.at(stored, np.searchsorted(keys, found_keys), 1)
     owners = np.zeros(len(keys), dtype=np.int64)
@@ -244,11 +252,7 @@ def _without_hot(
         cold_owned = ~np.isin(group.keys, hot)
         group = dataclasses.replace(group, keys=group.keys[cold_owned], docs=group.docs[cold_owned])
         return group, found_ids[cold_found], found_keys[cold_found]
-    order = np.lexsort((found_ids, found_keys))
-    found_ids, found_keys = found_ids[order], found_keys[order]
-    first = np.searchsorted(found_keys, found_keys, side="left")
-    keep = np.arange(len(found_keys)) - first < hot_limit
-    return group, found_ids[keep], found_keys[keep]
+    return group, found_ids, found_keys  # the lookup kept the hot_limit oldest already
 
 
 def _join_found(group: KeyGroup, found_ids: I64, found_keys: I64) -> tuple[I64, I64]:

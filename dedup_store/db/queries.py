@@ -57,8 +57,8 @@ def save_params(conn: Connection, schema: str, params: FingerprintParams) -> Non
 def _key_lookups(s: str, band_count: int, block_count: int, hot_limit: int) -> list[str]:
     """One index probe per band and block slot of the query (parameters ``k{kind}_{slot}``).
 
-    With ``hot_limit``, a probe reads at most ``hot_limit + 1`` entries and keeps the
-    ``hot_limit`` oldest of them, as :func:`~dedup_store.db.candidates.find_candidates` does.
+    With ``hot_limit``, a probe keeps the ``hot_limit`` oldest documents of the key, as
+    :func:`~dedup_store.db.candidates.find_candidates` does.
     """
     branches = []
     for kind, count in ((BAND, band_count), (BLOCK, block_count)):
@@ -66,10 +66,7 @@ def _key_lookups(s: str, band_count: int, block_count: int, hot_limit: int) -> l
         for slot in range(1, count + 1):
             lookup = slot_lookup(s, kind, slot, f"= CAST(:k{kind}_{slot} AS bigint)")
             if hot_limit:
-                lookup = (
-                    f"SELECT * FROM (SELECT * FROM ({lookup}) l LIMIT {int(hot_limit) + 1}) c "
-                    f"ORDER BY id LIMIT {int(hot_limit)}"
-                )
+                lookup = f"SELECT * FROM ({lookup}) l ORDER BY id LIMIT {int(hot_limit)}"
             branches.append(
                 f"SELECT f.id AS a, {block} AS block, false AS sample FROM ({lookup}) f"
             )

@@ -140,3 +140,18 @@ def test_long_and_short_documents_score_alike_in_every_path(
         ).scalars()
         long_size, short_size, _ = list(sizes)
     assert long_size >= 2000 and long_size >= 4 * short_size  # the lopsided path was taken
+
+
+def test_a_hot_band_key_yields_its_oldest_documents_only(
+    engine: Engine, schema: str, corpus: PlantedCorpus
+) -> None:
+    base = corpus.original()
+    with DedupStore(engine, FingerprintParams(hot_key_limit=5), schema=schema) as store:
+        store.add_many([(f"t{i}", f"{base} variant {i}") for i in range(80)], batch_size=30)
+        probe = f"{base} variant probe"
+        checked = store.check(probe)
+        added = store.add("probe", probe)
+        # each key of each slot yields its 5 oldest documents: far fewer than all 80 copies
+        assert 0 < len(added.matches) < 40
+        assert added.matches == checked.matches
+        assert [c.size for c in store.clusters()] == [81]
