@@ -73,22 +73,23 @@ def evaluate(
     right = sum(1 for p in found if p in positives or correct(p))
     recall = hits / len(positives) if positives else 1.0
     precision = right / len(found) if found else 1.0
-    return Row(name, tau, recall, precision, len(found), len(positives), seconds,
-               positives - found)
+    return Row(name, tau, recall, precision, len(found), len(positives), seconds, positives - found)
 
 
 def jaccard_row(name: str, tau: float, found: PairSet, truth: PairScores, seconds: float) -> Row:
     """Evaluate ``found`` against the pairs of Jaccard at least ``tau``."""
-    return evaluate(name, tau, found, truth.jaccard_pairs(tau),
-                    lambda p: truth.score(*p)[0] >= tau, seconds)
+    return evaluate(
+        name, tau, found, truth.jaccard_pairs(tau), lambda p: truth.score(*p)[0] >= tau, seconds
+    )
 
 
 def containment_row(
     name: str, tau: float, found: PairSet, truth: PairScores, seconds: float
 ) -> Row:
     """Evaluate ``found`` against the pairs of containment at least ``tau``."""
-    return evaluate(name, tau, found, truth.containment_pairs(tau),
-                    lambda p: truth.score(*p)[1] >= tau, seconds)
+    return evaluate(
+        name, tau, found, truth.containment_pairs(tau), lambda p: truth.score(*p)[1] >= tau, seconds
+    )
 
 
 def sqlalchemy_url(url: str) -> str:

@@ -123,8 +123,9 @@ class TextMaker:
 def make_workload(maker: TextMaker, args: argparse.Namespace) -> Workload:
     """The texts of every phase, ids ``load-w-*``, ``load-s-*``, ``load-p-*``, ``load-c<k>-*``."""
     warm_adds = [(f"{ADD_PREFIX}w-{i:05d}", maker.mixed()) for i in range(WARM_UP_ADDS)]
-    single = [(maker.mixed(), (f"{ADD_PREFIX}s-{i:05d}", maker.mixed()))
-              for i in range(args.single)]
+    single = [
+        (maker.mixed(), (f"{ADD_PREFIX}s-{i:05d}", maker.mixed())) for i in range(args.single)
+    ]
     profile = [(f"{ADD_PREFIX}p-{i:05d}", maker.mixed()) for i in range(args.profile)]
     adds = -(-args.ops // ADD_EVERY)
     shared = [maker.new_indices() for _ in range(-(-adds // SHARED_EVERY))]
@@ -143,8 +144,9 @@ def make_workload(maker: TextMaker, args: argparse.Namespace) -> Workload:
             else:
                 ops.append(("add", f"{ADD_PREFIX}c{client}-{slot:05d}", maker.mixed()))
         clients.append(ops)
-    return Workload([maker.new() for _ in range(WARM_UP_CHECKS)], warm_adds, single, clients,
-                    profile)
+    return Workload(
+        [maker.new() for _ in range(WARM_UP_CHECKS)], warm_adds, single, clients, profile
+    )
 
 
 # -- the benchmark's own SQL ------------------------------------------------------------------
@@ -158,16 +160,22 @@ def drop_schema(url: str, schema: str) -> None:
 
 def added_ids(url: str, schema: str) -> list[str]:
     """Ids of the documents the benchmark added, in the order they committed."""
-    statement = sql.SQL("SELECT external_id FROM {}.documents WHERE starts_with(external_id, %s) "
-                        "ORDER BY id").format(sql.Identifier(schema))
+    statement = sql.SQL(
+        "SELECT external_id FROM {}.documents WHERE starts_with(external_id, %s) ORDER BY id"
+    ).format(sql.Identifier(schema))
     with psycopg.connect(conninfo(url), autocommit=True) as conn:
         return [row[0] for row in conn.execute(statement, [ADD_PREFIX])]
 
 
 def server_settings(url: str) -> dict[str, str]:
     """The server settings that matter for these figures."""
-    names = ("server_version", "shared_buffers", "synchronous_commit", "autovacuum",
-             "max_connections")
+    names = (
+        "server_version",
+        "shared_buffers",
+        "synchronous_commit",
+        "autovacuum",
+        "max_connections",
+    )
     query = "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s) ORDER BY 1"
     with psycopg.connect(conninfo(url), autocommit=True) as conn:
         return {str(name): str(value) for name, value in conn.execute(query, [list(names)])}
@@ -190,8 +198,10 @@ def build(url: str, schema: str, corpus: Path, args: argparse.Namespace, reuse: 
                     store.delete(earlier)
                 stored = store.stats().documents
             if stored != args.docs:
-                raise SystemExit(f"schema {schema} holds {stored:,} documents, not --docs "
-                                 f"{args.docs:,}: run without --reuse")
+                raise SystemExit(
+                    f"schema {schema} holds {stored:,} documents, not --docs "
+                    f"{args.docs:,}: run without --reuse"
+                )
             return "reused"
         except StoreNotInitializedError:
             pass
@@ -263,8 +273,16 @@ class ClientResult:
     statuses: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
-def client(index: int, url: str, schema: str, ops: list[Op], warm: list[str], seconds: float,
-           barrier: Any, results: Any) -> None:
+def client(
+    index: int,
+    url: str,
+    schema: str,
+    ops: list[Op],
+    warm: list[str],
+    seconds: float,
+    barrier: Any,
+    results: Any,
+) -> None:
     """One client process: open the store, wait for the others, run ``ops`` until the deadline."""
     result = ClientResult(index)
     try:
@@ -333,8 +351,19 @@ def load_run(url: str, schema: str, workload: Workload, seconds: float) -> LoadR
     barrier = context.Barrier(clients + 1)
     results = context.Queue()
     processes = [
-        context.Process(target=client, args=(k, with_application_name(url), schema, ops,
-                                             workload.warm_checks[:10], seconds, barrier, results))
+        context.Process(
+            target=client,
+            args=(
+                k,
+                with_application_name(url),
+                schema,
+                ops,
+                workload.warm_checks[:10],
+                seconds,
+                barrier,
+                results,
+            ),
+        )
         for k, ops in enumerate(workload.clients)
     ]
     for process in processes:
@@ -415,6 +444,7 @@ def _ms(value: float | None) -> str:
 
 def table(f: dict[str, Any], clients: int) -> list[tuple[str, str, str, str]]:
     """``(measure, value, target, verdict)`` rows."""
+
     def verdict(ok: bool | None) -> str:
         return "-" if ok is None else ("ok" if ok else "MISSED")
 
@@ -423,49 +453,89 @@ def table(f: dict[str, Any], clients: int) -> list[tuple[str, str, str, str]]:
     ratio = f["single_add_over_check_p50"]
     done = f["load_operations"] + f["load_errors"]
     rows = [
-        ("single client: check p50 / p90 / p99 ms",
-         " / ".join(_ms(single_c[k]) for k in ("p50", "p90", "p99")), "", ""),
-        ("single client: add p50 / p90 / p99 ms",
-         " / ".join(_ms(single_a[k]) for k in ("p50", "p90", "p99")), "", ""),
-        ("single client: add p50 / check p50", "-" if ratio is None else f"{ratio:.1f}x",
-         "<= 2x", verdict(None if ratio is None else ratio <= 2)),
-        (f"{clients} clients: operations/s", f"{f['load_operations_per_second']:,.0f}",
-         ">= 1,000", verdict(f["load_operations_per_second"] >= 1000 if done else None)),
-        (f"{clients} clients: check p50 / p99 ms", f"{_ms(load_c['p50'])} / {_ms(load_c['p99'])}",
-         "", ""),
-        (f"{clients} clients: add p50 / p99 ms", f"{_ms(load_a['p50'])} / {_ms(load_a['p99'])}",
-         "p99 <= 50", verdict(None if load_a["p99"] is None else load_a["p99"] <= 50)),
-        (f"{clients} clients: errors", f"{f['load_errors']:,}", "0",
-         verdict(f["load_errors"] == 0 if done else None)),
+        (
+            "single client: check p50 / p90 / p99 ms",
+            " / ".join(_ms(single_c[k]) for k in ("p50", "p90", "p99")),
+            "",
+            "",
+        ),
+        (
+            "single client: add p50 / p90 / p99 ms",
+            " / ".join(_ms(single_a[k]) for k in ("p50", "p90", "p99")),
+            "",
+            "",
+        ),
+        (
+            "single client: add p50 / check p50",
+            "-" if ratio is None else f"{ratio:.1f}x",
+            "<= 2x",
+            verdict(None if ratio is None else ratio <= 2),
+        ),
+        (
+            f"{clients} clients: operations/s",
+            f"{f['load_operations_per_second']:,.0f}",
+            ">= 1,000",
+            verdict(f["load_operations_per_second"] >= 1000 if done else None),
+        ),
+        (
+            f"{clients} clients: check p50 / p99 ms",
+            f"{_ms(load_c['p50'])} / {_ms(load_c['p99'])}",
+            "",
+            "",
+        ),
+        (
+            f"{clients} clients: add p50 / p99 ms",
+            f"{_ms(load_a['p50'])} / {_ms(load_a['p99'])}",
+            "p99 <= 50",
+            verdict(None if load_a["p99"] is None else load_a["p99"] <= 50),
+        ),
+        (
+            f"{clients} clients: errors",
+            f"{f['load_errors']:,}",
+            "0",
+            verdict(f["load_errors"] == 0 if done else None),
+        ),
     ]
     if "replay" in f:
         r = f["replay"]
-        rows.append(("clusters equal to a serial replay",
-                     f"{'equal' if f['clusters_equal'] else 'NOT equal'} ({r['differing']:,} of "
-                     f"{r['clusters']:,} / {r['replayed_clusters']:,} differ)", "equal",
-                     verdict(f["clusters_equal"])))
+        rows.append(
+            (
+                "clusters equal to a serial replay",
+                f"{'equal' if f['clusters_equal'] else 'NOT equal'} ({r['differing']:,} of "
+                f"{r['clusters']:,} / {r['replayed_clusters']:,} differ)",
+                "equal",
+                verdict(f["clusters_equal"]),
+            )
+        )
     return rows
 
 
-def print_report(f: dict[str, Any], args: argparse.Namespace, phases: dict[str, float],
-                 run: LoadRun) -> None:
+def print_report(
+    f: dict[str, Any], args: argparse.Namespace, phases: dict[str, float], run: LoadRun
+) -> None:
     """The figures as a table, the phases' durations and the first errors."""
     rows = table(f, args.clients)
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     print(f"\n{'measure':<{widths[0]}}  {'value':>{widths[1]}}  {'target':<{widths[2]}}  ")
     for measure, value, target, verdict in rows:
         print(f"{measure:<{widths[0]}}  {value:>{widths[1]}}  {target:<{widths[2]}}  {verdict}")
-    print(f"\nload: {f['load_checks']:,} checks and {f['load_adds']:,} adds in "
-          f"{f['load_seconds']:.1f} s (--ops {args.ops:,} per client, --seconds {args.seconds:g})")
+    print(
+        f"\nload: {f['load_checks']:,} checks and {f['load_adds']:,} adds in "
+        f"{f['load_seconds']:.1f} s (--ops {args.ops:,} per client, --seconds {args.seconds:g})"
+    )
     if "replay" in f:
-        print(f"replay: {f['replay']['adds']:,} adds; statuses differing from the load run: "
-              f"{f['statuses_differing']:,}")
+        print(
+            f"replay: {f['replay']['adds']:,} adds; statuses differing from the load run: "
+            f"{f['statuses_differing']:,}"
+        )
     states = ", ".join(f"{name} {mean:.2f}" for name, mean in f["load_connection_states"].items())
     if states:
         print(f"client connections in each state during the load (mean of samples): {states}")
     m = f["machine"]
-    print(f"machine: {m['cores']} cores, load average (1 min) {m['load_before']:.2f} before the "
-          f"load run, {m['load_after']:.2f} after")
+    print(
+        f"machine: {m['cores']} cores, load average (1 min) {m['load_before']:.2f} before the "
+        f"load run, {m['load_after']:.2f} after"
+    )
     print("phases: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items()))
     errors = run.errors()
     for line in errors[:SHOWN_ERRORS]:
@@ -501,21 +571,39 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--dup-rate", type=float, default=0.2, help="share of the corpus that are edited copies")
     add("--batch-size", type=int, default=5000, help="DedupStore.ingest batch size")
     add("--seed", type=int, default=1, help="seed of the corpus and of every text")
-    add("--url", default=os.environ.get("DEDUP_STORE_TEST_URL", DEFAULT_URL),
-        help="PostgreSQL URL (default $DEDUP_STORE_TEST_URL or %(default)s)")
-    add("--schema", default=f"bench_load_{os.getpid()}",
-        help="schema of the store (the replay uses <schema>_replay)")
-    add("--reuse", action="store_true",
-        help="use the stores kept in --schema by an earlier --keep run (its adds are deleted)")
+    add(
+        "--url",
+        default=os.environ.get("DEDUP_STORE_TEST_URL", DEFAULT_URL),
+        help="PostgreSQL URL (default $DEDUP_STORE_TEST_URL or %(default)s)",
+    )
+    add(
+        "--schema",
+        default=f"bench_load_{os.getpid()}",
+        help="schema of the store (the replay uses <schema>_replay)",
+    )
+    add(
+        "--reuse",
+        action="store_true",
+        help="use the stores kept in --schema by an earlier --keep run (its adds are deleted)",
+    )
     add("--keep", action="store_true", help="keep both schemas afterwards")
     add("--single", type=int, default=500, help="check and add calls of the single client")
     add("--clients", type=int, default=8, help="concurrent client processes")
     add("--ops", type=int, default=2500, help="operations per client (check:add = 4:1)")
     add("--seconds", type=float, default=120.0, help="stop every client after this long")
-    add("--replay", action=argparse.BooleanOptionalAction, default=True,
-        help="replay the adds serially on a copy and compare the clusters")
-    add("--profile", type=int, default=0, metavar="N",
-        help="also show where N single-client check and add calls spend their time")
+    add(
+        "--replay",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="replay the adds serially on a copy and compare the clusters",
+    )
+    add(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also show where N single-client check and add calls spend their time",
+    )
     add("--json", action="store_true", help="print the figures as JSON instead of a table")
     add("--tmp", type=Path, default=None, help="directory of the generated corpus file")
     return parser.parse_args(argv)
@@ -525,13 +613,16 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
     """Every phase, then the report."""
     phases: dict[str, float] = {}
     schemas = [args.schema, f"{args.schema}_replay"] if args.replay else [args.schema]
-    log(f"{args.docs:,} documents of ~{args.words} words in {', '.join(schemas)}; "
+    log(
+        f"{args.docs:,} documents of ~{args.words} words in {', '.join(schemas)}; "
         f"{args.clients} clients x {args.ops:,} operations; server {server_settings(args.url)}; "
-        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+    )
     with phase(phases, "corpus"):
         corpus = IngestCorpus(args.seed, args.words, args.dup_rate)
         positions = np.random.default_rng([args.seed, 7]).choice(
-            args.docs, min(EDITED_SOURCES, args.docs), replace=False)
+            args.docs, min(EDITED_SOURCES, args.docs), replace=False
+        )
         generated = corpus.write(workdir / "corpus.tsv", args.docs, keep=positions.tolist())
         workload = make_workload(TextMaker(corpus, list(generated.kept.values()), args.seed), args)
     try:
@@ -544,8 +635,11 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
                 profile_adds(args.url, args.schema, workload.profile)
         before = os.getloadavg()[0]
         with phase(phases, "load"):
-            loaded = (load_run(args.url, args.schema, workload, args.seconds)
-                      if args.ops > 0 and args.clients > 0 else LoadRun([], 0.0, {}))
+            loaded = (
+                load_run(args.url, args.schema, workload, args.seconds)
+                if args.ops > 0 and args.clients > 0
+                else LoadRun([], 0.0, {})
+            )
         machine = {"cores": os.cpu_count(), "load_before": before, "load_after": os.getloadavg()[0]}
         checked = None
         if args.replay:
@@ -565,8 +659,9 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
                 drop_schema(args.url, schema)
 
 
-def replay_phase(args: argparse.Namespace, corpus: Path, workload: Workload,
-                 phases: dict[str, float]) -> Replay:
+def replay_phase(
+    args: argparse.Namespace, corpus: Path, workload: Workload, phases: dict[str, float]
+) -> Replay:
     """Load the copy, replay the committed adds in commit order, compare the clusters."""
     copy = f"{args.schema}_replay"
     order = added_ids(args.url, args.schema)

@@ -116,6 +116,7 @@ class Timeline:
 
     def listen(self) -> list[tuple[Any, str, Any]]:
         """Register the event listeners; returns them for :func:`sqlalchemy.event.remove`."""
+
         def before(conn: Any, cursor: Any, statement: str, parameters: Any, *args: Any) -> None:
             self.mark("> " + label(statement))
             if self.kind == "add" and statement.lstrip().startswith("WITH known AS"):
@@ -182,6 +183,7 @@ def plan_summary(plan: Sequence[str]) -> list[str]:
 
 def frame_ms(root: Any, function: str, within: str | None, calls: int) -> float:
     """Milliseconds per call in frames named ``function`` (below one named ``within``)."""
+
     def total(frame: Any, inside: bool) -> float:
         name = f"{frame.class_name}.{frame.function}" if frame.class_name else frame.function
         if name == function and inside:
@@ -198,8 +200,10 @@ def print_frames(profilers: dict[str, Any], calls: int) -> None:
     print(f"\n== pyinstrument: ms per call over {calls} calls (profiler overhead included) ==")
     width = max(len(label) for label, _, _ in FRAMES)
     print(f"{'':<{width}}  {'check':>7}  {'add':>7}")
-    print(f"{'whole call':<{width}}" + "".join(
-        f"  {1000 * roots[k].time / calls:>7.2f}" for k in ("check", "add")))
+    print(
+        f"{'whole call':<{width}}"
+        + "".join(f"  {1000 * roots[k].time / calls:>7.2f}" for k in ("check", "add"))
+    )
     for label, function, within in FRAMES:
         times = [frame_ms(roots[k], function, within, calls) for k in ("check", "add")]
         print(f"{label:<{width}}" + "".join(f"  {t:>7.2f}" if t else f"  {'-':>7}" for t in times))
@@ -242,8 +246,10 @@ def profile_adds(url: str, schema: str, records: Sequence[tuple[str, str]]) -> N
     print_segments(timeline, half)
     print_frames(profilers, len(records) - half)
     if timeline.last_add is not None:
-        print("\n== EXPLAIN (ANALYZE, BUFFERS) of an add statement (that document deleted "
-              "first), generic plan, third run, rolled back ==")
+        print(
+            "\n== EXPLAIN (ANALYZE, BUFFERS) of an add statement (that document deleted "
+            "first), generic plan, third run, rolled back =="
+        )
         plan = explain(url, *timeline.last_add).splitlines()
         print("\n".join(plan_summary(plan)))
 
@@ -274,8 +280,10 @@ class WaitSampler(threading.Thread):
 
     def run(self) -> None:
         """Sample until :meth:`stop`."""
-        query = ("SELECT state, wait_event_type, wait_event FROM pg_stat_activity "
-                 "WHERE application_name = %s")
+        query = (
+            "SELECT state, wait_event_type, wait_event FROM pg_stat_activity "
+            "WHERE application_name = %s"
+        )
         with psycopg.connect(conninfo(self.url), autocommit=True) as conn:
             while not self.stopping.wait(self.interval):
                 for state, kind, name in conn.execute(query, [CLIENT_APP]):
@@ -287,8 +295,10 @@ class WaitSampler(threading.Thread):
         """Stop sampling; returns the mean number of connections in each state."""
         self.stopping.set()
         self.join()
-        return {k: v / max(1, self.samples) for k, v in
-                sorted(self.counts.items(), key=lambda item: -item[1])}
+        return {
+            k: v / max(1, self.samples)
+            for k, v in sorted(self.counts.items(), key=lambda item: -item[1])
+        }
 
 
 def wait_label(state: str | None, kind: str | None, name: str | None) -> str:

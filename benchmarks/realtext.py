@@ -124,8 +124,9 @@ def prepare(name: str, limit: int | None, seed: int, extra: Sequence[Path]) -> C
 # -- the store -----------------------------------------------------------------------------
 
 
-def run_store(url: str, label: str, params: FingerprintParams, docs: Sequence[CorpusDoc]
-              ) -> RunResult:
+def run_store(
+    url: str, label: str, params: FingerprintParams, docs: Sequence[CorpusDoc]
+) -> RunResult:
     """Ingest ``docs`` into a fresh schema as ``dedup-store ingest`` does, read pairs and
     clusters back, drop the schema."""
     schema = f"realtext_{os.getpid()}"
@@ -177,8 +178,10 @@ def run_datasketch(docs: Sequence[CorpusDoc], params: FingerprintParams) -> list
         groups = union_find_clusters(len(docs), verified[tau])
         if tau == params.threshold:
             seconds, clusters = prepared + time.perf_counter() - start, groups
-    return [RunResult("datasketch (raw candidates)", seconds, raw, []),
-            RunResult("datasketch (estimate >= t)", seconds, verified, clusters)]
+    return [
+        RunResult("datasketch (raw candidates)", seconds, raw, []),
+        RunResult("datasketch (estimate >= t)", seconds, verified, clusters),
+    ]
 
 
 def lsh_pairs(sketches: Sequence[Any], tau: float, num_perm: int) -> PairSet:
@@ -207,8 +210,9 @@ def union_find_clusters(n: int, pairs: PairSet) -> list[list[int]]:
 # -- figures -------------------------------------------------------------------------------
 
 
-def quality_rows(corpus: Corpus, runs: Sequence[RunResult],
-                 keep: Callable[[tuple[int, int]], bool] | None = None) -> list[Row]:
+def quality_rows(
+    corpus: Corpus, runs: Sequence[RunResult], keep: Callable[[tuple[int, int]], bool] | None = None
+) -> list[Row]:
     """Recall and precision of every run at every threshold (pairs restricted by ``keep``)."""
     truth = corpus.truth
     rows = []
@@ -217,8 +221,9 @@ def quality_rows(corpus: Corpus, runs: Sequence[RunResult],
             found, positives = run.found[tau], truth.jaccard_pairs(tau)
             if keep is not None:
                 found, positives = {p for p in found if keep(p)}, {p for p in positives if keep(p)}
-            rows.append(evaluate(run.name, tau, found, positives, _reaches(truth, tau),
-                                 run.seconds))
+            rows.append(
+                evaluate(run.name, tau, found, positives, _reaches(truth, tau), run.seconds)
+            )
     return rows
 
 
@@ -229,10 +234,12 @@ def _reaches(truth: ShingleTruth, tau: float) -> Callable[[tuple[int, int]], boo
 def throughput(corpus: Corpus, run: RunResult) -> dict[str, Any]:
     """Docs/s and MB/s of a run, with its edge and cluster counts."""
     return {
-        "run": run.name, "seconds": round(run.seconds, 2),
+        "run": run.name,
+        "seconds": round(run.seconds, 2),
         "docs_per_s": round(len(corpus.docs) / run.seconds, 1),
         "mb_per_s": round(corpus.megabytes / run.seconds, 3),
-        "edges": len(run.pairs) or len(run.found[0.8]), "clusters": len(run.clusters),
+        "edges": len(run.pairs) or len(run.found[0.8]),
+        "clusters": len(run.clusters),
     }
 
 
@@ -246,13 +253,18 @@ def not_near(corpus: Corpus, run: RunResult) -> list[dict[str, Any]]:
         pairs = [(p, v) for p, v in run.pairs.items() if v[0] == method]
         scored = [(corpus.truth.score(*p), v) for p, v in pairs]
         low = [s for s, _ in scored if s[0] < NOT_NEAR_JACCARD]
-        out.append({
-            "run": run.name, "method": method, "pairs": len(pairs),
-            "below_0_3": len(low), "not_near": sum(s[1] < EXCERPT for s in low),
-            "min_jaccard": round(min(s[0] for s, _ in scored), 4),
-            "mean_jaccard": round(sum(s[0] for s, _ in scored) / len(scored), 4),
-            "jaccard_differs": sum(abs(s[0] - v[1]) > 1e-6 for s, v in scored),
-        })
+        out.append(
+            {
+                "run": run.name,
+                "method": method,
+                "pairs": len(pairs),
+                "below_0_3": len(low),
+                "not_near": sum(s[1] < EXCERPT for s in low),
+                "min_jaccard": round(min(s[0] for s, _ in scored), 4),
+                "mean_jaccard": round(sum(s[0] for s, _ in scored) / len(scored), 4),
+                "jaccard_differs": sum(abs(s[0] - v[1]) > 1e-6 for s, v in scored),
+            }
+        )
     return out
 
 
@@ -267,13 +279,20 @@ def worst_pairs(corpus: Corpus, run: RunResult, params: FingerprintParams) -> li
             jac, con = corpus.truth.score(i, j)
             a, b = corpus.docs[i], corpus.docs[j]
             run_words, shared = longest_shared_run(a.text, b.text, params)
-            out.append({
-                "run": run.name, "method": method, "a": a.id, "b": b.id,
-                "jaccard": round(jac, 4), "containment": round(con, 4),
-                "hamming": run.pairs[(i, j)][3],
-                "shingles": [len(corpus.truth.shingles[i]), len(corpus.truth.shingles[j])],
-                "shared_run_words": run_words, "shared_run": shared,
-            })
+            out.append(
+                {
+                    "run": run.name,
+                    "method": method,
+                    "a": a.id,
+                    "b": b.id,
+                    "jaccard": round(jac, 4),
+                    "containment": round(con, 4),
+                    "hamming": run.pairs[(i, j)][3],
+                    "shingles": [len(corpus.truth.shingles[i]), len(corpus.truth.shingles[j])],
+                    "shared_run_words": run_words,
+                    "shared_run": shared,
+                }
+            )
     return out
 
 
@@ -290,8 +309,9 @@ def _disjoint(pairs: Sequence[tuple[int, int]], count: int) -> list[tuple[int, i
     return out
 
 
-def longest_shared_run(a: str, b: str, params: FingerprintParams, shown: int = 24
-                       ) -> tuple[int, str]:
+def longest_shared_run(
+    a: str, b: str, params: FingerprintParams, shown: int = 24
+) -> tuple[int, str]:
     """The longest run of canonical words of ``a`` whose word 4-grams all occur in ``b``:
     its length in words and its first ``shown`` words."""
     words_a, words_b = canonicalize(a, params).split(), canonicalize(b, params).split()
@@ -318,15 +338,24 @@ def largest_clusters(corpus: Corpus, runs: Sequence[RunResult]) -> list[dict[str
     return rows
 
 
-def _cluster_row(corpus: Corpus, name: str, members: list[int], component_of: dict[int, int],
-                 run: RunResult | None = None) -> dict[str, Any]:
+def _cluster_row(
+    corpus: Corpus,
+    name: str,
+    members: list[int],
+    component_of: dict[int, int],
+    run: RunResult | None = None,
+) -> dict[str, Any]:
     spans = Counter(component_of.get(m, -1 - m) for m in members)
     inside = set(members)
-    edges = [(p, v[0]) for p, v in run.pairs.items()
-             if p[0] in inside and p[1] in inside] if run else []
+    edges = (
+        [(p, v[0]) for p, v in run.pairs.items() if p[0] in inside and p[1] in inside]
+        if run
+        else []
+    )
     degree = Counter(d for p, method in edges if method != "exact" for d in p)
     return {
-        "run": name, "size": len(members),
+        "run": name,
+        "size": len(members),
         "first_members": [corpus.docs[m].id for m in members[:SHOWN_MEMBERS]],
         "true_components": len(spans) if component_of else 1,
         "largest_true_part": max(spans.values()) if component_of else len(members),
@@ -363,10 +392,14 @@ def edit_profile(corpus: Corpus) -> list[dict[str, Any]]:
             key = (doc.kind, rc.language(corpus.docs[parent].text))
             scores.setdefault(key, []).append(corpus.truth.score(parent, k))
     return [
-        {"edit": kind, "language": lang, "copies": len(values),
-         "median_jaccard": round(float(np.median([j for j, _ in values])), 4),
-         "jaccard_0_8": round(float(np.mean([j >= 0.8 for j, _ in values])), 4),
-         "median_containment": round(float(np.median([c for _, c in values])), 4)}
+        {
+            "edit": kind,
+            "language": lang,
+            "copies": len(values),
+            "median_jaccard": round(float(np.median([j for j, _ in values])), 4),
+            "jaccard_0_8": round(float(np.mean([j >= 0.8 for j, _ in values])), 4),
+            "median_containment": round(float(np.median([c for _, c in values])), 4),
+        }
         for (kind, lang), values in sorted(scores.items())
     ]
 
@@ -392,14 +425,22 @@ def benchmark(name: str, args: argparse.Namespace) -> dict[str, Any]:
     return report(corpus, runs, peers, default, time.perf_counter() - started)
 
 
-def report(corpus: Corpus, runs: list[RunResult], peers: list[RunResult],
-           params: FingerprintParams, seconds: float) -> dict[str, Any]:
+def report(
+    corpus: Corpus,
+    runs: list[RunResult],
+    peers: list[RunResult],
+    params: FingerprintParams,
+    seconds: float,
+) -> dict[str, Any]:
     """The figures of one corpus as a JSON-ready dict."""
     truth = corpus.truth
     everything = runs + peers
     result: dict[str, Any] = {
-        "corpus": corpus.name, "documents": len(corpus.docs), "dropped_empty": corpus.dropped,
-        "megabytes": round(corpus.megabytes, 2), "truth_seconds": round(truth.seconds, 2),
+        "corpus": corpus.name,
+        "documents": len(corpus.docs),
+        "dropped_empty": corpus.dropped,
+        "megabytes": round(corpus.megabytes, 2),
+        "truth_seconds": round(truth.seconds, 2),
         "pairs_sharing_a_shingle": truth.sharing,
         "true_pairs": {f"{t:g}": len(truth.jaccard_pairs(t)) for t in THRESHOLDS},
         "true_excerpt_pairs": len(truth.containment_pairs(EXCERPT)),
@@ -421,9 +462,15 @@ def report(corpus: Corpus, runs: list[RunResult], peers: list[RunResult],
 
 
 def _row(row: Row) -> dict[str, Any]:
-    return {"run": row.name, "t": row.tau, "recall": round(row.recall, 4),
-            "precision": round(row.precision, 4), "found": row.found, "truth": row.truth,
-            "missed": len(row.missed)}
+    return {
+        "run": row.name,
+        "t": row.tau,
+        "recall": round(row.recall, 4),
+        "precision": round(row.precision, 4),
+        "found": row.found,
+        "truth": row.truth,
+        "missed": len(row.missed),
+    }
 
 
 def _progress(message: str) -> None:
@@ -433,19 +480,33 @@ def _progress(message: str) -> None:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line options."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", default=",".join(rc.CORPORA),
-                        help=f"comma-separated corpora, of {', '.join(rc.CORPORA)}")
-    parser.add_argument("--limit", type=int, default=None,
-                        help="at most this many documents per corpus (the man sample is "
-                             f"{rc.MAN_PAGES} pages, the seeded corpus {rc.SEEDED_DOCS} "
-                             "documents unless limited)")
+    parser.add_argument(
+        "--corpus",
+        default=",".join(rc.CORPORA),
+        help=f"comma-separated corpora, of {', '.join(rc.CORPORA)}",
+    )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="at most this many documents per corpus (the man sample is "
+        f"{rc.MAN_PAGES} pages, the seeded corpus {rc.SEEDED_DOCS} "
+        "documents unless limited)",
+    )
     parser.add_argument("--seed", type=int, default=7, help="seed of the samples and edits")
-    parser.add_argument("--extra-text", type=Path, action="append", default=[],
-                        help="a text file added to the sources of the seeded corpus "
-                             "(repeatable; e.g. articles in Russian or Chinese)")
-    parser.add_argument("--url", default=os.environ.get("DEDUP_STORE_TEST_URL", DEFAULT_URL),
-                        help="PostgreSQL URL (a fresh schema per run, dropped after); "
-                             "empty to skip the store")
+    parser.add_argument(
+        "--extra-text",
+        type=Path,
+        action="append",
+        default=[],
+        help="a text file added to the sources of the seeded corpus "
+        "(repeatable; e.g. articles in Russian or Chinese)",
+    )
+    parser.add_argument(
+        "--url",
+        default=os.environ.get("DEDUP_STORE_TEST_URL", DEFAULT_URL),
+        help="PostgreSQL URL (a fresh schema per run, dropped after); empty to skip the store",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     args = parser.parse_args(argv)
     args.corpus = [c for c in args.corpus.split(",") if c]

@@ -178,8 +178,9 @@ def seeded_sources(seed: int, extra: Sequence[Path]) -> tuple[list[CorpusDoc], l
     return english, other
 
 
-def base_pieces(sources: Sequence[CorpusDoc], count: int, seed: int,
-                novelty: qc.Novelty) -> list[CorpusDoc]:
+def base_pieces(
+    sources: Sequence[CorpusDoc], count: int, seed: int, novelty: qc.Novelty
+) -> list[CorpusDoc]:
     """Up to ``count`` pieces of 40-600 words of ``sources``, each mostly new to ``novelty``."""
     rng = random.Random(seed)
     out: list[CorpusDoc] = []
@@ -201,8 +202,10 @@ def seeded_docs(size: int, seed: int, extra: Sequence[Path] = ()) -> list[Corpus
     n_base = max(2, size // 2)
     bases = base_pieces(other, n_base // 4, seed, novelty)
     bases += base_pieces(english, n_base - len(bases), seed, novelty)
-    bases = [CorpusDoc(f"b{i:05d}-{language(d.text)}", d.text, "base", None, d.source)
-             for i, d in enumerate(bases)]
+    bases = [
+        CorpusDoc(f"b{i:05d}-{language(d.text)}", d.text, "base", None, d.source)
+        for i, d in enumerate(bases)
+    ]
     return bases + seeded_edits(bases, size - len(bases), seed)
 
 
@@ -232,8 +235,7 @@ def edit_functions(bases: Sequence[CorpusDoc]) -> list[tuple[str, Edit]]:
     words = sorted({w for d in bases[:300] for w in d.text.split() if w.isalpha()})
     chars = sorted({c for d in bases for c in _CJK_CHAR.findall(d.text)}) or ["字"]
     edits: list[tuple[str, Edit]] = [
-        (f"word-{rate:.0%}", _word_editor(rate, words or ["word"], chars))
-        for rate in qc.EDIT_RATES
+        (f"word-{rate:.0%}", _word_editor(rate, words or ["word"], chars)) for rate in qc.EDIT_RATES
     ]
     edits += [
         ("reorder", lambda doc, rng: qc.reorder(doc.text, rng)),
@@ -285,8 +287,10 @@ def reformat(text: str, rng: random.Random) -> str:
     """
     width = rng.randrange(30, 100)
     indent = " " * rng.choice((0, 2, 4, 8))
-    paragraphs = [textwrap.fill(p, width, initial_indent=indent, subsequent_indent=indent)
-                  for p in text.split("\n\n")]
+    paragraphs = [
+        textwrap.fill(p, width, initial_indent=indent, subsequent_indent=indent)
+        for p in text.split("\n\n")
+    ]
     return "\r\n\r\n".join(p.replace("\n", "\r\n") for p in paragraphs)
 
 

@@ -27,22 +27,32 @@ def markdown(result: dict[str, Any]) -> str:
     """Every table of one corpus."""
     parts = [
         _title(result),
-        table(["run", "seconds", "docs/s", "MB/s", "edges", "clusters"],
-              [[r["run"], r["seconds"], r["docs_per_s"], r["mb_per_s"], r["edges"], r["clusters"]]
-               for r in result["throughput"]]),
+        table(
+            ["run", "seconds", "docs/s", "MB/s", "edges", "clusters"],
+            [
+                [r["run"], r["seconds"], r["docs_per_s"], r["mb_per_s"], r["edges"], r["clusters"]]
+                for r in result["throughput"]
+            ],
+        ),
         _ratios(result["throughput"]),
         _quality("recall and precision (pairs reported with Jaccard >= t)", result["quality"]),
     ]
     if "quality_ru_zh" in result:
-        parts.append(_quality("the same, pairs of two Russian or Chinese documents",
-                              result["quality_ru_zh"]))
+        parts.append(
+            _quality("the same, pairs of two Russian or Chinese documents", result["quality_ru_zh"])
+        )
     if "edit_profile" in result:
         parts.append(_profile(result["edit_profile"]))
     if "store_misses_by_edit" in result:
-        parts.append("store (defaults), missed pairs by the edit between them: " + "; ".join(
-            f"t {t}: {_counts(m)}" for t, m in result["store_misses_by_edit"].items()))
-    parts += [_not_near(result["not_near"]), _clusters(result["largest_clusters"]),
-              _worst(result["worst_pairs"])]
+        parts.append(
+            "store (defaults), missed pairs by the edit between them: "
+            + "; ".join(f"t {t}: {_counts(m)}" for t, m in result["store_misses_by_edit"].items())
+        )
+    parts += [
+        _not_near(result["not_near"]),
+        _clusters(result["largest_clusters"]),
+        _worst(result["worst_pairs"]),
+    ]
     return "\n\n".join(p for p in parts if p) + "\n"
 
 
@@ -61,52 +71,121 @@ def _ratios(rows: Sequence[dict[str, Any]]) -> str:
     peer = next((r for r in rows if r["run"] == _PEER), None)
     if peer is None:
         return ""
-    ratios = [f"{r['run']}: {r['docs_per_s'] / peer['docs_per_s']:.2f}x"
-              for r in rows if r is not peer]
+    ratios = [
+        f"{r['run']}: {r['docs_per_s'] / peer['docs_per_s']:.2f}x" for r in rows if r is not peer
+    ]
     return "docs/s, store / datasketch: " + ", ".join(ratios)
 
 
 def _quality(title: str, rows: Sequence[dict[str, Any]]) -> str:
     return f"{title}\n\n" + table(
         ["run", "t", "recall", "precision", "found", "truth", "missed"],
-        [[r["run"], r["t"], r["recall"], r["precision"], r["found"], r["truth"], r["missed"]]
-         for r in rows])
+        [
+            [r["run"], r["t"], r["recall"], r["precision"], r["found"], r["truth"], r["missed"]]
+            for r in rows
+        ],
+    )
 
 
 def _profile(rows: Sequence[dict[str, Any]]) -> str:
     return "seeded edits: an edited copy against its source, over the store's shingles\n\n" + (
-        table(["edit", "language", "copies", "median J", "share J >= 0.8", "median C"],
-              [[r["edit"], r["language"], r["copies"], r["median_jaccard"], r["jaccard_0_8"],
-                r["median_containment"]] for r in rows]))
+        table(
+            ["edit", "language", "copies", "median J", "share J >= 0.8", "median C"],
+            [
+                [
+                    r["edit"],
+                    r["language"],
+                    r["copies"],
+                    r["median_jaccard"],
+                    r["jaccard_0_8"],
+                    r["median_containment"],
+                ]
+                for r in rows
+            ],
+        )
+    )
 
 
 def _not_near(rows: Sequence[dict[str, Any]]) -> str:
     if not rows:
         return ""
     return "reported pairs that are not near-duplicates (J < 0.3 and containment < 0.8)\n\n" + (
-        table(["run", "method", "pairs", "not near", "J < 0.3", "lowest J", "mean J",
-               "J differs from truth"],
-              [[r["run"], r["method"], r["pairs"], r["not_near"], r["below_0_3"],
-                r["min_jaccard"], r["mean_jaccard"], r["jaccard_differs"]] for r in rows]))
+        table(
+            [
+                "run",
+                "method",
+                "pairs",
+                "not near",
+                "J < 0.3",
+                "lowest J",
+                "mean J",
+                "J differs from truth",
+            ],
+            [
+                [
+                    r["run"],
+                    r["method"],
+                    r["pairs"],
+                    r["not_near"],
+                    r["below_0_3"],
+                    r["min_jaccard"],
+                    r["mean_jaccard"],
+                    r["jaccard_differs"],
+                ]
+                for r in rows
+            ],
+        )
+    )
 
 
 def _clusters(rows: Sequence[dict[str, Any]]) -> str:
     return "largest cluster\n\n" + table(
-        ["run", "size", "true components (J >= 0.5) in it", "largest of them", "edges in it",
-         "most linked (not exact)", "first members"],
-        [[r["run"], r["size"], r["true_components"], r["largest_true_part"],
-          _counts(r["edges_by_method"]), _counts(r["hubs"]), ", ".join(r["first_members"])]
-         for r in rows])
+        [
+            "run",
+            "size",
+            "true components (J >= 0.5) in it",
+            "largest of them",
+            "edges in it",
+            "most linked (not exact)",
+            "first members",
+        ],
+        [
+            [
+                r["run"],
+                r["size"],
+                r["true_components"],
+                r["largest_true_part"],
+                _counts(r["edges_by_method"]),
+                _counts(r["hubs"]),
+                ", ".join(r["first_members"]),
+            ]
+            for r in rows
+        ],
+    )
 
 
 def _worst(rows: Sequence[dict[str, Any]]) -> str:
     if not rows:
         return ""
     return "lowest-Jaccard reported pairs per method, with the longest shared run of words\n\n" + (
-        table(["run", "method", "a", "b", "J", "C", "hamming", "shingles", "shared run"],
-              [[r["run"], r["method"], r["a"], r["b"], r["jaccard"], r["containment"],
-                r["hamming"], "/".join(map(str, r["shingles"])),
-                f"{r['shared_run_words']} words: {r['shared_run']}"] for r in rows]))
+        table(
+            ["run", "method", "a", "b", "J", "C", "hamming", "shingles", "shared run"],
+            [
+                [
+                    r["run"],
+                    r["method"],
+                    r["a"],
+                    r["b"],
+                    r["jaccard"],
+                    r["containment"],
+                    r["hamming"],
+                    "/".join(map(str, r["shingles"])),
+                    f"{r['shared_run_words']} words: {r['shared_run']}",
+                ]
+                for r in rows
+            ],
+        )
+    )
 
 
 def _counts(counts: dict[str, int]) -> str:

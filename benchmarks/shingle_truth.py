@@ -110,13 +110,14 @@ def _incidence(shingles: Sequence[U64]) -> sp.csr_matrix:
     joined = np.concatenate(list(shingles)) if shingles else np.empty(0, dtype=np.uint64)
     _, columns, frequency = np.unique(joined, return_inverse=True, return_counts=True)
     data = np.ones(len(columns), dtype=np.int32)
-    matrix = sp.csr_matrix((data, columns.ravel(), offsets),
-                           shape=(len(shingles), len(frequency)))
+    matrix = sp.csr_matrix((data, columns.ravel(), offsets), shape=(len(shingles), len(frequency)))
     return sp.csr_matrix(matrix[:, np.flatnonzero(frequency > 1)])
 
 
 def _kept_scores(
-    i: npt.NDArray[np.int64], j: npt.NDArray[np.int64], inter: npt.NDArray[np.float64],
+    i: npt.NDArray[np.int64],
+    j: npt.NDArray[np.int64],
+    inter: npt.NDArray[np.float64],
     sizes: npt.NDArray[np.float64],
 ) -> dict[tuple[int, int], tuple[float, float]]:
     jaccard = inter / (sizes[i] + sizes[j] - inter)

@@ -390,9 +390,7 @@ class DedupStore:
         with self._db.transaction() as conn:
             for row in queries.pair_rows(conn, self.schema):
                 a, b, method, jaccard, containment, hamming, found_at, excerpt = row
-                yield Pair(
-                    a, b, Method(method), jaccard, containment, hamming, found_at, excerpt
-                )
+                yield Pair(a, b, Method(method), jaccard, containment, hamming, found_at, excerpt)
 
     def export(self) -> Iterator[dict[str, Any]]:
         """Every document with its cluster (streamed)."""

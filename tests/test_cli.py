@@ -120,9 +120,7 @@ def test_commands_need_an_initialized_store(cli: CliHelper) -> None:
     assert "dedup-store init" in result.stderr
 
 
-def test_ingest_directory_finds_duplicates_and_is_idempotent(
-    cli: CliHelper, corpus: Path
-) -> None:
+def test_ingest_directory_finds_duplicates_and_is_idempotent(cli: CliHelper, corpus: Path) -> None:
     first = ingest_json(cli, str(corpus))
     assert first["documents"] == 4
     assert first["new"] == 2
@@ -222,7 +220,8 @@ def test_pairs_jsonl(cli: CliHelper, corpus: Path) -> None:
     lines = cli.ok("pairs", "--format", "jsonl").stdout.splitlines()
     pairs = [json.loads(line) for line in lines]
     assert {frozenset((p["a"], p["b"])) for p in pairs} >= {
-        frozenset(("a.txt", "copy.txt")), frozenset(("a.txt", "sub/b.txt"))
+        frozenset(("a.txt", "copy.txt")),
+        frozenset(("a.txt", "sub/b.txt")),
     }
     for pair in pairs:
         assert {"a", "b", "method", "jaccard", "hamming", "containment", "found_at"} <= set(pair)
@@ -247,13 +246,16 @@ def test_jsonl_and_csv_with_metadata(cli: CliHelper, tmp_path: Path) -> None:
     base = words(7)
     jsonl = tmp_path / "docs.jsonl"
     jsonl.write_text(
-        json.dumps({"key": "j1", "body": " ".join(base), "lang": "en"}) + "\n"
-        + json.dumps({"key": "j2", "body": " ".join(words(8))}) + "\n"
+        json.dumps({"key": "j1", "body": " ".join(base), "lang": "en"})
+        + "\n"
+        + json.dumps({"key": "j2", "body": " ".join(words(8))})
+        + "\n"
     )
     csv_path = tmp_path / "docs.csv"
     csv_path.write_text(f'key,source,body\nc1,web,"{" ".join(near_copy(base))}"\n')
-    summary = ingest_json(cli, str(jsonl), str(csv_path), "--id-field", "key",
-                          "--text-field", "body")
+    summary = ingest_json(
+        cli, str(jsonl), str(csv_path), "--id-field", "key", "--text-field", "body"
+    )
     assert (summary["documents"], summary["near_duplicates"]) == (3, 1)
     lines = cli.ok("export", "--format", "jsonl").stdout.splitlines()
     meta = {d["id"]: d["meta"] for d in map(json.loads, lines)}
@@ -274,9 +276,11 @@ def test_ingest_stdin(cli: CliHelper) -> None:
 def bad_jsonl(tmp_path: Path) -> Path:
     path = tmp_path / "bad.jsonl"
     path.write_text(
-        json.dumps({"id": "g1", "text": " ".join(words(11))}) + "\n"
+        json.dumps({"id": "g1", "text": " ".join(words(11))})
+        + "\n"
         + '{"id": "broken", "text": \n'
-        + json.dumps({"id": "g2", "text": " ".join(words(12))}) + "\n"
+        + json.dumps({"id": "g2", "text": " ".join(words(12))})
+        + "\n"
     )
     return path
 
@@ -301,8 +305,10 @@ def test_bad_jsonl_line_skipped_and_reported(cli: CliHelper, tmp_path: Path) -> 
 def test_empty_document_skipped_by_the_store(cli: CliHelper, tmp_path: Path) -> None:
     path = tmp_path / "docs.jsonl"
     path.write_text(
-        json.dumps({"id": "empty", "text": "  "}) + "\n"
-        + json.dumps({"id": "full", "text": " ".join(words(13))}) + "\n"
+        json.dumps({"id": "empty", "text": "  "})
+        + "\n"
+        + json.dumps({"id": "full", "text": " ".join(words(13))})
+        + "\n"
     )
     stopped = cli("ingest", str(path))
     assert stopped.exit_code == 4
@@ -331,8 +337,9 @@ def test_password_never_printed(cli: CliHelper) -> None:
 
 
 def test_debug_shows_the_exception(cli: CliHelper) -> None:
-    result = cli.runner.invoke(app, ["--db-url", cli.url, "--schema", cli.schema, "--debug",
-                                     "stats"])
+    result = cli.runner.invoke(
+        app, ["--db-url", cli.url, "--schema", cli.schema, "--debug", "stats"]
+    )
     assert result.exit_code != 0
     assert type(result.exception).__name__ == "StoreNotInitializedError"
 
@@ -347,8 +354,9 @@ def test_db_upgrade_and_current(cli: CliHelper) -> None:
 
 
 def test_python_dash_m_entry_point() -> None:
-    result = subprocess.run([sys.executable, "-m", "dedup_store", "--help"],
-                            capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "dedup_store", "--help"], capture_output=True, text=True, check=False
+    )
     assert result.returncode == 0
     assert "ingest" in result.stdout
 

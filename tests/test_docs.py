@@ -34,9 +34,23 @@ def cli_reference() -> str:
 
 
 def test_every_command_is_found() -> None:
-    assert {"init", "ingest", "check", "similar", "cluster", "clusters", "pairs", "stats",
-            "delete", "export", "db", "db status", "db stop", "db upgrade",
-            "db current"} == set(COMMAND_IDS)
+    assert {
+        "init",
+        "ingest",
+        "check",
+        "similar",
+        "cluster",
+        "clusters",
+        "pairs",
+        "stats",
+        "delete",
+        "export",
+        "db",
+        "db status",
+        "db stop",
+        "db upgrade",
+        "db current",
+    } == set(COMMAND_IDS)
 
 
 @pytest.mark.parametrize(("path", "command"), COMMANDS, ids=COMMAND_IDS)

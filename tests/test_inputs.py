@@ -68,7 +68,11 @@ def test_directory_is_recursive_sorted_and_filtered(tmp_path: Path) -> None:
     records = list(read_inputs([str(tmp_path)]))
     assert not errors(records)
     assert [d.id for d in docs(records)] == [
-        "a.htm", "b.TXT", "sub/c.html", "post-1", "sub/deeper/d.txt"
+        "a.htm",
+        "b.TXT",
+        "sub/c.html",
+        "post-1",
+        "sub/deeper/d.txt",
     ]
     assert [d.text for d in docs(records)] == ["a", "b", "<p>c</p>", "p", "d"]
     only_txt = list(read_inputs([str(tmp_path)], glob="*.txt"))

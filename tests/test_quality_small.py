@@ -38,7 +38,8 @@ def truth(docs: list[CorpusDoc]) -> quality.Truth:
 
 def test_shingle_set_words_short_runs_and_cjk() -> None:
     assert quality.shingle_set(["a", "b", "c", "d", "e"], 4, 3) == {
-        ("a", "b", "c", "d"), ("b", "c", "d", "e")
+        ("a", "b", "c", "d"),
+        ("b", "c", "d", "e"),
     }
     assert quality.shingle_set(["a", "b"], 4, 3) == {("a", "b")}
     cjk = quality.shingle_set(["x", "重复文档"], 4, 3)

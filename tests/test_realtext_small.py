@@ -14,16 +14,36 @@ from benchmarks.shingle_truth import components, document_shingles, shingle_trut
 from dedup_store import FingerprintParams
 
 PARAMS = FingerprintParams()
-WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
-         "lambda", "mu", "nu", "xi"]
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "iota",
+    "kappa",
+    "lambda",
+    "mu",
+    "nu",
+    "xi",
+]
 
 
 def _texts() -> list[str]:
     rng = random.Random(5)
     base = [" ".join(rng.choices(WORDS, k=60)) for _ in range(4)]
     return [
-        base[0], base[0] + " omicron pi rho", base[1], base[1][: len(base[1]) // 2],
-        base[2], "<p>" + base[2] + "</p>", base[3], "the and of",
+        base[0],
+        base[0] + " omicron pi rho",
+        base[1],
+        base[1][: len(base[1]) // 2],
+        base[2],
+        "<p>" + base[2] + "</p>",
+        base[3],
+        "the and of",
     ]
 
 
@@ -69,7 +89,7 @@ def test_seeded_edits_change_form_not_words() -> None:
     spaced = realtext_corpus.respace(zh, rng)
     assert spaced.replace(" ", "") == zh
     assert realtext_corpus.punctuation(zh, rng) == "近似重复文档的检测.它很重要,也很难."
-    english = "A well-known \"text\" isn't short -- it is long.\n\nSecond paragraph here."
+    english = 'A well-known "text" isn\'t short -- it is long.\n\nSecond paragraph here.'
     reformatted = realtext_corpus.reformat(english, rng)
     assert "\r\n" in reformatted
     assert reformatted.split() == english.split()

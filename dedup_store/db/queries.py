@@ -129,9 +129,7 @@ def matches_sql(schema: str, band_count: int, block_count: int, hot_limit: int =
 
 
 @lru_cache(maxsize=32)
-def _check_statement(
-    schema: str, band_count: int, block_count: int, hot_limit: int
-) -> TextClause:
+def _check_statement(schema: str, band_count: int, block_count: int, hot_limit: int) -> TextClause:
     """The statement of :func:`check_matches` (built once: it is long and parsed for binds)."""
     return text(matches_sql(schema, band_count, block_count, hot_limit))
 

@@ -66,9 +66,7 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
         Column("exact_of", BigInteger),
         Index("documents_exact_hash", "exact_hash", postgresql_using="hash"),
         Index("documents_cluster_id", "cluster_id"),
-        Index(
-            "documents_exact_of", "exact_of", postgresql_where=text("exact_of IS NOT NULL")
-        ),
+        Index("documents_exact_of", "exact_of", postgresql_where=text("exact_of IS NOT NULL")),
     )
     Table(
         "sample_keys",

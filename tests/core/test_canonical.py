@@ -58,7 +58,16 @@ def test_html_mode_auto_always_never() -> None:
 def test_nfkc_casefold_and_punctuation() -> None:
     text = "ＦＵＬＬ ｗｉｄｔｈ — the ﬁle's STRASSE/straße, №5 ½!"
     assert canonical_tokens(text, PLAIN) == [
-        "full", "width", "the", "file", "s", "strasse", "strasse", "no5", "1", "2"
+        "full",
+        "width",
+        "the",
+        "file",
+        "s",
+        "strasse",
+        "strasse",
+        "no5",
+        "1",
+        "2",
     ]
 
 
