@@ -226,7 +226,7 @@ def _lookup_statement(
             probe = (
                 "SELECT id, key FROM (SELECT p.id, p.key, "
                 "row_number() OVER (PARTITION BY p.key ORDER BY p.id) AS rank "
-                f"FROM ({probe}) p) r WHERE r.rank <= {int(hot_limit)}"
+                f"FROM ({probe} OFFSET 0) p) r WHERE r.rank <= {int(hot_limit)}"
             )
         branches.append(f"SELECT {number} AS grp, f.id, f.key FROM ({probe}) f")
     statement = (
