@@ -243,7 +243,13 @@ class Pair:
 
 @dataclasses.dataclass(frozen=True)
 class Stats:
-    """Counts over the whole store."""
+    """Counts over the whole store.
+
+    Attributes:
+        hottest_excerpt_keys: the five excerpt keys shared by the most documents, with their
+            document counts (one shared by more than ``hot_key_limit`` is boilerplate, ignored
+            by lookups).
+    """
 
     documents: int
     clusters: int
@@ -253,6 +259,7 @@ class Stats:
     edges_by_method: dict[str, int]
     params: dict[str, Any]
     schema: str
+    hottest_excerpt_keys: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

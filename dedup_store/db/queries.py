@@ -277,7 +277,14 @@ def stats_row(conn: Connection, schema: str) -> dict[str, Any]:
     ).one()
     by_method_rows = conn.execute(text(f"SELECT method, count(*) FROM {s}.edges GROUP BY method"))
     by_method: dict[str, int] = {row[0]: row[1] for row in by_method_rows}
+    hottest = conn.execute(
+        text(
+            f"SELECT key, count(*) FROM {s}.sample_keys GROUP BY key "
+            "ORDER BY count(*) DESC, key LIMIT 5"
+        )
+    )
     return {
+        "hottest_excerpt_keys": {str(row[0]): int(row[1]) for row in hottest},
         "documents": int(documents),
         "clusters": int(clusters),
         "duplicate_clusters": int(dup_clusters),

@@ -155,3 +155,11 @@ def test_a_hot_band_key_yields_its_oldest_documents_only(
         assert 0 < len(added.matches) < 40
         assert added.matches == checked.matches
         assert [c.size for c in store.clusters()] == [81]
+
+
+def test_stats_show_the_hottest_excerpt_keys(store: DedupStore, corpus: PlantedCorpus) -> None:
+    notice = corpus.original()
+    store.add_many([(f"d{i}", f"{corpus.original()}\n\n{notice}") for i in range(12)])
+    hottest = store.stats().hottest_excerpt_keys
+    assert len(hottest) == 5
+    assert list(hottest.values())[0] == 12
