@@ -68,9 +68,7 @@ def _key_lookups(s: str, band_count: int, block_count: int, hot_limit: int) -> l
             if hot_limit:
                 # OFFSET 0 keeps the key's hash index scan: without it the planner may walk
                 # the primary key in id order and filter every row
-                lookup = (
-                    f"SELECT * FROM ({lookup} OFFSET 0) l ORDER BY id LIMIT {int(hot_limit)}"
-                )
+                lookup = f"SELECT * FROM ({lookup} OFFSET 0) l ORDER BY id LIMIT {int(hot_limit)}"
             branches.append(
                 f"SELECT f.id AS a, {block} AS block, false AS sample FROM ({lookup}) f"
             )

@@ -162,4 +162,4 @@ def test_stats_show_the_hottest_excerpt_keys(store: DedupStore, corpus: PlantedC
     store.add_many([(f"d{i}", f"{corpus.original()}\n\n{notice}") for i in range(12)])
     hottest = store.stats().hottest_excerpt_keys
     assert len(hottest) == 5
-    assert list(hottest.values())[0] == 12
+    assert next(iter(hottest.values())) == 12
