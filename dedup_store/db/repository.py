@@ -237,7 +237,7 @@ def store_edges(
                 RETURNING a, b, method, jaccard, containment, hamming)
         SELECT ins.*, d.external_id, d.cluster_id FROM ins JOIN {s}.documents d ON d.id = ins.a
     """
-    inter = lopsided_intersections(conn, schema, new, candidates)
+    inter = batch_intersections(conn, schema, new, candidates)
     parameters = {
         "ids": new.ids.tolist(),
         **candidates.parameters(),
@@ -247,44 +247,40 @@ def store_edges(
     return [EdgeRow(*row) for row in conn.execute(text(statement), parameters)]
 
 
-def lopsided_intersections(
+def batch_intersections(
     conn: Connection, schema: str, new: NewRows, candidates: Candidates
 ) -> I64:
-    """``|X ∩ Y|`` of the candidate pairs of very unequal sizes, computed here (-1 elsewhere).
+    """``|X ∩ Y|`` of the candidate pairs the scoring needs it for, computed here (-1: none).
 
-    In SQL every pair unnests both shingle arrays, so a long document costs its full length
-    for each of the many short ones it is paired with (a licence text quoted in hundreds of
-    files). Here each long document is read once per batch, and each pair costs a binary
-    search of the shorter array into the longer one.
+    In SQL every pair unnests both shingle arrays again, so a document paired with many
+    others (a long file quoting a licence, a template's pages) costs its full length for each.
+    Here each document is read once per batch, and each pair costs a binary search of the
+    shorter sorted array into the longer one. A pair needs it when it was found by an excerpt
+    key, or when its sizes allow the Jaccard of a match (min/max >= the lowest threshold).
     """
     result = np.full(len(candidates.a), -1, dtype=np.int64)
-    if new.batch.params.verify != "exact" or len(candidates.a) == 0:
+    params = new.batch.params
+    if params.verify != "exact" or len(candidates.a) == 0:
         return result
     counts = np.diff(new.batch.shingle_offsets)[new.rows]
     sizes = dict(zip(new.ids.tolist(), counts.tolist(), strict=True))
     stored_ids = sorted(set(candidates.a.tolist()) - set(sizes))
     sizes.update(_stored_sizes(conn, schema, stored_ids))
-    lopsided = [
-        n
-        for n, (a, b) in enumerate(zip(candidates.a.tolist(), candidates.b.tolist(), strict=True))
-        if max(sizes[a], sizes[b]) >= LOPSIDED_MIN_LONGER
-        and max(sizes[a], sizes[b]) >= LOPSIDED_RATIO * min(sizes[a], sizes[b])
-    ]
-    ends = {int(candidates.a[n]) for n in lopsided} | {int(candidates.b[n]) for n in lopsided}
+    a_sizes = np.array([sizes[a] for a in candidates.a.tolist()], dtype=np.float64)
+    b_sizes = np.array([sizes[b] for b in candidates.b.tolist()], dtype=np.float64)
+    ratio = np.minimum(a_sizes, b_sizes) / np.maximum(np.maximum(a_sizes, b_sizes), 1)
+    min_ratio = min(params.threshold, params.simhash_min_jaccard)
+    wanted = np.flatnonzero(candidates.sampled | (ratio >= min_ratio))
+    ends = set(candidates.a[wanted].tolist()) | set(candidates.b[wanted].tolist())
     arrays = _new_shingles(new, ends)
     arrays.update(_stored_shingles(conn, schema, sorted(ends - set(arrays))))
-    for n in lopsided:
-        x, y = arrays[int(candidates.a[n])], arrays[int(candidates.b[n])]
+    pairs = zip(candidates.a[wanted].tolist(), candidates.b[wanted].tolist(), strict=True)
+    for n, (a, b) in zip(wanted.tolist(), pairs, strict=True):
+        x, y = arrays[a], arrays[b]
         short, long = (x, y) if len(x) <= len(y) else (y, x)
         at = np.searchsorted(long, short).clip(max=len(long) - 1)
         result[n] = int(np.count_nonzero(long[at] == short))
     return result
-
-
-#: Pairs whose longer document has at least this many shingles, and this many times the
-#: shingles of the shorter one, are intersected by :func:`lopsided_intersections`.
-LOPSIDED_MIN_LONGER = 2000
-LOPSIDED_RATIO = 4
 
 
 def _new_shingles(new: NewRows, ids: set[int]) -> dict[int, npt.NDArray[np.int32]]:
@@ -308,13 +304,25 @@ def _stored_sizes(conn: Connection, schema: str, ids: Sequence[int]) -> dict[int
 def _stored_shingles(
     conn: Connection, schema: str, ids: Sequence[int]
 ) -> dict[int, npt.NDArray[np.int32]]:
+    """Sorted shingle arrays of stored documents, read in PostgreSQL's binary array form."""
     if not ids:
         return {}
     rows = conn.execute(
-        text(f"SELECT id, shingles FROM {qualified(schema, 'documents')} WHERE id = ANY(:i)"),
+        text(
+            f"SELECT id, array_send(shingles) FROM {qualified(schema, 'documents')} "
+            "WHERE id = ANY(:i)"
+        ),
         {"i": list(ids)},
     )
-    return {row[0]: np.sort(np.asarray(row[1], dtype=np.int32)) for row in rows}
+    return {row[0]: np.sort(_int4_array(row[1])) for row in rows}
+
+
+def _int4_array(data: bytes) -> npt.NDArray[np.int32]:
+    """The elements of a one-dimensional ``integer[]`` in binary form (no NULLs)."""
+    if len(data) <= 12:  # an empty array: dimensions 0, no bounds
+        return np.empty(0, dtype=np.int32)
+    pairs = np.frombuffer(data, dtype=">i4", offset=20).reshape(-1, 2)  # (length 4, value)
+    return pairs[:, 1].astype(np.int32)
 
 
 def merge_clusters(

@@ -139,7 +139,7 @@ def test_long_and_short_documents_score_alike_in_every_path(
             text(f'SELECT shingle_count FROM "{store.schema}".documents ORDER BY id')
         ).scalars()
         long_size, short_size, _ = list(sizes)
-    assert long_size >= 2000 and long_size >= 4 * short_size  # the lopsided path was taken
+    assert long_size >= 2000 and long_size >= 4 * short_size
 
 
 def test_a_hot_band_key_yields_its_oldest_documents_only(
