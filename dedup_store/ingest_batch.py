@@ -10,9 +10,9 @@ import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 
-from dedup_store.core.canonical import has_cjk
 from dedup_store.core.fingerprint import FingerprintBatch, fingerprint_batch, validate_text
 from dedup_store.core.params import FingerprintParams
+from dedup_store.core.scripts import guess_language
 from dedup_store.db.repository import EdgeRow
 from dedup_store.db.verify import merging_methods
 from dedup_store.errors import (
@@ -324,14 +324,3 @@ def describe(error: RecordError) -> str:
         where = f"record {error.line}: " if error.line else ""
     what = f"document {quote_id(error.external_id)}: " if error.external_id else ""
     return f"{where}{what}{error.message}"
-
-
-def guess_language(canonical_text: str) -> str:
-    """``en``/``ru``/``zh``/``ja`` or ``und``, from the script of the text (best effort)."""
-    if canonical_text.isascii():
-        return "en"
-    if has_cjk(canonical_text):
-        kana = any("\u3040" <= ch <= "\u30ff" for ch in canonical_text)
-        return "ja" if kana else "zh"
-    cyrillic = sum("\u0400" <= ch <= "\u04ff" for ch in canonical_text)
-    return "ru" if cyrillic * 2 > len(canonical_text.replace(" ", "")) else "und"

@@ -227,27 +227,42 @@ def canonical_batch(texts: Sequence[str], params: FingerprintParams) -> Canonica
     The same texts and tokens as :func:`canonical_tokens`, without a Python string per token.
     ``None`` when a document has CJK text (shingled by characters) or stemming is on.
     """
+    split = canonical_word_batch(texts, params)
+    if split is None or split[1]:
+        return None
+    return split[0]
+
+
+def canonical_word_batch(
+    texts: Sequence[str], params: FingerprintParams
+) -> tuple[CanonicalBatch, list[int]] | None:
+    """:func:`canonical_batch` of the documents without CJK text, and the positions of those
+    with CJK text (left out); ``None`` when stemming is on."""
     if params.stem:
         return None
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    parts = []
+    parts: list[CanonicalBatch] = []
+    cjk: list[int] = []
     for first, last in batch_runs(lengths, _BYTES_PER_RUN):
-        words = _run_word_bytes(texts[first:last], params)
-        if words is None:
-            return None
-        parts.append(_canonical_run(*words, params.stopwords))
+        body, sizes, left_out = _run_word_bytes(texts[first:last], params)
+        cjk.extend(first + i for i in left_out)
+        parts.append(_canonical_run(body, sizes, params.stopwords))
     if len(parts) == 1:
-        return parts[0]
-    return CanonicalBatch(
+        return parts[0], cjk
+    batch = CanonicalBatch(
         texts=[text for part in parts for text in part.texts],
         token_counts=np.concatenate([part.token_counts for part in parts]),
         token_hashes=np.concatenate([part.token_hashes for part in parts]),
     )
+    return batch, cjk
 
 
-def _run_word_bytes(texts: Sequence[str], params: FingerprintParams) -> tuple[bytes, I64] | None:
-    """Every document's words (before stop words) as UTF-8, one space after each document but
-    the last, with each document's size in bytes; ``None`` if a document has CJK text.
+def _run_word_bytes(
+    texts: Sequence[str], params: FingerprintParams
+) -> tuple[bytes, I64, list[int]]:
+    """The words (before stop words) of every document without CJK text as UTF-8, one space
+    after each document but the last, with each document's size in bytes, and the positions of
+    the documents with CJK text, which are left out.
 
     Plain ASCII text without HTML markup is translated in one pass over the joined documents;
     otherwise document by document (:func:`_word_bytes`).
@@ -256,15 +271,17 @@ def _run_word_bytes(texts: Sequence[str], params: FingerprintParams) -> tuple[by
     plain = params.html == "never" or (params.html == "auto" and not looks_like_html(joined))
     if plain and joined.isascii():
         sizes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-        return joined.encode("ascii").translate(_ASCII_BYTES), sizes
-    pieces = []
-    for text in texts:
+        return joined.encode("ascii").translate(_ASCII_BYTES), sizes, []
+    pieces: list[bytes] = []
+    cjk: list[int] = []
+    for position, text in enumerate(texts):
         piece = _word_bytes(text, params)
         if piece is None:
-            return None
-        pieces.append(piece)
+            cjk.append(position)
+        else:
+            pieces.append(piece)
     sizes = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
-    return b" ".join(pieces), sizes
+    return b" ".join(pieces), sizes, cjk
 
 
 def _word_bytes(text: str, params: FingerprintParams) -> bytes | None:

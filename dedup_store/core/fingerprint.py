@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -13,8 +13,8 @@ from dedup_store.core import kernels
 from dedup_store.core.canonical import (
     CanonicalBatch,
     batch_runs,
-    canonical_batch,
     canonical_tokens,
+    canonical_word_batch,
 )
 from dedup_store.core.hashing import U64, exact_hashes
 from dedup_store.core.lsh import band_keys
@@ -236,10 +236,74 @@ def fingerprint_batch(
     if weights is None and (
         kernels.compiled is not None or sum(map(len, texts)) >= BATCH_CANONICAL_MIN_CHARS
     ):
-        plain = canonical_batch(texts, params)
-        if plain is not None:
-            return _fingerprint_canonical(plain, params)
+        split = canonical_word_batch(texts, params)
+        if split is not None:
+            words, cjk = split
+            plain = _fingerprint_canonical(words, params)
+            return _with_cjk_documents(texts, params, plain, cjk) if cjk else plain
     return fingerprint_tokens([canonical_tokens(t, params) for t in texts], params, weights)
+
+
+def _with_cjk_documents(
+    texts: Sequence[str], params: FingerprintParams, plain: FingerprintBatch, cjk: list[int]
+) -> FingerprintBatch:
+    """The fingerprints of ``texts`` from ``plain``, those of the documents without CJK text (in
+    order), and those of the documents at positions ``cjk``, fingerprinted from their tokens."""
+    left_out = set(cjk)
+    plain_positions = [i for i in range(len(texts)) if i not in left_out]
+    mixed = fingerprint_tokens([canonical_tokens(texts[i], params) for i in cjk], params)
+    return _interleave(params, [(plain, plain_positions), (mixed, cjk)])
+
+
+def _interleave(
+    params: FingerprintParams, parts: list[tuple[FingerprintBatch, list[int]]]
+) -> FingerprintBatch:
+    """One batch of the rows of ``parts`` in input order; ``(batch, positions)`` gives the input
+    position of each of the batch's own input positions."""
+    sources = [np.asarray(positions, dtype=np.int64)[b.source_index] for b, positions in parts]
+    order = np.argsort(np.concatenate(sources), kind="stable")
+    batches = [b for b, _ in parts]
+
+    def rows(name: str) -> np.ndarray:
+        return np.concatenate([getattr(b, name) for b in batches])[order]
+
+    def listed(name: str) -> list[Any]:
+        joined = [item for b in batches for item in getattr(b, name)]
+        return [joined[i] for i in order.tolist()]
+
+    shingles, shingle_offsets = _gather(batches, "shingles", "shingle_offsets", order)
+    sample_keys, sample_offsets = _gather(batches, "sample_keys", "sample_offsets", order)
+    return FingerprintBatch(
+        params=params,
+        source_index=np.concatenate(sources)[order],
+        empty_index=sorted(p[i] for b, p in parts for i in b.empty_index),
+        canonical_texts=listed("canonical_texts"),
+        exact_hashes=listed("exact_hashes"),
+        token_counts=rows("token_counts"),
+        shingles=shingles,
+        shingle_offsets=shingle_offsets,
+        signatures=rows("signatures"),
+        band_keys=rows("band_keys"),
+        simhashes=rows("simhashes"),
+        block_keys=rows("block_keys"),
+        sample_keys=sample_keys,
+        sample_offsets=sample_offsets,
+    )
+
+
+def _gather(
+    batches: list[FingerprintBatch], values: str, offsets: str, order: I64
+) -> tuple[np.ndarray, I64]:
+    """The ragged rows ``values[offsets[i]:offsets[i + 1]]`` of the concatenated ``batches``, in
+    ``order``, with their new offsets."""
+    joined = np.concatenate([getattr(b, values) for b in batches])
+    starts = _join_offsets([getattr(b, offsets) for b in batches])
+    lengths = np.diff(starts)[order]
+    new_offsets = np.zeros(len(order) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=new_offsets[1:])
+    index = np.repeat(starts[:-1][order] - new_offsets[:-1], lengths)
+    index += np.arange(int(new_offsets[-1]), dtype=np.int64)
+    return joined[index], new_offsets
 
 
 def fingerprint_tokens(

@@ -27,6 +27,8 @@ _CJK_GAP = regex.compile(
 _ANY_CJK = regex.compile(rf"[{_CJK_CLASS}]")
 # No Han, Hiragana or Katakana character lies below this one (U+2E80, the first CJK radical).
 _AT_OR_ABOVE_FIRST_CJK = re.compile("[\u2e80-\U0010ffff]")
+_KANA = re.compile("[\u3040-\u30ff]")
+_NOT_CYRILLIC = re.compile("[^\u0400-\u04ff]+")
 _WORD_KIND, _CJK_KIND = 1, 2
 
 
@@ -87,3 +89,16 @@ def has_cjk(text: str) -> bool:
     if _AT_OR_ABOVE_FIRST_CJK.search(text) is None:
         return False
     return _ANY_CJK.search(text) is not None
+
+
+def guess_language(canonical_text: str) -> str:
+    """``en``/``ru``/``zh``/``ja`` or ``und``, from the script of a canonical text (best effort).
+
+    Cyrillic text is ``ru`` when more than half of its non-space characters are Cyrillic.
+    """
+    if canonical_text.isascii():
+        return "en"
+    if has_cjk(canonical_text):
+        return "ja" if _KANA.search(canonical_text) else "zh"
+    cyrillic = len(_NOT_CYRILLIC.sub("", canonical_text))
+    return "ru" if cyrillic * 2 > len(canonical_text) - canonical_text.count(" ") else "und"

@@ -247,9 +247,7 @@ def store_edges(
     return [EdgeRow(*row) for row in conn.execute(text(statement), parameters)]
 
 
-def batch_intersections(
-    conn: Connection, schema: str, new: NewRows, candidates: Candidates
-) -> I64:
+def batch_intersections(conn: Connection, schema: str, new: NewRows, candidates: Candidates) -> I64:
     """``|X ∩ Y|`` of the candidate pairs the scoring needs it for, computed here (-1: none).
 
     In SQL every pair unnests both shingle arrays again, so a document paired with many

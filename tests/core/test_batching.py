@@ -154,7 +154,10 @@ def test_numpy_canonical_path_equals_the_token_path(
     tokens = [canonical_tokens(doc, params) for doc in docs]
     assert canonical.texts == [" ".join(t) for t in tokens]
     assert canonical.token_counts.tolist() == [len(t) for t in tokens]
-    batch, expected = fingerprint_batch(docs, params), fingerprint_tokens(tokens, params)
+    _assert_same_batch(fingerprint_batch(docs, params), fingerprint_tokens(tokens, params))
+
+
+def _assert_same_batch(batch: FingerprintBatch, expected: FingerprintBatch) -> None:
     assert batch.empty_index == expected.empty_index
     assert batch.canonical_texts == expected.canonical_texts
     assert batch.exact_hashes == expected.exact_hashes
@@ -162,6 +165,21 @@ def test_numpy_canonical_path_equals_the_token_path(
         value = getattr(batch, field.name)
         if isinstance(value, np.ndarray):
             assert np.array_equal(value, getattr(expected, field.name)), field.name
+
+
+@pytest.mark.parametrize("containment", [0.0, 0.5])
+def test_a_batch_with_some_cjk_documents_equals_the_token_path(
+    containment: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the documents without CJK text take the batch path, the others the token path; the rows
+    # come back in input order, empty documents listed where they were
+    monkeypatch.setattr(fingerprint_module, "BATCH_CANONICAL_MIN_CHARS", 0)
+    params = FingerprintParams(containment=containment)
+    cjk = ["中文分词测试文本这是一个例子，还有更多的字", "日本語のテキスト hello world", "㊀ ⼀ 二"]
+    docs = [*PLAIN_DOCS, *cjk, "", "the of a"]
+    docs = [docs[i] for i in RNG.permutation(len(docs))] * 2
+    tokens = [canonical_tokens(doc, params) for doc in docs]
+    _assert_same_batch(fingerprint_batch(docs, params), fingerprint_tokens(tokens, params))
 
 
 def test_numpy_canonical_path_declines_cjk_and_stemming() -> None:

@@ -64,10 +64,10 @@ def test_canonical_words_match_numpy(drop_stopwords: bool) -> None:
     # documents and documents of stop words only are among them
     docs = [*_random_documents(400, 30, 40), "", "   ", "the of a", "Themselves, и который"]
     params = FingerprintParams(stopwords=drop_stopwords)
-    words = _run_word_bytes(docs, params)
-    assert words is not None
-    compiled = _canonical_run(*words, drop_stopwords)
-    reference = _numpy_run(*words, drop_stopwords)
+    body, sizes, left_out = _run_word_bytes(docs, params)
+    assert left_out == []
+    compiled = _canonical_run(body, sizes, drop_stopwords)
+    reference = _numpy_run(body, sizes, drop_stopwords)
     assert compiled.texts == reference.texts
     assert compiled.token_counts.tolist() == reference.token_counts.tolist()
     assert compiled.token_hashes.tolist() == reference.token_hashes.tolist()
