@@ -310,6 +310,7 @@ class DedupStore:
         return self._db.run(partial(self._write_batch, prepared=prepared))
 
     def _write_batch(self, conn: Connection, prepared: PreparedBatch) -> BatchOutcome:
+        self._db.without_jit(conn)
         repository.lock_writers(conn, self.schema)
         known = queries.find_documents(conn, self.schema, prepared.candidate_ids())
         if prepared.update and known:

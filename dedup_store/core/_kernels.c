@@ -1149,6 +1149,112 @@ done:
     return result;
 }
 
+/* ---- intersections --------------------------------------------------------------------- */
+
+/* How many values of `s` (sorted) are in `l` (sorted, the longer): a merge, or a galloping
+   search of each value when `l` is much longer. */
+static int64_t count_present(const int32_t *s, size_t ns, const int32_t *l, size_t nl)
+{
+    int64_t count = 0;
+    size_t j = 0;
+    int gallop = nl > 16 * ns;
+    for (size_t i = 0; i < ns && j < nl; i++) {
+        int32_t v = s[i];
+        if (gallop) {
+            size_t step = 1, hi = j;
+            while (hi < nl && l[hi] < v) {
+                j = hi + 1;
+                hi += step;
+                step <<= 1;
+            }
+            hi = hi < nl ? hi : nl;
+            while (j < hi) {
+                size_t mid = j + (hi - j) / 2;
+                if (l[mid] < v) {
+                    j = mid + 1;
+                }
+                else {
+                    hi = mid;
+                }
+            }
+        }
+        else {
+            while (j < nl && l[j] < v) {
+                j++;
+            }
+        }
+        count += j < nl && l[j] == v;
+    }
+    return count;
+}
+
+PyDoc_STRVAR(intersection_sizes_doc,
+"intersection_sizes(values, offsets, left, right) -> bytes\n\n"
+"For each pair (left[p], right[p]) of groups of values (int32, group g is\n"
+"values[offsets[g]:offsets[g + 1]], sorted, int64 offsets), how many values of the shorter\n"
+"group (the left one on a tie) are in the other (int64 bytes, one per pair).");
+
+static PyObject *intersection_sizes(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *values_obj, *offsets_obj, *left_obj, *right_obj, *result = NULL;
+    Py_buffer values, offsets, left, right;
+    if (!PyArg_ParseTuple(args, "OOOO", &values_obj, &offsets_obj, &left_obj, &right_obj)) {
+        return NULL;
+    }
+    if (get_items(values_obj, &values, 4, "values") < 0) {
+        return NULL;
+    }
+    if (get_items(offsets_obj, &offsets, 8, "offsets") < 0) {
+        PyBuffer_Release(&values);
+        return NULL;
+    }
+    if (get_items(left_obj, &left, 8, "left") < 0) {
+        PyBuffer_Release(&offsets);
+        PyBuffer_Release(&values);
+        return NULL;
+    }
+    if (get_items(right_obj, &right, 8, "right") < 0) {
+        PyBuffer_Release(&left);
+        PyBuffer_Release(&offsets);
+        PyBuffer_Release(&values);
+        return NULL;
+    }
+    const int32_t *value = values.buf;
+    const int64_t *offset = offsets.buf, *a = left.buf, *b = right.buf;
+    Py_ssize_t total = values.len / 4, groups = offsets.len / 8 - 1, pairs = left.len / 8;
+    int valid = groups >= 0 && right.len == left.len && offset[0] >= 0;
+    for (Py_ssize_t g = 0; valid && g < groups; g++) {
+        valid = offset[g] <= offset[g + 1] && offset[g + 1] <= total;
+    }
+    for (Py_ssize_t p = 0; valid && p < pairs; p++) {
+        valid = a[p] >= 0 && a[p] < groups && b[p] >= 0 && b[p] < groups;
+    }
+    if (!valid) {
+        PyErr_SetString(PyExc_ValueError, "offsets, left and right must describe groups of values");
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(NULL, pairs * 8);
+    if (result == NULL) {
+        goto done;
+    }
+    int64_t *count = (int64_t *)PyBytes_AS_STRING(result);
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t p = 0; p < pairs; p++) {
+        const int32_t *x = value + offset[a[p]], *y = value + offset[b[p]];
+        size_t nx = (size_t)(offset[a[p] + 1] - offset[a[p]]);
+        size_t ny = (size_t)(offset[b[p] + 1] - offset[b[p]]);
+        count[p] = nx <= ny ? count_present(x, nx, y, ny) : count_present(y, ny, x, nx);
+    }
+    Py_END_ALLOW_THREADS
+done:
+    PyBuffer_Release(&right);
+    PyBuffer_Release(&left);
+    PyBuffer_Release(&offsets);
+    PyBuffer_Release(&values);
+    return result;
+}
+
 /* ---- module ---------------------------------------------------------------------------- */
 
 static PyMethodDef kernel_methods[] = {
@@ -1161,6 +1267,7 @@ static PyMethodDef kernel_methods[] = {
     {"combine_groups", combine_groups, METH_VARARGS, combine_groups_doc},
     {"simhash_majority", simhash_majority, METH_VARARGS, simhash_majority_doc},
     {"winnow", winnow, METH_VARARGS, winnow_doc},
+    {"intersection_sizes", intersection_sizes, METH_VARARGS, intersection_sizes_doc},
     {NULL, NULL, 0, NULL},
 };
 

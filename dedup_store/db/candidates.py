@@ -157,6 +157,10 @@ class Candidates:
     block_only: npt.NDArray[np.bool_]
     sampled: npt.NDArray[np.bool_]
 
+    def subset(self, keep: npt.NDArray[np.bool_]) -> Candidates:
+        """The pairs where ``keep`` is true."""
+        return Candidates(self.a[keep], self.b[keep], self.block_only[keep], self.sampled[keep])
+
     def parameters(self) -> dict[str, str]:
         """The pairs as array literals for ``unnest(:cand_a, :cand_b, :cand_block_only)``."""
         return {

@@ -20,6 +20,7 @@ from sqlalchemy import Connection, text
 
 from dedup_store.clustering import components, merge_labels
 from dedup_store.core.fingerprint import FingerprintBatch
+from dedup_store.core.overlap import intersection_sizes
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import copy
 from dedup_store.db.candidates import (
@@ -237,29 +238,35 @@ def store_edges(
                 RETURNING a, b, method, jaccard, containment, hamming)
         SELECT ins.*, d.external_id, d.cluster_id FROM ins JOIN {s}.documents d ON d.id = ins.a
     """
-    inter = batch_intersections(conn, schema, new, candidates)
+    inter, possible = batch_intersections(conn, schema, new, candidates)
+    inter = inter[possible]
     parameters = {
         "ids": new.ids.tolist(),
-        **candidates.parameters(),
+        **candidates.subset(possible).parameters(),
         "cand_inter": "{" + ",".join("NULL" if v < 0 else str(v) for v in inter.tolist()) + "}",
         **score_parameters(new.batch.params),
     }
     return [EdgeRow(*row) for row in conn.execute(text(statement), parameters)]
 
 
-def batch_intersections(conn: Connection, schema: str, new: NewRows, candidates: Candidates) -> I64:
-    """``|X ∩ Y|`` of the candidate pairs the scoring needs it for, computed here (-1: none).
+def batch_intersections(
+    conn: Connection, schema: str, new: NewRows, candidates: Candidates
+) -> tuple[I64, npt.NDArray[np.bool_]]:
+    """``|X ∩ Y|`` of the candidate pairs the scoring needs it for, computed here (-1: none),
+    and whether each pair can still be a match.
 
     In SQL every pair unnests both shingle arrays again, so a document paired with many
     others (a long file quoting a licence, a template's pages) costs its full length for each.
-    Here each document is read once per batch, and each pair costs a binary search of the
-    shorter sorted array into the longer one. A pair needs it when it was found by an excerpt
-    key, or when its sizes allow the Jaccard of a match (min/max >= the lowest threshold).
+    Here each document is read once per batch, and each pair costs a search of the shorter
+    sorted array in the longer one. A pair needs it when it was found by an excerpt key, or
+    when its sizes allow the Jaccard of a match (min/max >= the lowest threshold); a pair that
+    meets no method's bar on its sizes or its intersection is no match, and is not sent back.
     """
-    result = np.full(len(candidates.a), -1, dtype=np.int64)
+    count = len(candidates.a)
+    result = np.full(count, -1, dtype=np.int64)
     params = new.batch.params
-    if params.verify != "exact" or len(candidates.a) == 0:
-        return result
+    if params.verify != "exact" or count == 0:
+        return result, np.ones(count, dtype=bool)
     counts = np.diff(new.batch.shingle_offsets)[new.rows]
     sizes = dict(zip(new.ids.tolist(), counts.tolist(), strict=True))
     stored_ids = sorted(set(candidates.a.tolist()) - set(sizes))
@@ -267,18 +274,26 @@ def batch_intersections(conn: Connection, schema: str, new: NewRows, candidates:
     a_sizes = np.array([sizes[a] for a in candidates.a.tolist()], dtype=np.float64)
     b_sizes = np.array([sizes[b] for b in candidates.b.tolist()], dtype=np.float64)
     ratio = np.minimum(a_sizes, b_sizes) / np.maximum(np.maximum(a_sizes, b_sizes), 1)
-    min_ratio = min(params.threshold, params.simhash_min_jaccard)
-    wanted = np.flatnonzero(candidates.sampled | (ratio >= min_ratio))
-    ends = set(candidates.a[wanted].tolist()) | set(candidates.b[wanted].tolist())
-    arrays = _new_shingles(new, ends)
-    arrays.update(_stored_shingles(conn, schema, sorted(ends - set(arrays))))
-    pairs = zip(candidates.a[wanted].tolist(), candidates.b[wanted].tolist(), strict=True)
-    for n, (a, b) in zip(wanted.tolist(), pairs, strict=True):
-        x, y = arrays[a], arrays[b]
-        short, long = (x, y) if len(x) <= len(y) else (y, x)
-        at = np.searchsorted(long, short).clip(max=len(long) - 1)
-        result[n] = int(np.count_nonzero(long[at] == short))
-    return result
+    min_jaccard = min(params.threshold, params.simhash_min_jaccard)
+    wanted = np.flatnonzero(candidates.sampled | (ratio >= min_jaccard))
+    ends = sorted(set(candidates.a[wanted].tolist()) | set(candidates.b[wanted].tolist()))
+    arrays = _new_shingles(new, set(ends))
+    arrays.update(_stored_shingles(conn, schema, [e for e in ends if e not in arrays]))
+    offsets = np.zeros(len(ends) + 1, dtype=np.int64)
+    np.cumsum([len(arrays[e]) for e in ends], out=offsets[1:])
+    values = np.concatenate([arrays[e] for e in ends]) if ends else np.empty(0, dtype=np.int32)
+    position = np.asarray(ends, dtype=np.int64)
+    left = np.searchsorted(position, candidates.a[wanted])
+    right = np.searchsorted(position, candidates.b[wanted])
+    result[wanted] = intersection_sizes(values, offsets, left, right)
+    inter = result[wanted].astype(np.float64)
+    x, y = a_sizes[wanted], b_sizes[wanted]
+    jaccard = inter / np.maximum(x + y - inter, 1)
+    containment = inter / np.maximum(np.minimum(x, y), 1)
+    excerpt = candidates.sampled[wanted] & (params.containment > 0)
+    possible = np.zeros(count, dtype=bool)
+    possible[wanted] = (jaccard >= min_jaccard) | (excerpt & (containment >= params.containment))
+    return result, possible
 
 
 def _new_shingles(new: NewRows, ids: set[int]) -> dict[int, npt.NDArray[np.int32]]:

@@ -8,11 +8,11 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Connection, Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
 from dedup_store import DatabaseError, DedupStore, DedupStoreError, InvalidNameError
-from dedup_store.db import migrate
+from dedup_store.db import migrate, repository
 from tests.conftest import SqlRecorder
 
 TEXT = "The quarterly report shows revenue rising in every region the company serves today."
@@ -224,3 +224,30 @@ def test_readers_never_wait_on_a_writer(engine: Engine, database_url: str, schem
         writer.close()
     thread.join()
     assert answers == [1, "near_duplicate", [["a"]]]
+
+
+def test_batches_are_never_jit_compiled_and_the_hosts_setting_stays(
+    engine: Engine, database_url: str, schema: str
+) -> None:
+    # a batch's lookup statement is costed high enough to be compiled, which takes longer than
+    # running it: the store turns JIT off inside its own transactions only
+    with engine.connect() as conn:
+        host_setting = conn.execute(text("SHOW jit")).scalar_one()
+    seen: list[str] = []
+    store = DedupStore(engine, schema=schema)
+    with store:
+        original = repository.lock_writers
+
+        def lock_and_look(conn: Connection, name: str) -> None:
+            seen.append(conn.execute(text("SHOW jit")).scalar_one())
+            original(conn, name)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(repository, "lock_writers", lock_and_look)
+            store.ingest([("a", "one document of several words"), ("b", "and another one")])
+    assert seen == ["off"]
+    with engine.connect() as conn:
+        assert conn.execute(text("SHOW jit")).scalar_one() == host_setting
+    own = DedupStore(database_url, schema=schema)
+    with own, own._db.engine.connect() as conn:  # type: ignore[union-attr]
+        assert conn.execute(text("SHOW jit")).scalar_one() == "off"
