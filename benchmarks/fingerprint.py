@@ -161,15 +161,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Parse options, run both document sizes, print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--docs", type=int, default=2000, help="documents of ~40 words per batch")
-    parser.add_argument("--long-docs", type=int, default=0, help="documents of ~600 words "
-                        "(default: --docs / 5)")
+    parser.add_argument(
+        "--long-docs", type=int, default=0, help="documents of ~600 words (default: --docs / 5)"
+    )
     parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic text")
-    parser.add_argument("--languages", default="en", help="comma-separated: en (synthetic "
-                        "English), ru and zh (drawn from the Russian and Chinese sample articles "
-                        "in examples/)")
+    parser.add_argument(
+        "--languages",
+        default="en",
+        help="comma-separated: en (synthetic "
+        "English), ru and zh (drawn from the Russian and Chinese sample articles "
+        "in examples/)",
+    )
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure (best is kept)")
-    parser.add_argument("--numpy", action="store_true", help="run our numpy implementation "
-                        "instead of the compiled kernels (as a build without a C compiler does)")
+    parser.add_argument(
+        "--numpy",
+        action="store_true",
+        help="run our numpy implementation "
+        "instead of the compiled kernels (as a build without a C compiler does)",
+    )
     args = parser.parse_args(argv)
     if args.numpy:
         kernels.compiled = None
@@ -182,9 +191,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             docs = source.documents(count, words)
             label = f"{count} x ~{words} words" + ("" if language == "en" else f" ({language})")
             rows.append((label, count, words, measure(docs, params, args.repeat)))
-    print(f"params: num_perm={params.num_perm} shingle_size={params.shingle_size} "
-          f"bands={params.bands} scheme={params.scheme}; one process, seed {args.seed}; "
-          f"kernels: {'numpy' if kernels.compiled is None else 'compiled'}")
+    print(
+        f"params: num_perm={params.num_perm} shingle_size={params.shingle_size} "
+        f"bands={params.bands} scheme={params.scheme}; one process, seed {args.seed}; "
+        f"kernels: {'numpy' if kernels.compiled is None else 'compiled'}"
+    )
     print(render(rows))
 
 

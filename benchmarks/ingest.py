@@ -106,7 +106,7 @@ def ingest(store: DedupStore, path: Path, batch_size: int) -> IngestRun:
 
     records = (Document(i, text) for i, text in read_documents(path))
     started = time.perf_counter()
-    summary = store.ingest(records, batch_size=batch_size, on_batch=on_batch)
+    summary = store.ingest(records, batch_size=batch_size, on_batch=on_batch, count_clusters=True)
     return IngestRun(time.perf_counter() - started, summary, marks)
 
 
@@ -153,8 +153,9 @@ class CheckRun:
     new_queries: int
 
 
-def check_queries(corpus: IngestCorpus, generated: GeneratedFile, positions: list[int],
-                  count: int) -> list[tuple[str, bool]]:
+def check_queries(
+    corpus: IngestCorpus, generated: GeneratedFile, positions: list[int], count: int
+) -> list[tuple[str, bool]]:
     """``(text, is near-duplicate)``: half edited copies of stored documents, half new ones."""
     near = corpus.near_duplicate_texts([generated.kept[p] for p in positions])
     fresh = corpus.fresh_texts(count - len(near))
@@ -163,8 +164,9 @@ def check_queries(corpus: IngestCorpus, generated: GeneratedFile, positions: lis
     return [queries[i] for i in order]
 
 
-def run_checks(store: DedupStore, queries: Sequence[tuple[str, bool]],
-               warm_up: Sequence[str]) -> CheckRun:
+def run_checks(
+    store: DedupStore, queries: Sequence[tuple[str, bool]], warm_up: Sequence[str]
+) -> CheckRun:
     """Time one ``check`` per query."""
     for text in warm_up:
         store.check(text)
@@ -186,8 +188,11 @@ def storage(engine: sa.Engine, schema: str) -> list[tuple[str, int, int]]:
         for table in TABLES:
             name = f'"{schema}".{table}'
             total, indexes = conn.execute(
-                sa.text("SELECT pg_total_relation_size(CAST(:t AS regclass)), "
-                        "pg_indexes_size(CAST(:t AS regclass))"), {"t": name}
+                sa.text(
+                    "SELECT pg_total_relation_size(CAST(:t AS regclass)), "
+                    "pg_indexes_size(CAST(:t AS regclass))"
+                ),
+                {"t": name},
             ).one()
             rows.append((table, int(total) - int(indexes), int(indexes)))
     return rows
@@ -211,10 +216,13 @@ def server_setting(engine: sa.Engine, name: str) -> str:
 def analyzed(engine: sa.Engine, schema: str) -> bool:
     """Whether every fingerprint table has planner statistics (ANALYZE or autoanalyze ran)."""
     with engine.connect() as conn:
-        missing = conn.execute(sa.text(
-            "SELECT count(*) FROM pg_stat_user_tables WHERE schemaname = :s "
-            "AND relname = ANY(:t) AND last_analyze IS NULL AND last_autoanalyze IS NULL"),
-            {"s": schema, "t": list(TABLES)}).scalar_one()
+        missing = conn.execute(
+            sa.text(
+                "SELECT count(*) FROM pg_stat_user_tables WHERE schemaname = :s "
+                "AND relname = ANY(:t) AND last_analyze IS NULL AND last_autoanalyze IS NULL"
+            ),
+            {"s": schema, "t": list(TABLES)},
+        ).scalar_one()
     return int(missing) == 0
 
 
@@ -248,7 +256,10 @@ class PeerRun:
 
 
 def _shingles(texts: Sequence[str], params: FingerprintParams) -> list[list[bytes]]:
-    return [word_shingles(canonical_tokens(t, params), params.shingle_size) for t in texts]
+    return [
+        [s.encode("utf-8") for s in word_shingles(canonical_tokens(t, params), params.shingle_size)]
+        for t in texts
+    ]
 
 
 class _Clock(dict[str, float]):
@@ -269,23 +280,34 @@ def _peer_indexes(redis_basename: bytes | None) -> dict[str, Any]:
 
     indexes = {"memory": MinHashLSH(threshold=0.8, num_perm=84)}
     if redis_basename is not None:
-        indexes["redis"] = MinHashLSH(threshold=0.8, num_perm=84, storage_config={
-            "type": "redis", "basename": redis_basename,
-            "redis": {"host": "127.0.0.1", "port": 6379},
-        })
+        indexes["redis"] = MinHashLSH(
+            threshold=0.8,
+            num_perm=84,
+            storage_config={
+                "type": "redis",
+                "basename": redis_basename,
+                "redis": {"host": "127.0.0.1", "port": 6379},
+            },
+        )
     return indexes
 
 
-def run_peers(path: Path, count: int, queries: Sequence[str], params: FingerprintParams,
-              redis_basename: bytes | None) -> PeerRun:
+def run_peers(
+    path: Path,
+    count: int,
+    queries: Sequence[str],
+    params: FingerprintParams,
+    redis_basename: bytes | None,
+) -> PeerRun:
     """Insert the first ``count`` documents into each datasketch index, then query them."""
     from datasketch import MinHash
 
     indexes = _peer_indexes(redis_basename)
     clock = _Clock()
     with ExitStack() as stack:
-        sessions = {name: stack.enter_context(lsh.insertion_session())
-                    for name, lsh in indexes.items()}
+        sessions = {
+            name: stack.enter_context(lsh.insertion_session()) for name, lsh in indexes.items()
+        }
         for chunk in _chunks(read_documents(path, count), PEER_CHUNK):
             now = time.perf_counter()
             shingles = _shingles([text for _, text in chunk], params)
@@ -299,8 +321,13 @@ def run_peers(path: Path, count: int, queries: Sequence[str], params: Fingerprin
         closing = time.perf_counter()
     if "redis" in indexes:
         clock.add("redis", closing)
-    run = PeerRun(count, clock["prep"], clock["minhash"],
-                  {name: clock[name] for name in indexes}, len(queries))
+    run = PeerRun(
+        count,
+        clock["prep"],
+        clock["minhash"],
+        {name: clock[name] for name in indexes},
+        len(queries),
+    )
     query_shingles = _shingles(queries, params)
     for name, lsh in indexes.items():
         run.query_latencies[name] = [_query_ms(lsh, s) for s in query_shingles]
@@ -361,6 +388,7 @@ def ratio(ours: float, theirs: float) -> str:
 
 def revision() -> str:
     """The checked-out commit, and whether the package's files differ from it."""
+
     def git(*args: str) -> str:
         done = subprocess.run(["git", *args], capture_output=True, text=True, check=False)
         return done.stdout.strip()
@@ -374,11 +402,15 @@ def print_ingest(run: IngestRun, generated: GeneratedFile, read_seconds: float) 
     """Throughput, slices and statuses of the ingest."""
     n, s = run.summary.documents, run.summary
     print(f"\n== ingest: {n:,} documents in {run.seconds:.1f} s = {n / run.seconds:,.0f} docs/s ==")
-    print(f"statuses: new {s.new:,}, exact duplicates {s.exact_duplicates:,}, near duplicates "
-          f"{s.near_duplicates:,}, errors {s.errors}; clusters {s.clusters:,}")
-    print(f"generated before timing: {generated.seconds:.1f} s ({generated.bytes / 2**20:.0f} MiB, "
-          f"{generated.near_duplicates:,} edited copies); reading the file alone: "
-          f"{read_seconds:.2f} s (inside the timed call)")
+    print(
+        f"statuses: new {s.new:,}, exact duplicates {s.exact_duplicates:,}, near duplicates "
+        f"{s.near_duplicates:,}, errors {s.errors}; clusters {s.clusters:,}"
+    )
+    print(
+        f"generated before timing: {generated.seconds:.1f} s ({generated.bytes / 2**20:.0f} MiB, "
+        f"{generated.near_duplicates:,} edited copies); reading the file alone: "
+        f"{read_seconds:.2f} s (inside the timed call)"
+    )
     print(f"{'slice':<8}{'documents':>22}{'seconds':>10}{'docs/s':>10}")
     for k, (first, count, seconds) in enumerate(run.slices()):
         label = f"{first:,}-{first + count:,}"
@@ -389,17 +421,23 @@ def print_ingest(run: IngestRun, generated: GeneratedFile, read_seconds: float) 
 
 def print_checks(runs: Sequence[tuple[str, CheckRun]], documents: int, notes: str) -> None:
     """``check`` latency percentiles, one row per phase."""
-    print(f"\n== check: latency (ms) against {documents:,} documents; {WARM_UP} warm-up calls "
-          f"per phase not counted ==")
+    print(
+        f"\n== check: latency (ms) against {documents:,} documents; {WARM_UP} warm-up calls "
+        f"per phase not counted =="
+    )
     print(notes)
-    print(f"{'phase':<34}{'queries':>8}{'p50':>8}{'p95':>8}{'p99':>8}{'mean':>8}{'max':>8}"
-          f"{'found near':>12}{'found new':>11}")
+    print(
+        f"{'phase':<34}{'queries':>8}{'p50':>8}{'p95':>8}{'p99':>8}{'mean':>8}{'max':>8}"
+        f"{'found near':>12}{'found new':>11}"
+    )
     for phase, run in runs:
         lat = run.latencies
-        print(f"{phase:<34}{len(lat):>8,}{percentile(lat, 50):>8.2f}{percentile(lat, 95):>8.2f}"
-              f"{percentile(lat, 99):>8.2f}{statistics.fmean(lat):>8.2f}{max(lat):>8.2f}"
-              f"{f'{run.found_near}/{run.near_queries}':>12}"
-              f"{f'{run.found_new}/{run.new_queries}':>11}")
+        print(
+            f"{phase:<34}{len(lat):>8,}{percentile(lat, 50):>8.2f}{percentile(lat, 95):>8.2f}"
+            f"{percentile(lat, 99):>8.2f}{statistics.fmean(lat):>8.2f}{max(lat):>8.2f}"
+            f"{f'{run.found_near}/{run.near_queries}':>12}"
+            f"{f'{run.found_new}/{run.new_queries}':>11}"
+        )
 
 
 def print_storage(rows: list[tuple[str, int, int]], documents: int) -> None:
@@ -407,11 +445,15 @@ def print_storage(rows: list[tuple[str, int, int]], documents: int) -> None:
     print(f"\n== storage per document ({documents:,} documents) ==")
     print(f"{'table':<14}{'heap+toast':>12}{'indexes':>10}{'total':>10}{'MiB':>9}")
     for table, heap, indexes in rows:
-        print(f"{table:<14}{heap / documents:>12,.0f}{indexes / documents:>10,.0f}"
-              f"{(heap + indexes) / documents:>10,.0f}{(heap + indexes) / 2**20:>9,.1f}")
+        print(
+            f"{table:<14}{heap / documents:>12,.0f}{indexes / documents:>10,.0f}"
+            f"{(heap + indexes) / documents:>10,.0f}{(heap + indexes) / 2**20:>9,.1f}"
+        )
     heap, indexes = sum(r[1] for r in rows), sum(r[2] for r in rows)
-    print(f"{'all':<14}{heap / documents:>12,.0f}{indexes / documents:>10,.0f}"
-          f"{(heap + indexes) / documents:>10,.0f}{(heap + indexes) / 2**20:>9,.1f}")
+    print(
+        f"{'all':<14}{heap / documents:>12,.0f}{indexes / documents:>10,.0f}"
+        f"{(heap + indexes) / documents:>10,.0f}{(heap + indexes) / 2**20:>9,.1f}"
+    )
 
 
 def print_peers(peer: PeerRun, ours: IngestRun, checks: CheckRun) -> None:
@@ -419,21 +461,31 @@ def print_peers(peer: PeerRun, ours: IngestRun, checks: CheckRun) -> None:
     done, seconds = ours.time_at(peer.documents)
     our_insert = done / seconds
     our_query = 1000 * len(checks.latencies) / sum(checks.latencies)
-    print(f"\n== datasketch MinHashLSH(threshold=0.8, num_perm=84), first {peer.documents:,} "
-          f"documents ==")
-    print(f"peer input (canonical tokens -> shingle bytes, not timed): {peer.prep_seconds:.1f} s; "
-          f"MinHash.bulk: {peer.minhash_seconds:.1f} s (timed, in both insert rates)")
-    print(f"ours on the same documents: the first {done:,} of the ingest above took "
-          f"{seconds:.1f} s = {our_insert:,.0f} docs/s (store of {done:,}); check "
-          f"{our_query:,.0f} queries/s (store of {ours.summary.documents:,})")
-    print(f"{'index':<10}{'insert/s':>11}{'ours/them':>11}{'query/s':>10}{'ours/them':>11}"
-          f"{'p50 ms':>9}{'p99 ms':>9}")
+    print(
+        f"\n== datasketch MinHashLSH(threshold=0.8, num_perm=84), first {peer.documents:,} "
+        f"documents =="
+    )
+    print(
+        f"peer input (canonical tokens -> shingle bytes, not timed): {peer.prep_seconds:.1f} s; "
+        f"MinHash.bulk: {peer.minhash_seconds:.1f} s (timed, in both insert rates)"
+    )
+    print(
+        f"ours on the same documents: the first {done:,} of the ingest above took "
+        f"{seconds:.1f} s = {our_insert:,.0f} docs/s (store of {done:,}); check "
+        f"{our_query:,.0f} queries/s (store of {ours.summary.documents:,})"
+    )
+    print(
+        f"{'index':<10}{'insert/s':>11}{'ours/them':>11}{'query/s':>10}{'ours/them':>11}"
+        f"{'p50 ms':>9}{'p99 ms':>9}"
+    )
     for name in peer.insert_seconds:
         lat = peer.query_latencies[name]
-        print(f"{name:<10}{peer.insert_rate(name):>11,.0f}"
-              f"{ratio(our_insert, peer.insert_rate(name)):>11}{peer.query_rate(name):>10,.0f}"
-              f"{ratio(our_query, peer.query_rate(name)):>11}{percentile(lat, 50):>9.2f}"
-              f"{percentile(lat, 99):>9.2f}")
+        print(
+            f"{name:<10}{peer.insert_rate(name):>11,.0f}"
+            f"{ratio(our_insert, peer.insert_rate(name)):>11}{peer.query_rate(name):>10,.0f}"
+            f"{ratio(our_query, peer.query_rate(name)):>11}{percentile(lat, 50):>9.2f}"
+            f"{percentile(lat, 99):>9.2f}"
+        )
 
 
 # -- main ---------------------------------------------------------------------------------------
@@ -449,13 +501,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--edit-rate", type=float, default=0.02, help="share of a copy's words replaced (min 1)")
     add("--batch-size", type=int, default=5000, help="DedupStore.ingest batch size")
     add("--seed", type=int, default=1, help="seed of the corpus and the queries")
-    add("--url", default=os.environ.get("DEDUP_STORE_TEST_URL", DEFAULT_URL),
-        help="PostgreSQL URL (default $DEDUP_STORE_TEST_URL or %(default)s)")
+    add(
+        "--url",
+        default=os.environ.get("DEDUP_STORE_TEST_URL", DEFAULT_URL),
+        help="PostgreSQL URL (default $DEDUP_STORE_TEST_URL or %(default)s)",
+    )
     add("--check-queries", type=int, default=2000, help="check calls to time")
-    add("--analyze", action=argparse.BooleanOptionalAction, default=True,
-        help="time check on the store as ingested (200 queries), then after ANALYZE")
-    add("--peers", action=argparse.BooleanOptionalAction, default=True,
-        help="also run datasketch in memory and on Redis")
+    add(
+        "--analyze",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="time check on the store as ingested (200 queries), then after ANALYZE",
+    )
+    add(
+        "--peers",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also run datasketch in memory and on Redis",
+    )
     add("--peer-docs", type=int, default=100_000, help="documents given to datasketch")
     add("--no-redis", dest="redis", action="store_false", help="datasketch in memory only")
     add("--profile", action="store_true", help="ingest under pyinstrument, print the call trees")
@@ -469,10 +532,12 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
     """Generate, ingest, check, measure storage, run the peers; print everything."""
     params = FingerprintParams()
     schema = f"bench_ingest_{os.getpid()}"
-    print(f"{args.docs:,} documents of ~{args.words} words, dup-rate {args.dup_rate}, edit-rate "
-          f"{args.edit_rate}, batch {args.batch_size}, seed {args.seed}; default params "
-          f"(num_perm {params.num_perm}, bands {params.bands}, shingle {params.shingle_size}, "
-          f"verify {params.verify}); schema {schema}")
+    print(
+        f"{args.docs:,} documents of ~{args.words} words, dup-rate {args.dup_rate}, edit-rate "
+        f"{args.edit_rate}, batch {args.batch_size}, seed {args.seed}; default params "
+        f"(num_perm {params.num_perm}, bands {params.bands}, shingle {params.shingle_size}, "
+        f"verify {params.verify}); schema {schema}"
+    )
     print(f"revision {revision()}; start: {load()}")
     corpus = IngestCorpus(args.seed, args.words, args.dup_rate, args.edit_rate)
     near = args.check_queries // 2
@@ -506,9 +571,13 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
     print(subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip())
 
 
-def check_phases(store: DedupStore, engine: sa.Engine, queries: Sequence[tuple[str, bool]],
-                 corpus: IngestCorpus, analyze_after: bool
-                 ) -> tuple[list[tuple[str, CheckRun]], str]:
+def check_phases(
+    store: DedupStore,
+    engine: sa.Engine,
+    queries: Sequence[tuple[str, bool]],
+    corpus: IngestCorpus,
+    analyze_after: bool,
+) -> tuple[list[tuple[str, CheckRun]], str]:
     """``check`` timed on the store as the ingest left it, then after ``ANALYZE`` if asked.
 
     Without autovacuum (or before it gets to the new tables) the planner has no statistics of
@@ -516,10 +585,12 @@ def check_phases(store: DedupStore, engine: sa.Engine, queries: Sequence[tuple[s
     ``BEFORE_ANALYZE`` queries.
     """
     had_stats = analyzed(engine, store.schema)
-    notes = (f"server: autovacuum {server_setting(engine, 'autovacuum')}, "
-             f"max_parallel_workers_per_gather "
-             f"{server_setting(engine, 'max_parallel_workers_per_gather')}; tables "
-             f"{'had' if had_stats else 'had no'} planner statistics after the ingest")
+    notes = (
+        f"server: autovacuum {server_setting(engine, 'autovacuum')}, "
+        f"max_parallel_workers_per_gather "
+        f"{server_setting(engine, 'max_parallel_workers_per_gather')}; tables "
+        f"{'had' if had_stats else 'had no'} planner statistics after the ingest"
+    )
     label = "as ingested" + ("" if had_stats else " (no statistics)")
     if not analyze_after:
         return [(label, run_checks(store, queries, corpus.fresh_texts(WARM_UP)))], notes
@@ -530,8 +601,14 @@ def check_phases(store: DedupStore, engine: sa.Engine, queries: Sequence[tuple[s
     return phases, notes
 
 
-def run_peer_section(args: argparse.Namespace, generated: GeneratedFile, queries: list[str],
-                     params: FingerprintParams, ours: IngestRun, checks: CheckRun) -> None:
+def run_peer_section(
+    args: argparse.Namespace,
+    generated: GeneratedFile,
+    queries: list[str],
+    params: FingerprintParams,
+    ours: IngestRun,
+    checks: CheckRun,
+) -> None:
     """datasketch on the first ``--peer-docs`` documents; its Redis keys are removed after."""
     count = min(args.peer_docs, generated.documents)
     basename = f"dedup_bench_{os.getpid()}_{time.time_ns()}".encode() if args.redis else None

@@ -182,9 +182,7 @@ def _counts(counter: Counter[str]) -> str:
 # -- datasketch --------------------------------------------------------------------------------
 
 
-def datasketch_rows(
-    truth: Truth, thresholds: Iterable[float], seed: int = 1
-) -> list[Row]:
+def datasketch_rows(truth: Truth, thresholds: Iterable[float], seed: int = 1) -> list[Row]:
     """datasketch MinHashLSH at each threshold: raw candidates, then verified by its estimate."""
     from datasketch import MinHash, MinHashLSH
 
@@ -225,9 +223,7 @@ def band_candidates(texts: Sequence[str], params: FingerprintParams) -> tuple[Pa
         for row, key in enumerate(keys[:, column].tolist()):
             groups[key].append(int(rows[row]))
         for members in groups.values():
-            found.update(
-                (a, b) for x, a in enumerate(members) for b in members[x + 1 :]
-            )
+            found.update((a, b) for x, a in enumerate(members) for b in members[x + 1 :])
     return found, time.perf_counter() - start
 
 
@@ -268,12 +264,17 @@ def relation_profile(docs: Sequence[CorpusDoc], truth: Truth) -> list[str]:
         )
         measure = "containment" if kind == "excerpt" else "jaccard"
         out.append(f"  {kind:<9} {measure:<11} median {np.median(values):.3f}  {shares}")
-    unrelated = [(jac, con) for (i, j), (jac, con) in truth.scores.items()
-                 if relation(docs, i, j) == "unrelated"]
+    unrelated = [
+        (jac, con)
+        for (i, j), (jac, con) in truth.scores.items()
+        if relation(docs, i, j) == "unrelated"
+    ]
     levels = (_KEEP_JACCARD, 0.3, 0.4, *THRESHOLDS)
-    out.append("  unrelated pairs (no seeded edit between them): jaccard "
-               + ", ".join(f">={t:g}: {sum(j >= t for j, _ in unrelated)}" for t in levels)
-               + f"; containment >={CONTAINMENT:g}: {sum(c >= CONTAINMENT for _, c in unrelated)}")
+    out.append(
+        "  unrelated pairs (no seeded edit between them): jaccard "
+        + ", ".join(f">={t:g}: {sum(j >= t for j, _ in unrelated)}" for t in levels)
+        + f"; containment >={CONTAINMENT:g}: {sum(c >= CONTAINMENT for _, c in unrelated)}"
+    )
     return out
 
 
@@ -301,8 +302,13 @@ class StoreRun:
     shingle_bytes: int
 
 
-def run_store(url: str, name: str, params: FingerprintParams, docs: Sequence[CorpusDoc],
-              batch_size: int = 1000) -> StoreRun:
+def run_store(
+    url: str,
+    name: str,
+    params: FingerprintParams,
+    docs: Sequence[CorpusDoc],
+    batch_size: int = 1000,
+) -> StoreRun:
     """Ingest the corpus into a fresh schema, read every pair back, drop the schema."""
     import sqlalchemy as sa
 
@@ -334,13 +340,17 @@ def _storage(engine: sa.Engine, schema: str) -> tuple[int, int]:
     import sqlalchemy as sa
 
     with engine.connect() as conn:
-        total = conn.execute(sa.text(
-            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-            "JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = :schema AND c.relkind = 'r'"), {"schema": schema}).scalar_one()
-        shingles = conn.execute(sa.text(
-            f'SELECT coalesce(sum(pg_column_size(shingles)), 0) FROM "{schema}".documents'
-        )).scalar_one()
+        total = conn.execute(
+            sa.text(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = :schema AND c.relkind = 'r'"
+            ),
+            {"schema": schema},
+        ).scalar_one()
+        shingles = conn.execute(
+            sa.text(f'SELECT coalesce(sum(pg_column_size(shingles)), 0) FROM "{schema}".documents')
+        ).scalar_one()
     return int(total), int(shingles)
 
 
@@ -352,8 +362,9 @@ def store_pairs(run: StoreRun, methods: Iterable[str]) -> PairSet:
 
 def contained_pairs(run: StoreRun, tau: float) -> PairSet:
     """Pairs found by the excerpt index, or reported with containment at least ``tau``."""
-    return {p for p, (method, _, con, _) in run.pairs.items()
-            if method == "containment" or con >= tau}
+    return {
+        p for p, (method, _, con, _) in run.pairs.items() if method == "containment" or con >= tau
+    }
 
 
 def store_configurations(
@@ -363,18 +374,24 @@ def store_configurations(
     configs = []
     for tau in thresholds:
         containment = base.containment if math.isclose(tau, base.threshold) else 0.0
-        params = dataclasses.replace(base, scheme="threshold", threshold=tau,
-                                     containment=containment)
+        params = dataclasses.replace(
+            base, scheme="threshold", threshold=tau, containment=containment
+        )
         configs.append((f"threshold_{tau:g}", params))
     for tau in thresholds:
         params = dataclasses.replace(base, scheme="broder", threshold=tau, containment=0.0)
         configs.append((f"broder_{tau:g}", params))
     if any(math.isclose(tau, base.threshold) for tau in thresholds):
-        configs.append((f"threshold_{base.threshold:g}_estimate",
-                        dataclasses.replace(base, scheme="threshold", verify="estimate")))
+        configs.append(
+            (
+                f"threshold_{base.threshold:g}_estimate",
+                dataclasses.replace(base, scheme="threshold", verify="estimate"),
+            )
+        )
     for blocks in (4, 5):
-        params = dataclasses.replace(base, threshold=1.0, containment=0.0, simhash_k=3,
-                                     simhash_blocks=blocks)
+        params = dataclasses.replace(
+            base, threshold=1.0, containment=0.0, simhash_k=3, simhash_blocks=blocks
+        )
         configs.append((f"simhash_k3_b{blocks}", params))
     return configs
 
@@ -423,8 +440,16 @@ def excerpt_row(row: Row, docs: Sequence[CorpusDoc], truth: Truth, found: PairSe
     positives = {p for p in truth.containment_pairs(row.tau) if relation(docs, *p) == "excerpt"}
     hits = found & positives
     recall = len(hits) / len(positives) if positives else 1.0
-    return Row(row.name + " [excerpts]", row.tau, recall, row.precision, len(found),
-               len(positives), row.seconds, positives - found)
+    return Row(
+        row.name + " [excerpts]",
+        row.tau,
+        recall,
+        row.precision,
+        len(found),
+        len(positives),
+        row.seconds,
+        positives - found,
+    )
 
 
 # -- the benchmark -----------------------------------------------------------------------------
@@ -436,8 +461,9 @@ def _print_rows(title: str, rows: Sequence[Row]) -> None:
         print(row.line())
 
 
-def _print_misses(rows: Sequence[Row], docs: Sequence[CorpusDoc], truth: Truth,
-                  measure: int) -> None:
+def _print_misses(
+    rows: Sequence[Row], docs: Sequence[CorpusDoc], truth: Truth, measure: int
+) -> None:
     lines = [line for row in rows for line in miss_report(row, docs, truth, measure)]
     if lines:
         print("\n".join(lines))
@@ -448,16 +474,20 @@ def run(args: argparse.Namespace) -> None:
     start = time.perf_counter()
     docs = build_corpus(args.size, args.seed)
     kinds = Counter(d.kind for d in docs)
-    print(f"corpus: {len(docs)} documents ({_counts(kinds)}) built in "
-          f"{time.perf_counter() - start:.1f} s, seed {args.seed}")
+    print(
+        f"corpus: {len(docs)} documents ({_counts(kinds)}) built in "
+        f"{time.perf_counter() - start:.1f} s, seed {args.seed}"
+    )
     base = FingerprintParams()
     tokens = [canonical_tokens(d.text, base) for d in docs]
     texts = [d.text for d in docs]
     for n in args.shingle_sizes:
         params = dataclasses.replace(base, shingle_size=n)
         truth = ground_truth(tokens, n, base.cjk_shingle_size)
-        print(f"\n=== shingle_size {n}: ground truth in {truth.seconds:.1f} s, "
-              f"{len(truth.scores)} scored pairs ===")
+        print(
+            f"\n=== shingle_size {n}: ground truth in {truth.seconds:.1f} s, "
+            f"{len(truth.scores)} scored pairs ==="
+        )
         print("seeded relations (source document vs its edit):")
         print("\n".join(relation_profile(docs, truth)))
         thresholds = THRESHOLDS if n == base.shingle_size else (base.threshold,)
@@ -465,8 +495,10 @@ def run(args: argparse.Namespace) -> None:
         containment: list[Row] = []
         runs: list[StoreRun] = []
         if args.url:
-            runs = [run_store(args.url, f"{name}_n{n}", p, docs)
-                    for name, p in store_configurations(params, thresholds)]
+            runs = [
+                run_store(args.url, f"{name}_n{n}", p, docs)
+                for name, p in store_configurations(params, thresholds)
+            ]
             store_j, containment = store_rows(runs, truth, docs)
             jaccard = store_j + jaccard
         _print_rows(f"Jaccard >= tau (shingle_size {n})", jaccard)
@@ -498,16 +530,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=3000, help="documents in the corpus")
     parser.add_argument("--seed", type=int, default=7, help="seed of the corpus")
-    parser.add_argument("--shingle-sizes", type=_ints, default=[4],
-                        help="comma-separated shingle sizes; the default one gets every "
-                             "configuration, the others the default threshold only")
-    parser.add_argument("--fn-weights", type=_floats, default=[0.7, 0.9, 0.95, 0.98],
-                        help="false_negative_weight values for the band-candidate sweep "
-                             "(empty to skip)")
-    parser.add_argument("--url", default=os.environ.get(
-        "DEDUP_STORE_TEST_URL", "postgresql://postgres@127.0.0.1:5432/test"),
+    parser.add_argument(
+        "--shingle-sizes",
+        type=_ints,
+        default=[4],
+        help="comma-separated shingle sizes; the default one gets every "
+        "configuration, the others the default threshold only",
+    )
+    parser.add_argument(
+        "--fn-weights",
+        type=_floats,
+        default=[0.7, 0.9, 0.95, 0.98],
+        help="false_negative_weight values for the band-candidate sweep (empty to skip)",
+    )
+    parser.add_argument(
+        "--url",
+        default=os.environ.get("DEDUP_STORE_TEST_URL", "postgresql://postgres@127.0.0.1:5432/test"),
         help="PostgreSQL URL (a fresh schema per configuration, dropped after); "
-             "empty to skip the store")
+        "empty to skip the store",
+    )
     run(parser.parse_args(argv))
 
 

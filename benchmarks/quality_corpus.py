@@ -65,7 +65,13 @@ class CorpusDoc:
 
 Loader = Callable[[Path], str]
 STDLIB_SKIP = {
-    "test", "tests", "idlelib", "site-packages", "dist-packages", "lib2to3", "turtledemo"
+    "test",
+    "tests",
+    "idlelib",
+    "site-packages",
+    "dist-packages",
+    "lib2to3",
+    "turtledemo",
 }
 
 
