@@ -50,7 +50,7 @@ from benchmarks.evaluation import (
 from benchmarks.fingerprint import peer_input
 from benchmarks.quality import relation
 from benchmarks.quality_corpus import CorpusDoc
-from benchmarks.realtext_report import markdown
+from benchmarks.realtext_report import headline, markdown
 from benchmarks.shingle_truth import ShingleTruth, components, document_shingles, shingle_truth
 from dedup_store import DedupStore, FingerprintParams, canonicalize
 from dedup_store.clustering import UnionFind
@@ -534,6 +534,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(markdown(results[-1]), flush=True)
     if args.json:
         print(json.dumps(results, indent=2))
+    elif len(results) > 1:
+        print("## every corpus: the store's defaults against datasketch\n")
+        print(headline(results))
 
 
 if __name__ == "__main__":

@@ -190,3 +190,52 @@ def _worst(rows: Sequence[dict[str, Any]]) -> str:
 
 def _counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in counts.items()) or "-"
+
+
+def headline(results: Sequence[dict[str, Any]]) -> str:
+    """One row per corpus: the store's defaults against datasketch (the README's table)."""
+    rows = []
+    for r in results:
+        speed = {t["run"]: t for t in r["throughput"]}
+        quality = {(q["run"], q["t"]): q for q in r["quality"]}
+        clusters = {c["run"]: c["size"] for c in r["largest_clusters"]}
+        store, peer = speed.get("store (defaults)"), speed[_PEER]
+        if store is None:
+            continue
+        off = speed.get("store (containment 0)", store)
+        rows.append(
+            [
+                f"{r['corpus']} ({r['documents']:,}, {r['megabytes']} MB)",
+                f"{store['docs_per_s']:,.0f} / {peer['docs_per_s']:,.0f} "
+                f"({store['docs_per_s'] / peer['docs_per_s']:.2f}x)",
+                f"{off['seconds'] / store['seconds']:.2f}",
+                _recall(quality, "store (defaults)", 0.8, _PEER),
+                _recall(quality, "store (threshold 0.5)", 0.5, _PEER),
+                sum(n["not_near"] for n in r["not_near"] if n["run"] == "store (defaults)"),
+                f"{clusters.get('store (defaults)', 0)} / "
+                f"{clusters.get('truth: component of J >= 0.5', 0)} "
+                f"({clusters.get(_PEER, 0)})",
+            ]
+        )
+    return table(
+        [
+            "corpus (documents, size)",
+            "docs/s: store / datasketch",
+            "excerpt index: speed on / off",
+            "t 0.8: recall, precision (datasketch)",
+            "t 0.5, store at 0.5 (datasketch)",
+            "pairs not near-duplicates",
+            "largest cluster / true component (datasketch)",
+        ],
+        rows,
+    )
+
+
+def _recall(quality: dict[tuple[str, float], Any], run: str, tau: float, peer: str) -> str:
+    ours, theirs = quality.get((run, tau)), quality.get((peer, tau))
+    if ours is None or theirs is None:
+        return "-"
+    return (
+        f"{ours['recall']:.3f}, {ours['precision']:.3f} "
+        f"({theirs['recall']:.3f}, {theirs['precision']:.3f})"
+    )
