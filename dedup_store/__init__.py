@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     )
     from dedup_store.results import (
         AddResult,
+        CheckResult,
         Cluster,
         Document,
         IngestSummary,
@@ -72,6 +73,7 @@ _HOMES = {
     ),
     "dedup_store.results": (
         "AddResult",
+        "CheckResult",
         "Cluster",
         "Document",
         "IngestSummary",
@@ -88,6 +90,7 @@ _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "AddResult",
+    "CheckResult",
     "Cluster",
     "DatabaseError",
     "DedupStore",

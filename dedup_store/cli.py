@@ -398,9 +398,7 @@ def check(
     out = Output(fmt)
     matches = [m.to_dict() for m in result.matches]
     if fmt in (OutputFormat.json, OutputFormat.jsonl):
-        data = result.to_dict()
-        del data["id"]
-        out.record(data)
+        out.record(result.to_dict())
     elif fmt is OutputFormat.csv:
         out.rows(matches, [])
     else:

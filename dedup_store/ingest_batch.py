@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from dedup_store.core.fingerprint import FingerprintBatch, fingerprint_batch, validate_text
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.scripts import guess_language
-from dedup_store.db.repository import EdgeRow
 from dedup_store.db.verify import merging_methods
 from dedup_store.errors import (
     DedupStoreError,
@@ -21,9 +20,15 @@ from dedup_store.errors import (
     InvalidDocumentError,
     quote_id,
 )
-from dedup_store.results import AddResult, Document, Match, Method, RecordError, Status
+from dedup_store.results import (
+    AddResult,
+    Document,
+    MatchRow,
+    RecordError,
+    Status,
+    sorted_matches,
+)
 
-_METHOD_ORDER = {m.value: i for i, m in enumerate(Method)}
 MAX_ID_BYTES = 1024
 """Longest external id, in UTF-8 bytes."""
 MAX_META_DEPTH = 100
@@ -93,7 +98,7 @@ class PreparedBatch:
     def outcome(
         self,
         ids: Sequence[int],
-        edges: Sequence[EdgeRow],
+        edges: Sequence[MatchRow],
         mapping: Mapping[int, int],
         known: Mapping[str, int],
         twin_clusters: Mapping[int, int],
@@ -107,9 +112,9 @@ class PreparedBatch:
             known: stored ids found under the lock (their rows were skipped).
             twin_clusters: ``{internal id: cluster id}`` of the :meth:`twin_ids`.
         """
-        matches: dict[int, list[EdgeRow]] = {}
+        matches: dict[int | None, list[MatchRow]] = {}
         for edge in edges:
-            matches.setdefault(edge.b, []).append(edge)
+            matches.setdefault(edge.new_id, []).append(edge)
         results: dict[int, AddResult] = {}
         cluster_of_id = {
             external_id: twin_clusters.get(doc_id)
@@ -118,13 +123,13 @@ class PreparedBatch:
         for row, doc_id in zip(self.rows_to_insert(known), ids, strict=True):
             position = self.row_position[row]
             external_id = self.documents[position].id
-            found = sorted(matches.get(doc_id, []), key=_edge_rank)
-            status = _status(
-                found, self.update and external_id in self.known_before, self.batch.params
-            )
+            found = matches.get(doc_id, [])
+            replaced = self.update and external_id in self.known_before
+            merging = merging_methods(self.batch.params)
+            status = Status.UPDATED if replaced else Status.of((e.method for e in found), merging)
             cluster = mapping.get(doc_id, doc_id)
             cluster_of_id[external_id] = cluster
-            results[position] = AddResult(external_id, status, [_match(e) for e in found], cluster)
+            results[position] = AddResult(external_id, status, sorted_matches(found), cluster)
         not_inserted = [p for p in self.row_position + self.skipped if p not in results]
         for position in not_inserted:
             external_id = self.documents[position].id
@@ -132,22 +137,6 @@ class PreparedBatch:
                 external_id, Status.SKIPPED, [], cluster_of_id.get(external_id)
             )
         return BatchOutcome([results[p] for p in sorted(results)], self.record_errors())
-
-
-def _edge_rank(edge: EdgeRow) -> tuple[int, float, str]:
-    return (_METHOD_ORDER[edge.method], -edge.jaccard, edge.a_external_id)
-
-
-def _match(edge: EdgeRow) -> Match:
-    return Match(
-        edge.a_external_id, Method(edge.method), edge.jaccard, edge.containment, edge.hamming
-    )
-
-
-def _status(edges: Sequence[EdgeRow], replaced: bool, params: FingerprintParams) -> Status:
-    if replaced:
-        return Status.UPDATED
-    return Status.of((e.method for e in edges), merging_methods(params))
 
 
 def prepare_batch(

@@ -43,7 +43,12 @@ class Status(enum.StrEnum):
 
 
 class Method(enum.StrEnum):
-    """How a match was found and verified."""
+    """How a match was found and verified, in the order of preference: a pair that several
+    methods accept is reported with the first, and matches are listed in this order.
+
+    The scoring statement (``dedup_store.db.verify``) and the ``edges`` table's CHECK
+    constraint are written from this enum (a test says they agree).
+    """
 
     EXACT = "exact"
     MINHASH = "minhash"
@@ -52,6 +57,11 @@ class Method(enum.StrEnum):
 
     def __str__(self) -> str:
         return self.value
+
+    @property
+    def rank(self) -> int:
+        """Position in the order of preference (0: exact)."""
+        return list(Method).index(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,6 +132,67 @@ class AddResult:
             "cluster_id": self.cluster_id,
             "matches": [m.to_dict() for m in self.matches],
         }
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckResult:
+    """What :meth:`DedupStore.check` found for a text (nothing is stored).
+
+    Attributes:
+        status: new, exact or near duplicate, or excerpt (as :meth:`DedupStore.add` would say).
+        matches: the stored documents it matches, best first.
+        cluster_id: the cluster it would join (``None``: a cluster of its own).
+    """
+
+    status: Status
+    matches: list[Match]
+    cluster_id: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "status": self.status.value,
+            "cluster_id": self.cluster_id,
+            "matches": [m.to_dict() for m in self.matches],
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class MatchRow:
+    """A verified match as the store's statements return it: stored document ``doc_id``
+    matched ``new_id`` (the document a batch added; ``None`` for ``check`` and ``similar``).
+    """
+
+    doc_id: int
+    external_id: str
+    cluster_id: int
+    method: str
+    jaccard: float
+    containment: float
+    hamming: int
+    new_id: int | None = None
+
+    @property
+    def rank(self) -> tuple[int, float, str]:
+        """Sort key, best first: by method, then by decreasing Jaccard, then by id."""
+        return (Method(self.method).rank, -self.jaccard, self.external_id)
+
+    def match(self) -> Match:
+        """The match as the caller sees it."""
+        return Match(
+            self.external_id, Method(self.method), self.jaccard, self.containment, self.hamming
+        )
+
+
+def sorted_matches(rows: Iterable[MatchRow]) -> list[Match]:
+    """The matches of ``rows``, best first (:attr:`MatchRow.rank`)."""
+    return [row.match() for row in sorted(rows, key=lambda r: r.rank)]
+
+
+def joined_cluster(rows: Iterable[MatchRow], merging: Collection[str]) -> int | None:
+    """The cluster a document with matches ``rows`` joins: that of its best merging match."""
+    best = min((r for r in rows if r.method in merging), key=lambda r: r.rank, default=None)
+    return best.cluster_id if best else None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from typing import Any, Literal
@@ -19,22 +19,25 @@ from dedup_store.core.params import FingerprintParams
 from dedup_store.db import candidates, migrate, native, queries, repository, single
 from dedup_store.db.engine import Bind, Database
 from dedup_store.db.names import validate_schema
-from dedup_store.db.queries import MatchRow
 from dedup_store.db.schema import DEFAULT_SCHEMA
 from dedup_store.db.verify import merging_methods
 from dedup_store.errors import InvalidDocumentError, UnknownDocumentError
 from dedup_store.ingest_batch import BatchOutcome, PreparedBatch, lookup_ids, prepare_batch
 from dedup_store.results import (
     AddResult,
+    CheckResult,
     Cluster,
     Document,
     IngestSummary,
     Match,
+    MatchRow,
     Method,
     Pair,
     RecordError,
     Stats,
     Status,
+    joined_cluster,
+    sorted_matches,
 )
 
 Record = Document | tuple[str, str] | tuple[str, str, Mapping[str, Any] | None]
@@ -43,17 +46,6 @@ OnProgress = Callable[[int, int], None]
 """Called with the numbers of documents fingerprinted and stored so far."""
 #: A batch ends once its texts add up to this many characters, whatever its batch size.
 BATCH_BYTES = 4 * 2**20
-_METHOD_ORDER = {m.value: i for i, m in enumerate(Method)}
-
-
-def _match(row: MatchRow) -> Match:
-    return Match(row.external_id, Method(row.method), row.jaccard, row.containment, row.hamming)
-
-
-def sorted_matches(rows: Iterable[MatchRow]) -> list[Match]:
-    """Matches best first: exact, then by method order and decreasing Jaccard."""
-    ordered = sorted(rows, key=lambda r: (_METHOD_ORDER[r.method], -r.jaccard, r.external_id))
-    return [_match(r) for r in ordered]
 
 
 class DedupStore:
@@ -194,8 +186,8 @@ class DedupStore:
             )
         if not outcome.inserted:
             return AddResult(id, Status.SKIPPED, [], outcome.cluster_id)
-        matches = sorted_matches(outcome.matches)
-        return AddResult(id, _status(matches, self.params), matches, outcome.cluster_id)
+        status = Status.of((m.method for m in outcome.matches), merging_methods(self.params))
+        return AddResult(id, status, sorted_matches(outcome.matches), outcome.cluster_id)
 
     def add_many(
         self, records: Iterable[Record], *, batch_size: int = 2000, update: bool = False
@@ -343,7 +335,7 @@ class DedupStore:
 
     # -- reading ----------------------------------------------------------------------------
 
-    def check(self, text: str) -> AddResult:
+    def check(self, text: str) -> CheckResult:
         """What :meth:`add` would answer for ``text``, without writing anything.
 
         Raises:
@@ -355,12 +347,9 @@ class DedupStore:
         if found is None:  # inside a caller's transaction
             found = self._run(lambda conn: list(conn.execute(sa_text(statement), parameters)))
         rows = [MatchRow(*row) for row in found]
-        matches = sorted_matches(rows)
-        status = _status(matches, self.params)
         merging = merging_methods(self.params)
-        joined = [r for r in rows if r.method in merging]
-        best = min(joined, key=lambda r: (_METHOD_ORDER[r.method], -r.jaccard), default=None)
-        return AddResult("", status, matches, best.cluster_id if best else None)
+        status = Status.of((r.method for r in rows), merging)
+        return CheckResult(status, sorted_matches(rows), joined_cluster(rows, merging))
 
     def similar(self, id: str) -> list[Match]:
         """The stored matches of document ``id`` (older and newer), best first."""
@@ -453,10 +442,6 @@ class DedupStore:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def _status(matches: Sequence[Match], params: FingerprintParams) -> Status:
-    return Status.of((m.method.value for m in matches), merging_methods(params))
 
 
 def _as_document(record: Record) -> Document:

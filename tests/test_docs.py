@@ -71,7 +71,8 @@ def test_options_have_help(path: tuple[str, ...], command: Any) -> None:
 @pytest.mark.parametrize("path", [p for p, _ in COMMANDS], ids=COMMAND_IDS)
 def test_command_is_in_readme_reference(path: tuple[str, ...]) -> None:
     heading = re.compile(rf"^### `dedup-store {re.escape(' '.join(path))}\b", re.M)
-    assert heading.search(cli_reference()), f"the reference lacks a '### `dedup-store {' '.join(path)}"
+    name = " ".join(path)
+    assert heading.search(cli_reference()), f"the reference lacks '### `dedup-store {name}`'"
 
 
 @pytest.mark.parametrize(("path", "command"), COMMANDS, ids=COMMAND_IDS)
@@ -80,7 +81,7 @@ def test_readme_names_every_option(path: tuple[str, ...], command: Any) -> None:
     for param in command.params:
         for flag in getattr(param, "opts", []) + getattr(param, "secondary_opts", []):
             if flag.startswith("--") and flag != "--help":
-                assert flag in reference, f"the reference does not mention {flag} of {' '.join(path)}"
+                assert flag in reference, f"the reference lacks {flag} of {' '.join(path)}"
 
 
 def test_global_options_in_readme() -> None:

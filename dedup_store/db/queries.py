@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import Any
@@ -21,23 +20,11 @@ from dedup_store.db.verify import (
     score_parameters,
     scored_pairs_sql,
 )
+from dedup_store.results import MatchRow
 
 #: Options of the streamed reports: a server-side cursor fetched in chunks. Given per statement,
 #: so a caller's Connection keeps its own options.
 _STREAM = {"yield_per": 5000}
-
-
-@dataclasses.dataclass(frozen=True)
-class MatchRow:
-    """A verified match of a query or stored document with a stored document."""
-
-    doc_id: int
-    external_id: str
-    cluster_id: int
-    method: str
-    jaccard: float
-    containment: float
-    hamming: int
 
 
 def load_params(conn: Connection, schema: str) -> FingerprintParams | None:

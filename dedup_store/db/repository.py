@@ -39,6 +39,7 @@ from dedup_store.db.verify import (
     score_parameters,
     scored_pairs_sql,
 )
+from dedup_store.results import MatchRow
 
 I64 = npt.NDArray[np.int64]
 #: The tables ANALYZE'd by :func:`refresh_statistics`.
@@ -50,20 +51,6 @@ DOCUMENT_COLUMNS = (
     "shingle_count", "token_count", "length", "external_id", "language", "meta", "body",
     "shingles", "exact_of",
 )  # fmt: skip
-
-
-@dataclasses.dataclass(frozen=True)
-class EdgeRow:
-    """A match edge stored by a batch: ``a`` (older) matched ``b`` (newer)."""
-
-    a: int
-    b: int
-    method: str
-    jaccard: float
-    containment: float
-    hamming: int
-    a_external_id: str
-    a_cluster_id: int
 
 
 def lock_name(schema: str) -> str:
@@ -202,7 +189,7 @@ def insert_documents(
 
 def store_edges(
     conn: Connection, schema: str, new: NewRows, candidates: Candidates
-) -> list[EdgeRow]:
+) -> list[MatchRow]:
     """Verify and store the matches of the new documents with older documents.
 
     One statement: the candidates found by their keys, plus each exact copy's link to the first
@@ -246,7 +233,12 @@ def store_edges(
         "cand_inter": "{" + ",".join("NULL" if v < 0 else str(v) for v in inter.tolist()) + "}",
         **score_parameters(new.batch.params),
     }
-    return [EdgeRow(*row) for row in conn.execute(text(statement), parameters)]
+    return [
+        MatchRow(a, external_id, cluster_id, method, jaccard, containment, hamming, new_id=b)
+        for a, b, method, jaccard, containment, hamming, external_id, cluster_id in conn.execute(
+            text(statement), parameters
+        )
+    ]
 
 
 def batch_intersections(
@@ -339,15 +331,15 @@ def _int4_array(data: bytes) -> npt.NDArray[np.int32]:
 
 
 def merge_clusters(
-    conn: Connection, schema: str, edges: Sequence[EdgeRow], params: FingerprintParams
+    conn: Connection, schema: str, edges: Sequence[MatchRow], params: FingerprintParams
 ) -> dict[int, int]:
     """Merge the clusters joined by new edges of merging methods; returns ``{old: new label}``."""
     merging = merging_methods(params)
-    edges = [e for e in edges if e.method in merging]
-    if not edges:
+    pairs = [(e.doc_id, e.new_id) for e in edges if e.method in merging and e.new_id is not None]
+    if not pairs:
         return {}
-    label_of = {e.a: e.a_cluster_id for e in edges}
-    label_of.update({e.b: e.b for e in edges})
+    label_of = {e.doc_id: e.cluster_id for e in edges if e.method in merging}
+    label_of.update({b: b for _, b in pairs})
     labels = sorted(set(label_of.values()))
     sizes = conn.execute(
         text(
@@ -357,7 +349,7 @@ def merge_clusters(
         {"labels": labels},
     )
     size_of: dict[int, int] = {row[0]: row[1] for row in sizes}
-    mapping = merge_labels(((e.a, e.b) for e in edges), label_of, size_of)
+    mapping = merge_labels(pairs, label_of, size_of)
     relabel(conn, schema, mapping)
     return mapping
 

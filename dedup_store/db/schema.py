@@ -27,10 +27,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
+from dedup_store.results import Method
+
 DEFAULT_SCHEMA = "dedup"
 VERSION_TABLE = "alembic_version"
 VIEWS = ("duplicate_pairs", "cluster_members", "cluster_sizes", "duplicates_per_day")
-METHODS = ("exact", "minhash", "simhash", "containment")
 
 
 def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
@@ -87,7 +88,7 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
         Column("found_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
         CheckConstraint("a < b", name="edges_ordered"),
         CheckConstraint(
-            "method IN ('exact', 'minhash', 'simhash', 'containment')", name="edges_method"
+            f"method IN ({', '.join(repr(m.value) for m in Method)})", name="edges_method"
         ),
         Index("edges_b", "b"),
     )

@@ -28,8 +28,9 @@ from sqlalchemy import Connection, TextClause, text
 
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.db.names import qualified
-from dedup_store.db.queries import MatchRow, fingerprint_parameters, matches_sql
+from dedup_store.db.queries import fingerprint_parameters, matches_sql
 from dedup_store.db.verify import array_literal, merging_methods
+from dedup_store.results import MatchRow
 
 
 @dataclasses.dataclass(frozen=True)
