@@ -47,7 +47,7 @@ import sqlalchemy as sa
 
 from benchmarks.fingerprint import word_shingles
 from benchmarks.ingest_corpus import GeneratedFile, IngestCorpus, read_documents
-from dedup_store import DedupStore
+from dedup_store import DedupStore, pipeline
 from dedup_store.config import normalize_url
 from dedup_store.core import FingerprintParams, canonical_tokens
 from dedup_store.results import AddResult, Document, IngestSummary, RecordError, Status
@@ -114,12 +114,12 @@ def profiled_ingest(store: DedupStore, path: Path, batch_size: int, lines: int) 
     """:func:`ingest` under pyinstrument, printing the call trees of both threads.
 
     ``DedupStore.ingest`` fingerprints on the calling thread while a writer thread runs the SQL
-    of the previous batch; the writer is profiled by wrapping the store's per-batch write.
+    of the previous batch; the writer is profiled by wrapping the pipeline's per-batch write.
     """
     from pyinstrument import Profiler
 
     main, writer = (Profiler(interval=0.005, async_mode="disabled") for _ in range(2))
-    write_batch = store._write_batch
+    write_batch = pipeline.write_batch
 
     def profiled_write(*args: Any, **kwargs: Any) -> Any:
         writer.start()
@@ -128,13 +128,13 @@ def profiled_ingest(store: DedupStore, path: Path, batch_size: int, lines: int) 
         finally:
             writer.stop()
 
-    setattr(store, "_write_batch", profiled_write)  # noqa: B010 - instance override, benchmark only
+    pipeline.write_batch = profiled_write  # the writer thread's per-batch call
     main.start()
     try:
         run = ingest(store, path, batch_size)
     finally:
         main.stop()
-        delattr(store, "_write_batch")
+        pipeline.write_batch = write_batch
     for title, profiler in (("calling thread", main), ("writer thread", writer)):
         print(f"\n== profile: {title} (pyinstrument, seconds) ==")
         tree = profiler.output_text(unicode=True, color=False, short_mode=True)

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
-from functools import partial
 from typing import Any, Literal
 
-import numpy as np
 from sqlalchemy import Connection
 from sqlalchemy import text as sa_text
 
+from dedup_store import pipeline
 from dedup_store.core.fingerprint import DEFAULT_MAX_BYTES, fingerprint
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import candidates, migrate, native, queries, repository, single
@@ -21,8 +17,9 @@ from dedup_store.db.engine import Bind, Database
 from dedup_store.db.names import validate_schema
 from dedup_store.db.schema import DEFAULT_SCHEMA
 from dedup_store.db.verify import merging_methods
-from dedup_store.errors import InvalidDocumentError, UnknownDocumentError
-from dedup_store.ingest_batch import BatchOutcome, PreparedBatch, lookup_ids, prepare_batch
+from dedup_store.errors import UnknownDocumentError
+from dedup_store.pipeline import Destination, OnBatch, OnProgress, prepare_batch
+from dedup_store.records import Record
 from dedup_store.results import (
     AddResult,
     CheckResult,
@@ -33,19 +30,11 @@ from dedup_store.results import (
     MatchRow,
     Method,
     Pair,
-    RecordError,
     Stats,
     Status,
     joined_cluster,
     sorted_matches,
 )
-
-Record = Document | tuple[str, str] | tuple[str, str, Mapping[str, Any] | None]
-OnBatch = Callable[[list[AddResult], list[RecordError]], None]
-OnProgress = Callable[[int, int], None]
-"""Called with the numbers of documents fingerprinted and stored so far."""
-#: A batch ends once its texts add up to this many characters, whatever its batch size.
-BATCH_BYTES = 4 * 2**20
 
 
 class DedupStore:
@@ -86,6 +75,7 @@ class DedupStore:
         except BaseException:
             self._db.close()
             raise
+        self._destination = Destination(self._db, self.schema, self.params, keep_text, max_bytes)
 
     def _open(
         self, conn: Connection, params: FingerprintParams | Mapping[str, Any] | None, create: bool
@@ -223,7 +213,8 @@ class DedupStore:
         Args:
             records: documents, or ``(id, text[, meta])`` tuples.
             batch_size: most documents per transaction (a batch also ends once it holds
-                :data:`BATCH_BYTES` of text, so long documents are stored, and reported, sooner).
+                :data:`~dedup_store.pipeline.BATCH_BYTES` of text, so long documents are
+                stored, and reported, sooner).
             update: replace documents whose id is stored instead of skipping them.
             on_error: ``stop`` raises the first bad record, ``skip`` reports it and goes on.
             on_batch: called after each stored batch with its results and bad records.
@@ -234,104 +225,18 @@ class DedupStore:
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
-        summary = IngestSummary()
-        started = time.perf_counter()
-        progress = _Progress(on_progress)
-        # With our own engine, batch k+1 is written by a background thread while batch k+2 is
-        # fingerprinted here (the writer mostly waits on the server); the first batch, and every
-        # batch on a caller's Connection, is written on the caller's thread.
-        pipelined = self._db.connection is None
-        with contextlib.ExitStack() as stack:
-            writer: ThreadPoolExecutor | None = None
-            pending: Future[BatchOutcome] | None = None
-            first = 1
-            # a batch being written when the caller is interrupted is still reported
-            stack.callback(lambda: self._settle(pending, summary, on_batch))
-            for chunk in _batches(records, batch_size, BATCH_BYTES):
-                prepared = self._prepare(chunk, update, first)
-                first += len(chunk)
-                progress.fingerprinted(len(chunk))
-                if pending is not None:
-                    progress.stored(self._report(pending.result(), summary, on_batch))
-                    pending = None
-                if prepared.errors and on_error == "stop":
-                    raise prepared.first_error()
-                if writer is None and pipelined and summary.documents + summary.errors > 0:
-                    writer = stack.enter_context(ThreadPoolExecutor(max_workers=1))
-                if writer is not None:
-                    pending = writer.submit(self._write, prepared)
-                else:
-                    progress.stored(self._report(self._write(prepared), summary, on_batch))
-            if pending is not None:
-                progress.stored(self._report(pending.result(), summary, on_batch))
-                pending = None
-        summary.seconds = time.perf_counter() - started
+        summary = pipeline.ingest(
+            self._destination,
+            records,
+            batch_size=batch_size,
+            update=update,
+            on_error=on_error,
+            on_batch=on_batch,
+            on_progress=on_progress,
+        )
         if count_clusters:
             summary.clusters = self.stats().clusters
         return summary
-
-    def _settle(
-        self,
-        pending: Future[BatchOutcome] | None,
-        summary: IngestSummary,
-        on_batch: OnBatch | None,
-    ) -> None:
-        """Report a batch still being written when ``ingest`` stops early (its result is lost
-        if the write itself failed: the error that stopped ``ingest`` is the one raised)."""
-        if pending is not None and pending.exception() is None:
-            self._report(pending.result(), summary, on_batch)
-
-    @staticmethod
-    def _report(outcome: BatchOutcome, summary: IngestSummary, on_batch: OnBatch | None) -> int:
-        """Count a written batch into ``summary``; returns the number of records it held."""
-        for result in outcome.results:
-            summary.count(result)
-        summary.errors += len(outcome.errors)
-        if on_batch is not None:
-            on_batch(outcome.results, outcome.errors)
-        return len(outcome.results) + len(outcome.errors)
-
-    def _prepare(self, documents: list[Document], update: bool, first: int) -> PreparedBatch:
-        """Validate and fingerprint a batch (ids already stored are not fingerprinted)."""
-        ids = lookup_ids(documents)
-        known = self._run(lambda c: queries.find_documents(c, self.schema, ids))
-        return prepare_batch(documents, self.params, known, update, self.max_bytes, first)
-
-    def _write(self, prepared: PreparedBatch) -> BatchOutcome:
-        """Write a prepared batch in one transaction (retried on serialization failures)."""
-        return self._db.run(partial(self._write_batch, prepared=prepared))
-
-    def _write_batch(self, conn: Connection, prepared: PreparedBatch) -> BatchOutcome:
-        self._db.without_jit(conn)
-        repository.lock_writers(conn, self.schema)
-        known = queries.find_documents(conn, self.schema, prepared.candidate_ids())
-        if prepared.update and known:
-            repository.delete_documents(conn, self.schema, list(known.values()), self.params)
-            known = {}
-        rows = prepared.rows_to_insert(known)
-        new = repository.new_rows(
-            conn, self.schema, prepared.batch, np.asarray(rows, dtype=np.int64)
-        )
-        ids = new.ids
-        found = candidates.find_candidates(
-            conn, self.schema, new.key_groups(), self.params.hot_key_limit
-        )
-        docs = [prepared.document_of_row(r) for r in rows]
-        repository.insert_documents(
-            conn,
-            self.schema,
-            new,
-            [d.id for d in docs],
-            [d.meta for d in docs],
-            [d.text if self.keep_text else None for d in docs],
-            [prepared.language_of_row(r) for r in rows],
-        )
-        edges = repository.store_edges(conn, self.schema, new, found)
-        mapping = repository.merge_clusters(conn, self.schema, edges, self.params)
-        if len(ids):
-            repository.refresh_statistics(conn, self.schema, int(ids[-1]))
-        twin_clusters = queries.cluster_ids(conn, self.schema, prepared.twin_ids(known))
-        return prepared.outcome(ids.tolist(), edges, mapping, known, twin_clusters)
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -442,51 +347,6 @@ class DedupStore:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def _as_document(record: Record) -> Document:
-    if isinstance(record, Document):
-        return record
-    if isinstance(record, tuple) and len(record) in (2, 3):
-        return Document(*record)
-    raise InvalidDocumentError(
-        f"expected a Document or an (id, text[, meta]) tuple, got {type(record).__name__}"
-    )
-
-
-def _batches(records: Iterable[Record], size: int, max_chars: int) -> Iterator[list[Document]]:
-    """Lists of at most ``size`` documents and (unless one document is larger) ``max_chars``."""
-    batch: list[Document] = []
-    chars = 0
-    for record in records:
-        document = _as_document(record)
-        batch.append(document)
-        chars += len(document.text) if isinstance(document.text, str) else 0
-        if len(batch) >= size or chars >= max_chars:
-            yield batch
-            batch, chars = [], 0
-    if batch:
-        yield batch
-
-
-class _Progress:
-    """Running counts for an ``on_progress`` callback."""
-
-    def __init__(self, callback: OnProgress | None) -> None:
-        self.callback = callback
-        self.done = self.saved = 0
-
-    def fingerprinted(self, count: int) -> None:
-        self.done += count
-        self._tell()
-
-    def stored(self, count: int) -> None:
-        self.saved += count
-        self._tell()
-
-    def _tell(self) -> None:
-        if self.callback is not None:
-            self.callback(self.done, self.saved)
 
 
 def _group_clusters(rows: Iterable[Any]) -> Iterator[Cluster]:

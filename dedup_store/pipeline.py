@@ -1,0 +1,355 @@
+"""The ingest pipeline: every path that writes batches of documents goes through here.
+
+A batch is validated (once per record), fingerprinted, then written in one transaction under
+the writers' lock: its stored ids looked up, the first document of each exact group found, its
+keys looked up among the stored documents, its rows written, its candidates verified into
+edges, and the clusters those edges join merged. :func:`ingest` streams records through it,
+fingerprinting the next batch while the last one is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Literal
+
+import numpy as np
+from sqlalchemy import Connection
+
+from dedup_store.core.fingerprint import FingerprintBatch, fingerprint_batch
+from dedup_store.core.params import FingerprintParams
+from dedup_store.core.scripts import guess_language
+from dedup_store.db import candidates, queries, repository
+from dedup_store.db.engine import Database
+from dedup_store.db.verify import merging_methods
+from dedup_store.errors import DedupStoreError, EmptyDocumentError
+from dedup_store.records import (
+    Record,
+    batches,
+    describe,
+    lookup_ids,
+    record_error,
+    validate_document,
+)
+from dedup_store.results import (
+    AddResult,
+    Document,
+    IngestSummary,
+    MatchRow,
+    RecordError,
+    Status,
+    sorted_matches,
+)
+
+OnBatch = Callable[[list[AddResult], list[RecordError]], None]
+"""Called after each stored batch with its results and its bad records."""
+OnProgress = Callable[[int, int], None]
+"""Called with the numbers of documents fingerprinted and stored so far."""
+#: A batch ends once its texts add up to this many characters, whatever its batch size.
+BATCH_BYTES = 4 * 2**20
+
+
+@dataclasses.dataclass(frozen=True)
+class Destination:
+    """Where batches are written: a store's database, schema and settings."""
+
+    db: Database
+    schema: str
+    params: FingerprintParams
+    keep_text: bool
+    max_bytes: int
+
+
+@dataclasses.dataclass
+class BatchOutcome:
+    """Results (in input order, bad records left out) and the bad records of a batch."""
+
+    results: list[AddResult]
+    errors: list[RecordError]
+
+
+@dataclasses.dataclass
+class PreparedBatch:
+    """A validated, fingerprinted batch.
+
+    Attributes:
+        documents: the batch's records, in input order.
+        batch: fingerprints of the records to be written.
+        row_position: input position of each fingerprint row.
+        known_before: ``{external id: internal id}`` of stored ids seen before fingerprinting.
+        skipped: input positions reported as skipped (known ids; an id repeated in the batch,
+            whose first occurrence wins).
+        errors: ``(input position, error, exception class to raise)`` of bad records.
+        update: replace known ids instead of skipping them.
+    """
+
+    documents: list[Document]
+    batch: FingerprintBatch
+    row_position: list[int]
+    known_before: dict[str, int]
+    skipped: list[int]
+    errors: list[tuple[int, RecordError, type[DedupStoreError]]]
+    update: bool
+
+    def first_error(self) -> DedupStoreError:
+        """The exception to raise for the first bad record."""
+        _, error, kind = self.errors[0]
+        return kind(describe(error))
+
+    def record_errors(self) -> list[RecordError]:
+        """The bad records, in input order."""
+        return [error for _, error, _ in self.errors]
+
+    def candidate_ids(self) -> list[str]:
+        """External ids of the fingerprinted rows."""
+        return [self.documents[p].id for p in self.row_position]
+
+    def rows_to_insert(self, known: Mapping[str, int]) -> list[int]:
+        """Fingerprint rows whose ids are not stored (``known`` is read under the lock)."""
+        return [r for r, p in enumerate(self.row_position) if self.documents[p].id not in known]
+
+    def document_of_row(self, row: int) -> Document:
+        """The record of fingerprint row ``row``."""
+        return self.documents[self.row_position[row]]
+
+    def language_of_row(self, row: int) -> str:
+        """A best-effort language guess from the script of the canonical text."""
+        return guess_language(self.batch.canonical_texts[row])
+
+    def twin_ids(self, known: Mapping[str, int]) -> list[int]:
+        """Internal ids of the stored documents that skipped records are twins of."""
+        return list({**self.known_before, **known}.values())
+
+    def outcome(
+        self,
+        ids: Sequence[int],
+        edges: Sequence[MatchRow],
+        mapping: Mapping[int, int],
+        known: Mapping[str, int],
+        twin_clusters: Mapping[int, int],
+    ) -> BatchOutcome:
+        """Per-record results once the batch is written.
+
+        Args:
+            ids: internal ids of the inserted rows (in :meth:`rows_to_insert` order).
+            edges: the edges the batch stored.
+            mapping: cluster relabelling done by the batch.
+            known: stored ids found under the lock (their rows were skipped).
+            twin_clusters: ``{internal id: cluster id}`` of the :meth:`twin_ids`.
+        """
+        matches: dict[int | None, list[MatchRow]] = {}
+        for edge in edges:
+            matches.setdefault(edge.new_id, []).append(edge)
+        results: dict[int, AddResult] = {}
+        cluster_of_id = {
+            external_id: twin_clusters.get(doc_id)
+            for external_id, doc_id in {**self.known_before, **known}.items()
+        }
+        for row, doc_id in zip(self.rows_to_insert(known), ids, strict=True):
+            position = self.row_position[row]
+            external_id = self.documents[position].id
+            found = matches.get(doc_id, [])
+            replaced = self.update and external_id in self.known_before
+            merging = merging_methods(self.batch.params)
+            status = Status.UPDATED if replaced else Status.of((e.method for e in found), merging)
+            cluster = mapping.get(doc_id, doc_id)
+            cluster_of_id[external_id] = cluster
+            results[position] = AddResult(external_id, status, sorted_matches(found), cluster)
+        not_inserted = [p for p in self.row_position + self.skipped if p not in results]
+        for position in not_inserted:
+            external_id = self.documents[position].id
+            results[position] = AddResult(
+                external_id, Status.SKIPPED, [], cluster_of_id.get(external_id)
+            )
+        return BatchOutcome([results[p] for p in sorted(results)], self.record_errors())
+
+
+def prepare_batch(
+    documents: list[Document],
+    params: FingerprintParams,
+    known: Mapping[str, int],
+    update: bool,
+    max_bytes: int,
+    first: int | None = None,
+) -> PreparedBatch:
+    """Validate and fingerprint a batch; known ids are skipped unless ``update``.
+
+    An id repeated in the batch is written once: its first copy, or with ``update`` its last
+    copy (as if the copies had been added one after the other); the other copies are skipped.
+
+    Args:
+        documents: the records of the batch.
+        params: the store's fingerprint parameters.
+        known: ``{external id: internal id}`` of the batch's ids already stored.
+        update: replace known ids instead of skipping them.
+        max_bytes: largest accepted text, in UTF-8 bytes.
+        first: number of the batch's first record in the whole input (counting from 1); a bad
+            record without a source file and line is reported by its number.
+    """
+    errors: list[tuple[int, RecordError, type[DedupStoreError]]] = []
+    skipped: list[int] = []
+    chosen: dict[str, int] = {}
+    for position, doc in enumerate(documents):
+        try:
+            validate_document(doc, max_bytes)
+        except DedupStoreError as e:
+            number = None if first is None else first + position
+            errors.append((position, record_error(doc, str(e), number), type(e)))
+            continue
+        earlier = chosen.get(doc.id)
+        if earlier is not None and update:
+            skipped.append(earlier)
+            chosen[doc.id] = position
+        elif earlier is not None or (doc.id in known and not update):
+            skipped.append(position)
+        else:
+            chosen[doc.id] = position
+    positions = sorted(chosen.values())
+    batch = fingerprint_batch([documents[p].text for p in positions], params)
+    empty = {positions[row] for row in batch.empty_index}
+    message = "document is empty after canonicalization (no words left)"
+    errors.extend(
+        (
+            p,
+            record_error(documents[p], message, None if first is None else first + p),
+            EmptyDocumentError,
+        )
+        for p in empty
+    )
+    errors.sort(key=lambda item: item[0])
+    row_position = [p for p in positions if p not in empty]
+    skipped.sort()
+    return PreparedBatch(documents, batch, row_position, dict(known), skipped, errors, update)
+
+
+def write_batch(conn: Connection, dest: Destination, prepared: PreparedBatch) -> BatchOutcome:
+    """Write a prepared batch in the transaction of ``conn``, holding the writers' lock."""
+    schema, params = dest.schema, dest.params
+    dest.db.without_jit(conn)
+    repository.lock_writers(conn, schema)
+    known = queries.find_documents(conn, schema, prepared.candidate_ids())
+    if prepared.update and known:
+        repository.delete_documents(conn, schema, list(known.values()), params)
+        known = {}
+    rows = prepared.rows_to_insert(known)
+    new = repository.new_rows(conn, schema, prepared.batch, np.asarray(rows, dtype=np.int64))
+    found = candidates.find_candidates(conn, schema, new.key_groups(), params.hot_key_limit)
+    docs = [prepared.document_of_row(r) for r in rows]
+    repository.insert_documents(
+        conn,
+        schema,
+        new,
+        [d.id for d in docs],
+        [d.meta for d in docs],
+        [d.text if dest.keep_text else None for d in docs],
+        [prepared.language_of_row(r) for r in rows],
+    )
+    edges = repository.store_edges(conn, schema, new, found)
+    mapping = repository.merge_clusters(conn, schema, edges, params)
+    if len(new.ids):
+        repository.refresh_statistics(conn, schema, int(new.ids[-1]))
+    twin_clusters = queries.cluster_ids(conn, schema, prepared.twin_ids(known))
+    return prepared.outcome(new.ids.tolist(), edges, mapping, known, twin_clusters)
+
+
+def ingest(
+    dest: Destination,
+    records: Iterable[Record],
+    *,
+    batch_size: int,
+    update: bool,
+    on_error: Literal["skip", "stop"],
+    on_batch: OnBatch | None,
+    on_progress: OnProgress | None,
+) -> IngestSummary:
+    """Stream ``records`` into the store, one transaction per batch (see
+    :meth:`dedup_store.DedupStore.ingest`)."""
+    summary = IngestSummary()
+    started = time.perf_counter()
+    progress = _Progress(on_progress)
+    # With our own engine, batch k+1 is written by a background thread while batch k+2 is
+    # fingerprinted here (the writer mostly waits on the server); the first batch, and every
+    # batch on a caller's Connection, is written on the caller's thread.
+    pipelined = dest.db.connection is None
+    with contextlib.ExitStack() as stack:
+        writer: ThreadPoolExecutor | None = None
+        pending: Future[BatchOutcome] | None = None
+        first = 1
+        # a batch being written when the caller is interrupted is still reported
+        stack.callback(lambda: _settle(pending, summary, on_batch))
+        for chunk in batches(records, batch_size, BATCH_BYTES):
+            prepared = _prepare(dest, chunk, update, first)
+            first += len(chunk)
+            progress.fingerprinted(len(chunk))
+            if pending is not None:
+                progress.stored(_report(pending.result(), summary, on_batch))
+                pending = None
+            if prepared.errors and on_error == "stop":
+                raise prepared.first_error()
+            if writer is None and pipelined and summary.documents + summary.errors > 0:
+                writer = stack.enter_context(ThreadPoolExecutor(max_workers=1))
+            if writer is not None:
+                pending = writer.submit(_write, dest, prepared)
+            else:
+                progress.stored(_report(_write(dest, prepared), summary, on_batch))
+        if pending is not None:
+            progress.stored(_report(pending.result(), summary, on_batch))
+            pending = None
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _prepare(
+    dest: Destination, documents: list[Document], update: bool, first: int
+) -> PreparedBatch:
+    """Validate and fingerprint a batch (ids already stored are not fingerprinted)."""
+    ids = lookup_ids(documents)
+    known = dest.db.run(lambda conn: queries.find_documents(conn, dest.schema, ids))
+    return prepare_batch(documents, dest.params, known, update, dest.max_bytes, first)
+
+
+def _write(dest: Destination, prepared: PreparedBatch) -> BatchOutcome:
+    """Write a prepared batch in one transaction (retried on serialization failures)."""
+    return dest.db.run(lambda conn: write_batch(conn, dest, prepared))
+
+
+def _settle(
+    pending: Future[BatchOutcome] | None, summary: IngestSummary, on_batch: OnBatch | None
+) -> None:
+    """Report a batch still being written when ``ingest`` stops early (its result is lost if
+    the write itself failed: the error that stopped ``ingest`` is the one raised)."""
+    if pending is not None and pending.exception() is None:
+        _report(pending.result(), summary, on_batch)
+
+
+def _report(outcome: BatchOutcome, summary: IngestSummary, on_batch: OnBatch | None) -> int:
+    """Count a written batch into ``summary``; returns the number of records it held."""
+    for result in outcome.results:
+        summary.count(result)
+    summary.errors += len(outcome.errors)
+    if on_batch is not None:
+        on_batch(outcome.results, outcome.errors)
+    return len(outcome.results) + len(outcome.errors)
+
+
+class _Progress:
+    """Running counts for an ``on_progress`` callback."""
+
+    def __init__(self, callback: OnProgress | None) -> None:
+        self.callback = callback
+        self.done = self.saved = 0
+
+    def fingerprinted(self, count: int) -> None:
+        self.done += count
+        self._tell()
+
+    def stored(self, count: int) -> None:
+        self.saved += count
+        self._tell()
+
+    def _tell(self) -> None:
+        if self.callback is not None:
+            self.callback(self.done, self.saved)
