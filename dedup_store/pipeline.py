@@ -22,9 +22,9 @@ from sqlalchemy import Connection
 from dedup_store.core.fingerprint import FingerprintBatch, fingerprint_batch
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.scripts import guess_language
-from dedup_store.db import candidates, queries, repository
+from dedup_store.db import lookup, reports, scoring, write
 from dedup_store.db.engine import Database
-from dedup_store.db.verify import merging_methods
+from dedup_store.db.scoring import merging_methods
 from dedup_store.errors import DedupStoreError, EmptyDocumentError
 from dedup_store.records import (
     Record,
@@ -229,16 +229,17 @@ def write_batch(conn: Connection, dest: Destination, prepared: PreparedBatch) ->
     """Write a prepared batch in the transaction of ``conn``, holding the writers' lock."""
     schema, params = dest.schema, dest.params
     dest.db.without_jit(conn)
-    repository.lock_writers(conn, schema)
-    known = queries.find_documents(conn, schema, prepared.candidate_ids())
+    write.lock_writers(conn, schema)
+    known = reports.find_documents(conn, schema, prepared.candidate_ids())
     if prepared.update and known:
-        repository.delete_documents(conn, schema, list(known.values()), params)
+        write.delete_documents(conn, schema, list(known.values()), params)
         known = {}
     rows = prepared.rows_to_insert(known)
-    new = repository.new_rows(conn, schema, prepared.batch, np.asarray(rows, dtype=np.int64))
-    found = candidates.find_candidates(conn, schema, new.key_groups(), params.hot_key_limit)
+    ids = write.allocate_ids(conn, schema, len(rows))
+    new = lookup.new_rows(conn, schema, prepared.batch, np.asarray(rows, dtype=np.int64), ids)
+    found = lookup.find_candidates(conn, schema, new.key_groups(), params.hot_key_limit)
     docs = [prepared.document_of_row(r) for r in rows]
-    repository.insert_documents(
+    write.insert_documents(
         conn,
         schema,
         new,
@@ -247,11 +248,11 @@ def write_batch(conn: Connection, dest: Destination, prepared: PreparedBatch) ->
         [d.text if dest.keep_text else None for d in docs],
         [prepared.language_of_row(r) for r in rows],
     )
-    edges = repository.store_edges(conn, schema, new, found)
-    mapping = repository.merge_clusters(conn, schema, edges, params)
+    edges = scoring.store_edges(conn, schema, new, found)
+    mapping = write.merge_clusters(conn, schema, edges, params)
     if len(new.ids):
-        repository.refresh_statistics(conn, schema, int(new.ids[-1]))
-    twin_clusters = queries.cluster_ids(conn, schema, prepared.twin_ids(known))
+        write.refresh_statistics(conn, schema, int(new.ids[-1]))
+    twin_clusters = reports.cluster_ids(conn, schema, prepared.twin_ids(known))
     return prepared.outcome(new.ids.tolist(), edges, mapping, known, twin_clusters)
 
 
@@ -307,7 +308,7 @@ def _prepare(
 ) -> PreparedBatch:
     """Validate and fingerprint a batch (ids already stored are not fingerprinted)."""
     ids = lookup_ids(documents)
-    known = dest.db.run(lambda conn: queries.find_documents(conn, dest.schema, ids))
+    known = dest.db.run(lambda conn: reports.find_documents(conn, dest.schema, ids))
     return prepare_batch(documents, dest.params, known, update, dest.max_bytes, first)
 
 

@@ -12,11 +12,11 @@ from sqlalchemy import text as sa_text
 from dedup_store import pipeline
 from dedup_store.core.fingerprint import DEFAULT_MAX_BYTES, fingerprint
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import candidates, migrate, native, queries, repository, single
+from dedup_store.db import ddl, migrate, native, reports, scoring, single, write
+from dedup_store.db.ddl import DEFAULT_SCHEMA
 from dedup_store.db.engine import Bind, Database
 from dedup_store.db.names import validate_schema
-from dedup_store.db.schema import DEFAULT_SCHEMA
-from dedup_store.db.verify import merging_methods
+from dedup_store.db.scoring import merging_methods
 from dedup_store.errors import UnknownDocumentError
 from dedup_store.pipeline import Destination, OnBatch, OnProgress, prepare_batch
 from dedup_store.records import Record
@@ -89,7 +89,7 @@ class DedupStore:
         if stored is None:
             if not create:
                 migrate.verify_schema(conn, self.schema)
-            repository.lock_writers(conn, self.schema)
+            write.lock_writers(conn, self.schema)
             stored = self._create(conn, params)
         elif params is not None:
             self._require(stored, params)
@@ -110,8 +110,8 @@ class DedupStore:
         """The params of a complete store at this code's revision, else ``None``."""
         if migrate.current_revision(conn, self.schema) != migrate.head():
             return None
-        stored = queries.load_params(conn, self.schema)
-        if stored is None or candidates.missing_key_indexes(conn, self.schema, stored):
+        stored = ddl.load_params(conn, self.schema)
+        if stored is None or ddl.missing_key_indexes(conn, self.schema, stored):
             return None
         return stored
 
@@ -122,17 +122,17 @@ class DedupStore:
         if migrate.current_revision(conn, self.schema) is None:
             migrate.upgrade_connection(conn, self.schema)
         migrate.verify_schema(conn, self.schema)
-        stored = queries.load_params(conn, self.schema)
+        stored = ddl.load_params(conn, self.schema)
         if stored is None:
             if isinstance(params, FingerprintParams):
                 stored = params
             else:
                 stored = FingerprintParams.from_dict(dict(params or {}))
-            queries.save_params(conn, self.schema, stored)
+            ddl.save_params(conn, self.schema, stored)
         elif params is not None:
             self._require(stored, params)
-        missing = candidates.missing_key_indexes(conn, self.schema, stored)
-        candidates.create_key_indexes(conn, self.schema, missing)
+        missing = ddl.missing_key_indexes(conn, self.schema, stored)
+        ddl.create_key_indexes(conn, self.schema, missing)
         return stored
 
     # -- writing ----------------------------------------------------------------------------
@@ -159,21 +159,19 @@ class DedupStore:
         statement, parameters = single.add_statement(self.schema, fp, id, meta, body, language)
         rows = self._db.native(
             lambda raw: native.locked_statement(
-                raw, repository.lock_name(self.schema), statement, parameters
+                raw, write.lock_name(self.schema), statement, parameters
             )
         )
         if rows is None:  # inside a caller's transaction
 
             def work(conn: Connection) -> list[Any]:
-                repository.lock_writers(conn, self.schema)
+                write.lock_writers(conn, self.schema)
                 return list(conn.execute(sa_text(statement), parameters))
 
             rows = self._db.run(work)
         outcome = single.outcome(rows)
         if outcome.inserted and outcome.doc_id % 1024 == 0:
-            self._db.run(
-                lambda conn: repository.refresh_statistics(conn, self.schema, outcome.doc_id)
-            )
+            self._db.run(lambda conn: write.refresh_statistics(conn, self.schema, outcome.doc_id))
         if not outcome.inserted:
             return AddResult(id, Status.SKIPPED, [], outcome.cluster_id)
         status = Status.of((m.method for m in outcome.matches), merging_methods(self.params))
@@ -247,7 +245,7 @@ class DedupStore:
             InvalidDocumentError, EmptyDocumentError: as :meth:`add`.
         """
         fp = fingerprint(text, self.params)
-        statement, parameters = queries.check_statement(self.schema, fp)
+        statement, parameters = scoring.check_statement(self.schema, fp)
         found = self._db.native(lambda raw: native.fetch_all(raw, statement, parameters))
         if found is None:  # inside a caller's transaction
             found = self._run(lambda conn: list(conn.execute(sa_text(statement), parameters)))
@@ -260,7 +258,7 @@ class DedupStore:
         """The stored matches of document ``id`` (older and newer), best first."""
 
         def work(conn: Connection) -> list[MatchRow]:
-            return queries.stored_matches(conn, self.schema, self._doc_id(conn, id))
+            return reports.stored_matches(conn, self.schema, self._doc_id(conn, id))
 
         return sorted_matches(self._run(work))
 
@@ -268,8 +266,8 @@ class DedupStore:
         """The cluster of document ``id``."""
 
         def work(conn: Connection) -> Cluster:
-            label = queries.cluster_ids(conn, self.schema, [self._doc_id(conn, id)])
-            rows = queries.cluster_rows(conn, self.schema, next(iter(label.values())), 1)
+            label = reports.cluster_ids(conn, self.schema, [self._doc_id(conn, id)])
+            rows = reports.cluster_rows(conn, self.schema, next(iter(label.values())), 1)
             return next(_group_clusters(rows))
 
         result: Cluster = self._db.run(work)  # a server-side cursor needs a transaction
@@ -278,19 +276,19 @@ class DedupStore:
     def clusters(self, min_size: int = 2) -> Iterator[Cluster]:
         """Every cluster with at least ``min_size`` members, oldest first (streamed)."""
         with self._db.transaction() as conn:
-            yield from _group_clusters(queries.cluster_rows(conn, self.schema, None, min_size))
+            yield from _group_clusters(reports.cluster_rows(conn, self.schema, None, min_size))
 
     def pairs(self) -> Iterator[Pair]:
         """Every stored match edge (streamed)."""
         with self._db.transaction() as conn:
-            for row in queries.pair_rows(conn, self.schema):
+            for row in reports.pair_rows(conn, self.schema):
                 a, b, method, jaccard, containment, hamming, found_at, excerpt = row
                 yield Pair(a, b, Method(method), jaccard, containment, hamming, found_at, excerpt)
 
     def export(self) -> Iterator[dict[str, Any]]:
         """Every document with its cluster (streamed)."""
         with self._db.transaction() as conn:
-            for external_id, cluster_id, representative, created_at, meta in queries.export_rows(
+            for external_id, cluster_id, representative, created_at, meta in reports.export_rows(
                 conn, self.schema
             ):
                 yield {
@@ -303,7 +301,7 @@ class DedupStore:
 
     def stats(self) -> Stats:
         """Counts over the whole store."""
-        counts = self._run(lambda conn: queries.stats_row(conn, self.schema))
+        counts = self._run(lambda conn: reports.stats_row(conn, self.schema))
         return Stats(**counts, params=self.params.to_dict(), schema=self.schema)
 
     # -- deleting ---------------------------------------------------------------------------
@@ -317,12 +315,12 @@ class DedupStore:
         wanted = [ids] if isinstance(ids, str) else list(dict.fromkeys(ids))
 
         def work(conn: Connection) -> int:
-            repository.lock_writers(conn, self.schema)
-            found = queries.find_documents(conn, self.schema, wanted)
+            write.lock_writers(conn, self.schema)
+            found = reports.find_documents(conn, self.schema, wanted)
             missing = [i for i in wanted if i not in found]
             if missing:
                 raise UnknownDocumentError(missing[0])
-            repository.delete_documents(conn, self.schema, list(found.values()), self.params)
+            write.delete_documents(conn, self.schema, list(found.values()), self.params)
             return len(found)
 
         return self._db.run(work)
@@ -333,7 +331,7 @@ class DedupStore:
         return self._db.read(work)
 
     def _doc_id(self, conn: Connection, external_id: str) -> int:
-        found = queries.find_documents(conn, self.schema, [external_id])
+        found = reports.find_documents(conn, self.schema, [external_id])
         if external_id not in found:
             raise UnknownDocumentError(external_id)
         return found[external_id]

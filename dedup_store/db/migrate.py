@@ -15,8 +15,8 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, inspect
 
+from dedup_store.db.ddl import DEFAULT_SCHEMA, VERSION_TABLE
 from dedup_store.db.engine import Bind, Database
-from dedup_store.db.schema import DEFAULT_SCHEMA, VERSION_TABLE
 from dedup_store.errors import SchemaOutdatedError, StoreNotInitializedError
 
 UPGRADE_HINT = "dedup-store db upgrade"

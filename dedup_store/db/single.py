@@ -4,7 +4,7 @@ Adding a single document through the batch path costs a dozen round trips (candi
 two COPYs, edges, cluster sizes, relabelling). Here the writers' lock is taken, then one
 statement finds and scores the document's matches exactly as ``check`` does (which is what the
 batch path computes for one document), inserts the document, its sample keys and its edges, and
-merges the clusters its merging matches join (:func:`~dedup_store.db.verify.merging_methods`):
+merges the clusters its merging matches join (:func:`~dedup_store.db.scoring.merging_methods`):
 it takes the cluster of the largest such cluster (ties: the oldest label) and moves the members
 of the others into it, as :func:`~dedup_store.clustering.merge_labels` does.
 
@@ -27,9 +27,9 @@ from typing import Any
 from sqlalchemy import Connection, TextClause, text
 
 from dedup_store.core.fingerprint import Fingerprint
+from dedup_store.db.encoding import array_literal
 from dedup_store.db.names import qualified
-from dedup_store.db.queries import fingerprint_parameters, matches_sql
-from dedup_store.db.verify import array_literal, merging_methods
+from dedup_store.db.scoring import fingerprint_parameters, matches_sql, merging_methods
 from dedup_store.results import MatchRow
 
 

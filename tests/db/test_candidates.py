@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dedup_store.db.candidates import BAND, BLOCK, SAMPLE, KeyGroup, _merge, _pairs_inside
+from dedup_store.db.encoding import BAND, BLOCK, SAMPLE
+from dedup_store.db.lookup import KeyGroup, _merge, _pairs_inside
 
 
 def _ids(*values: int) -> np.ndarray:

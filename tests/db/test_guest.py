@@ -12,7 +12,7 @@ from sqlalchemy import Connection, Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
 from dedup_store import DatabaseError, DedupStore, DedupStoreError, InvalidNameError
-from dedup_store.db import migrate, repository
+from dedup_store.db import migrate, write
 from tests.conftest import SqlRecorder
 
 TEXT = "The quarterly report shows revenue rising in every region the company serves today."
@@ -236,14 +236,14 @@ def test_batches_are_never_jit_compiled_and_the_hosts_setting_stays(
     seen: list[str] = []
     store = DedupStore(engine, schema=schema)
     with store:
-        original = repository.lock_writers
+        original = write.lock_writers
 
         def lock_and_look(conn: Connection, name: str) -> None:
             seen.append(conn.execute(text("SHOW jit")).scalar_one())
             original(conn, name)
 
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(repository, "lock_writers", lock_and_look)
+            patch.setattr(write, "lock_writers", lock_and_look)
             store.ingest([("a", "one document of several words"), ("b", "and another one")])
     assert seen == ["off"]
     with engine.connect() as conn:

@@ -7,7 +7,7 @@ import re
 from sqlalchemy import Engine, text
 
 from dedup_store import DedupStore, FingerprintParams, Method
-from dedup_store.db.verify import merging_methods, scored_pairs_sql
+from dedup_store.db.scoring import merging_methods, scored_pairs_sql
 from dedup_store.results import MatchRow, sorted_matches
 
 

@@ -10,7 +10,7 @@ from sqlalchemy import Engine, inspect, text
 from dedup_store import DedupStore, SchemaOutdatedError, StoreNotInitializedError
 from dedup_store.core import FingerprintParams
 from dedup_store.db import migrate
-from dedup_store.db.schema import VIEWS, build_metadata
+from dedup_store.db.ddl import VIEWS, build_metadata
 
 
 def _tables(engine: Engine, schema: str) -> set[str]:

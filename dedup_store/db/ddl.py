@@ -1,10 +1,10 @@
-"""The tables of a store, as SQLAlchemy metadata.
+"""The structure of a store: its tables as SQLAlchemy metadata, the per-slot key indexes its
+parameters need, and its parameters row.
 
 The migrations in ``migrations/versions`` are self-contained DDL and do not import this module;
 the test suite checks that a database migrated to head matches :func:`build_metadata` exactly.
-All tables live in the store's own PostgreSQL schema (``dedup`` by default). The per-slot hash
-indexes on ``documents.band_keys`` and ``documents.block_keys`` depend on the fingerprint
-parameters; the store creates them when it opens (``repository.ensure_key_indexes``).
+The per-slot hash indexes on ``documents.band_keys`` and ``documents.block_keys`` depend on the
+fingerprint parameters; the store creates them when it opens (:func:`create_key_indexes`).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from sqlalchemy import (
     BigInteger,
     CheckConstraint,
     Column,
+    Connection,
     DateTime,
     Float,
     ForeignKey,
@@ -27,6 +28,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
+from dedup_store.core.params import FingerprintParams
+from dedup_store.db.encoding import BAND, BLOCK, KEY_COLUMNS
+from dedup_store.db.names import qualified, quote
 from dedup_store.results import Method
 
 DEFAULT_SCHEMA = "dedup"
@@ -93,3 +97,52 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
         Index("edges_b", "b"),
     )
     return md
+
+
+_INDEX_PREFIX = {BAND: "documents_band_", BLOCK: "documents_block_"}
+
+
+def key_indexes(params: FingerprintParams) -> list[tuple[str, str, int]]:
+    """``(index name, column, slot)`` of every per-slot hash index a store with ``params`` needs."""
+    counts = {BAND: params.band_key_count, BLOCK: params.block_key_count}
+    return [
+        (f"{_INDEX_PREFIX[kind]}{slot}", KEY_COLUMNS[kind], slot)
+        for kind, count in counts.items()
+        for slot in range(1, count + 1)
+    ]
+
+
+def missing_key_indexes(
+    conn: Connection, schema: str, params: FingerprintParams
+) -> list[tuple[str, str, int]]:
+    """The per-slot key indexes a store with ``params`` needs and does not have."""
+    names = text(
+        "SELECT indexname FROM pg_indexes WHERE schemaname = :s AND tablename = 'documents'"
+    )
+    existing = set(conn.execute(names, {"s": schema}).scalars())
+    return [index for index in key_indexes(params) if index[0] not in existing]
+
+
+def create_key_indexes(conn: Connection, schema: str, indexes: list[tuple[str, str, int]]) -> None:
+    """Create the per-slot key indexes ``indexes`` (from :func:`missing_key_indexes`)."""
+    for name, column, slot in indexes:
+        conn.execute(
+            text(
+                f"CREATE INDEX {quote(name)} ON {qualified(schema, 'documents')} "
+                f"USING hash (({quote(column)}[{int(slot)}])) WHERE exact_of IS NULL"
+            )
+        )
+
+
+def load_params(conn: Connection, schema: str) -> FingerprintParams | None:
+    """The params the store was created with, or ``None`` before they are saved."""
+    row = conn.execute(text(f"SELECT params FROM {qualified(schema)}.params WHERE id = 1")).first()
+    return None if row is None else FingerprintParams.from_stored(row[0])
+
+
+def save_params(conn: Connection, schema: str, params: FingerprintParams) -> None:
+    """Record the store's params (once)."""
+    conn.execute(
+        text(f"INSERT INTO {qualified(schema)}.params (id, params) VALUES (1, CAST(:p AS jsonb))"),
+        {"p": params.to_json()},
+    )

@@ -9,7 +9,9 @@ per document and live in ``sample_keys``.
 For a batch, one statement looks up every key of every slot (an ``= ANY(keys)`` index scan per
 slot) *before* the batch's rows are written, so it only meets older documents; the keys found
 are joined back to the new documents that own them in numpy, and pairs inside the batch are found
-in numpy too.
+in numpy too. :func:`new_rows` finds the first stored document of each new row's exact group.
+The probes of one fingerprint (``check``, ``add``) are :func:`key_lookups` and
+:func:`sample_lookup`.
 """
 
 from __future__ import annotations
@@ -22,47 +24,17 @@ import numpy.typing as npt
 from sqlalchemy import Connection, text
 
 from dedup_store.core.fingerprint import FingerprintBatch
-from dedup_store.core.params import FingerprintParams
-from dedup_store.db.names import qualified, quote
-from dedup_store.db.verify import array_literal
-
-I64 = npt.NDArray[np.int64]
-BAND, BLOCK, SAMPLE = 0, 1, 2
-#: The ``documents`` column holding each slotted kind of key.
-KEY_COLUMNS = {BAND: "band_keys", BLOCK: "block_keys"}
-_INDEX_PREFIX = {BAND: "documents_band_", BLOCK: "documents_block_"}
-
-
-def key_indexes(params: FingerprintParams) -> list[tuple[str, str, int]]:
-    """``(index name, column, slot)`` of every per-slot hash index a store with ``params`` needs."""
-    counts = {BAND: params.band_key_count, BLOCK: params.block_key_count}
-    return [
-        (f"{_INDEX_PREFIX[kind]}{slot}", KEY_COLUMNS[kind], slot)
-        for kind, count in counts.items()
-        for slot in range(1, count + 1)
-    ]
-
-
-def missing_key_indexes(
-    conn: Connection, schema: str, params: FingerprintParams
-) -> list[tuple[str, str, int]]:
-    """The per-slot key indexes a store with ``params`` needs and does not have."""
-    names = text(
-        "SELECT indexname FROM pg_indexes WHERE schemaname = :s AND tablename = 'documents'"
-    )
-    existing = set(conn.execute(names, {"s": schema}).scalars())
-    return [index for index in key_indexes(params) if index[0] not in existing]
-
-
-def create_key_indexes(conn: Connection, schema: str, indexes: list[tuple[str, str, int]]) -> None:
-    """Create the per-slot key indexes ``indexes`` (from :func:`missing_key_indexes`)."""
-    for name, column, slot in indexes:
-        conn.execute(
-            text(
-                f"CREATE INDEX {quote(name)} ON {qualified(schema, 'documents')} "
-                f"USING hash (({quote(column)}[{int(slot)}])) WHERE exact_of IS NULL"
-            )
-        )
+from dedup_store.db.encoding import (
+    BAND,
+    BLOCK,
+    I64,
+    KEY_COLUMNS,
+    SAMPLE,
+    array_literal,
+    ranges,
+    sample_columns,
+)
+from dedup_store.db.names import qualified
 
 
 def slot_lookup(s: str, kind: int, slot: int, condition: str) -> str:
@@ -97,54 +69,6 @@ def key_groups(batch: FingerprintBatch, rows: I64, ids: I64) -> list[KeyGroup]:
     samples, sample_docs = sample_columns(batch, rows, ids)
     groups.append(KeyGroup(SAMPLE, 0, samples.astype(np.int64), sample_docs))
     return groups
-
-
-def sample_columns(
-    batch: FingerprintBatch, rows: I64, ids: I64
-) -> tuple[npt.NDArray[np.int32], I64]:
-    """The sample keys (top 32 bits, as stored) of the selected rows, with their document ids."""
-    starts, ends = batch.sample_offsets[rows], batch.sample_offsets[rows + 1]
-    keys = top32(batch.sample_keys[ranges(starts, ends)])
-    counts = ends - starts
-    docs = np.repeat(ids, counts)
-    strides = np.repeat(excerpt_strides(counts, batch.params.max_excerpt_keys), counts)
-    keep = (keys.view(np.uint32) & (strides - 1).astype(np.uint32)) == 0
-    return keys[keep], docs[keep]
-
-
-def excerpt_strides(counts: I64, budget: int) -> I64:
-    """Per document with ``counts`` excerpt keys, the power of two ``s`` such that keeping the
-    keys whose value is a multiple of ``s`` leaves about ``budget`` of them (1: keep all).
-
-    The rule is symmetric: two documents meet on the shared keys that are multiples of the
-    larger one's stride, whichever of them is stored first.
-    """
-    if budget <= 0:
-        return np.ones(len(counts), dtype=np.int64)
-    ratio = np.maximum(counts, 1) / budget
-    powers = np.ceil(np.log2(np.maximum(ratio, 1.0))).astype(np.int64)
-    return np.left_shift(np.int64(1), powers)
-
-
-def sparse_excerpt_keys(keys: npt.NDArray[np.int32], budget: int) -> npt.NDArray[np.int32]:
-    """One document's excerpt keys (top 32 bits) thinned as :func:`sample_columns` does."""
-    stride = int(excerpt_strides(np.array([len(keys)], dtype=np.int64), budget)[0])
-    kept: npt.NDArray[np.int32] = keys[(keys.view(np.uint32) & np.uint32(stride - 1)) == 0]
-    return kept
-
-
-def top32(values: npt.NDArray[np.uint64]) -> npt.NDArray[np.int32]:
-    """The high 32 bits of 64-bit hashes, as PostgreSQL ``integer``."""
-    return (values >> np.uint64(32)).astype(np.uint32).view(np.int32)
-
-
-def ranges(starts: I64, ends: I64) -> I64:
-    """``concatenate([arange(s, e) for s, e in zip(starts, ends)])``, vectorized."""
-    lengths = ends - starts
-    firsts = np.cumsum(lengths) - lengths
-    positions: I64 = np.arange(int(lengths.sum()), dtype=np.int64)
-    positions += np.repeat(starts - firsts, lengths)
-    return positions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -315,3 +239,91 @@ def _merge(a: I64, b: I64, kind: npt.NDArray[np.int8]) -> Candidates:
         np.logical_and.reduceat(kind == BLOCK, starts),
         np.logical_or.reduceat(kind == SAMPLE, starts),
     )
+
+
+def key_lookups(s: str, band_count: int, block_count: int, hot_limit: int) -> list[str]:
+    """One index probe per band and block slot of the query (parameters ``k{kind}_{slot}``).
+
+    With ``hot_limit``, a probe keeps the ``hot_limit`` oldest documents of the key, as
+    :func:`~dedup_store.db.lookup.find_candidates` does.
+    """
+    branches = []
+    for kind, count in ((BAND, band_count), (BLOCK, block_count)):
+        block = "true" if kind == BLOCK else "false"
+        for slot in range(1, count + 1):
+            lookup = slot_lookup(s, kind, slot, f"= CAST(:k{kind}_{slot} AS bigint)")
+            if hot_limit:
+                # OFFSET 0 keeps the key's hash index scan: without it the planner may walk
+                # the primary key in id order and filter every row
+                lookup = f"SELECT * FROM ({lookup} OFFSET 0) l ORDER BY id LIMIT {int(hot_limit)}"
+            branches.append(
+                f"SELECT f.id AS a, {block} AS block, false AS sample FROM ({lookup}) f"
+            )
+    return branches
+
+
+def sample_lookup(s: str, hot_limit: int) -> str:
+    """The excerpt-key probes of the query (parameter ``sk``); hot keys are ignored."""
+    if not hot_limit:
+        return f"""SELECT o.doc_id AS a, false AS block, true AS sample
+                   FROM unnest(CAST(:sk AS integer[])) AS n(key)
+                   CROSS JOIN LATERAL (SELECT k.doc_id FROM {s}.sample_keys k
+                                       WHERE k.key = n.key OFFSET 0) o"""
+    return f"""SELECT o.doc_id AS a, false AS block, true AS sample
+               FROM (SELECT DISTINCT key FROM unnest(CAST(:sk AS integer[])) AS u(key)) n
+               CROSS JOIN LATERAL (
+                   SELECT l.doc_id, count(*) OVER () AS found
+                   FROM (SELECT k.doc_id FROM {s}.sample_keys k WHERE k.key = n.key
+                         LIMIT {int(hot_limit) + 1}) l
+               ) o
+               WHERE o.found < {int(hot_limit)}"""
+
+
+@dataclasses.dataclass(frozen=True)
+class NewRows:
+    """The rows of a fingerprint batch that a transaction inserts, with their new ids.
+
+    Attributes:
+        batch: the fingerprints.
+        rows: the batch rows inserted.
+        ids: their new internal ids.
+        exact_of: per row, the id of the first document of its exact group (stored, or an
+            earlier row of this batch), 0 for the first itself.
+    """
+
+    batch: FingerprintBatch
+    rows: I64
+    ids: I64
+    exact_of: I64
+
+    @property
+    def firsts(self) -> I64:
+        """Positions (in ``rows``) of the documents that are the first of their exact group."""
+        return np.flatnonzero(self.exact_of == 0)
+
+    def key_groups(self) -> list[KeyGroup]:
+        """The keys of the documents that are the first of their exact group."""
+        firsts = self.firsts
+        return key_groups(self.batch, self.rows[firsts], self.ids[firsts])
+
+
+def new_rows(
+    conn: Connection, schema: str, batch: FingerprintBatch, rows: I64, ids: I64
+) -> NewRows:
+    """The batch's ``rows`` to be written with ids ``ids``, each with the first document of its
+    exact group (stored, or an earlier row of the batch)."""
+    hashes = [batch.exact_hashes[r] for r in rows.tolist()]
+    rows_found = conn.execute(
+        text(
+            f"SELECT exact_hash, id FROM {qualified(schema, 'documents')} "
+            "WHERE exact_hash = ANY(:hashes) AND exact_of IS NULL"
+        ),
+        {"hashes": list(set(hashes))},
+    )
+    first_of: dict[bytes, int] = {bytes(row[0]): int(row[1]) for row in rows_found}
+    exact_of = np.zeros(len(rows), dtype=np.int64)
+    for position, (digest, doc_id) in enumerate(zip(hashes, ids.tolist(), strict=True)):
+        first = first_of.setdefault(digest, doc_id)
+        if first != doc_id:
+            exact_of[position] = first
+    return NewRows(batch, rows, ids, exact_of)

@@ -1,47 +1,29 @@
 """Writes: a whole batch of documents in a handful of set-based statements.
 
-Per batch: lock out other writers of the store (so every batch sees all batches committed before
-it, and concurrent writers end with the clusters a sequential run gives), allocate ids, look up
-the candidates of the new keys (:mod:`dedup_store.db.candidates`), COPY the documents with their
-keys, verify + store the match edges in one statement, then merge the clusters the new edges
-join.
+Per batch (:func:`dedup_store.pipeline.write_batch`): lock out other writers of the store (so
+every batch sees all batches committed before it, and concurrent writers end with the clusters a
+sequential run gives), allocate ids, COPY the documents with their keys, and merge the clusters
+the new edges (:func:`dedup_store.db.scoring.store_edges`) join. Deletes split clusters again.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from sqlalchemy import Connection, text
 
 from dedup_store.clustering import components, merge_labels
-from dedup_store.core.fingerprint import FingerprintBatch
-from dedup_store.core.overlap import intersection_sizes
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import copy
-from dedup_store.db.candidates import (
-    Candidates,
-    KeyGroup,
-    key_groups,
-    ranges,
-    sample_columns,
-    top32,
-)
+from dedup_store.db.encoding import I64, ranges, sample_columns, top32
+from dedup_store.db.lookup import NewRows
 from dedup_store.db.names import qualified
-from dedup_store.db.verify import (
-    EXACT_INTERSECTION,
-    fetch_document,
-    merging_methods,
-    score_parameters,
-    scored_pairs_sql,
-)
+from dedup_store.db.scoring import merging_methods
 from dedup_store.results import MatchRow
 
-I64 = npt.NDArray[np.int64]
 #: The tables ANALYZE'd by :func:`refresh_statistics`.
 TABLES = ("documents", "edges", "sample_keys")
 
@@ -79,54 +61,6 @@ def allocate_ids(conn: Connection, schema: str, count: int) -> I64:
     return np.arange(first, first + count, dtype=np.int64)
 
 
-@dataclasses.dataclass(frozen=True)
-class NewRows:
-    """The rows of a fingerprint batch that a transaction inserts, with their new ids.
-
-    Attributes:
-        batch: the fingerprints.
-        rows: the batch rows inserted.
-        ids: their new internal ids.
-        exact_of: per row, the id of the first document of its exact group (stored, or an
-            earlier row of this batch), 0 for the first itself.
-    """
-
-    batch: FingerprintBatch
-    rows: I64
-    ids: I64
-    exact_of: I64
-
-    @property
-    def firsts(self) -> I64:
-        """Positions (in ``rows``) of the documents that are the first of their exact group."""
-        return np.flatnonzero(self.exact_of == 0)
-
-    def key_groups(self) -> list[KeyGroup]:
-        """The keys of the documents that are the first of their exact group."""
-        firsts = self.firsts
-        return key_groups(self.batch, self.rows[firsts], self.ids[firsts])
-
-
-def new_rows(conn: Connection, schema: str, batch: FingerprintBatch, rows: I64) -> NewRows:
-    """Allocate ids for ``rows`` and find the first document of each one's exact group."""
-    ids = allocate_ids(conn, schema, len(rows))
-    hashes = [batch.exact_hashes[r] for r in rows.tolist()]
-    rows_found = conn.execute(
-        text(
-            f"SELECT exact_hash, id FROM {qualified(schema, 'documents')} "
-            "WHERE exact_hash = ANY(:hashes) AND exact_of IS NULL"
-        ),
-        {"hashes": list(set(hashes))},
-    )
-    first_of: dict[bytes, int] = {bytes(row[0]): int(row[1]) for row in rows_found}
-    exact_of = np.zeros(len(rows), dtype=np.int64)
-    for position, (digest, doc_id) in enumerate(zip(hashes, ids.tolist(), strict=True)):
-        first = first_of.setdefault(digest, doc_id)
-        if first != doc_id:
-            exact_of[position] = first
-    return NewRows(batch, rows, ids, exact_of)
-
-
 def insert_documents(
     conn: Connection,
     schema: str,
@@ -138,7 +72,7 @@ def insert_documents(
 ) -> None:
     """COPY the selected documents of a batch with their keys (other arguments per row).
 
-    Call it after :func:`~dedup_store.db.candidates.find_candidates`, whose lookups must only
+    Call it after :func:`~dedup_store.db.lookup.find_candidates`, whose lookups must only
     meet older documents' keys.
     """
     batch, rows = new.batch, new.rows
@@ -185,149 +119,6 @@ def insert_documents(
     keys, docs = sample_columns(batch, rows[firsts], new.ids[firsts])
     order = np.argsort(keys, kind="stable")  # in index order: the b-tree is walked in order
     copy.copy_fixed_rows(conn, schema, "sample_keys", ("key", "doc_id"), [keys[order], docs[order]])
-
-
-def store_edges(
-    conn: Connection, schema: str, new: NewRows, candidates: Candidates
-) -> list[MatchRow]:
-    """Verify and store the matches of the new documents with older documents.
-
-    One statement: the candidates found by their keys, plus each exact copy's link to the first
-    document of its group (``exact_of``), scored in SQL.
-    """
-    s = qualified(schema)
-    found = f"""
-        ne AS (SELECT nd.exact_of AS a, nd.id AS b
-               FROM {s}.documents nd
-               WHERE nd.id = ANY(:ids) AND nd.exact_of IS NOT NULL),
-        cand AS (SELECT a, b, bool_and(block_only) AS block_only,
-                        bool_or(sampled) AS sampled, max(inter) AS inter FROM (
-                     SELECT a, b, block_only = 1 AS block_only, sampled = 1 AS sampled, inter
-                     FROM unnest(CAST(:cand_a AS bigint[]), CAST(:cand_b AS bigint[]),
-                                 CAST(:cand_block_only AS integer[]),
-                                 CAST(:cand_sampled AS integer[]),
-                                 CAST(:cand_inter AS float8[]))
-                          AS p(a, b, block_only, sampled, inter)
-                     UNION ALL SELECT a, b, false, false, NULL FROM ne
-                 ) all_found GROUP BY a, b)
-    """
-    scored = scored_pairs_sql(
-        f"cand {fetch_document(s, 'x', 'cand.a')} {fetch_document(s, 'y', 'cand.b')}",
-        f"coalesce(cand.inter, {EXACT_INTERSECTION})",
-    )
-    statement = f"""
-        WITH {found},
-        judged AS ({scored}),
-        ins AS (INSERT INTO {s}.edges (a, b, method, jaccard, containment, hamming)
-                SELECT a, b, method, jaccard, containment, hamming FROM judged
-                WHERE method IS NOT NULL
-                ON CONFLICT DO NOTHING
-                RETURNING a, b, method, jaccard, containment, hamming)
-        SELECT ins.*, d.external_id, d.cluster_id FROM ins JOIN {s}.documents d ON d.id = ins.a
-    """
-    inter, possible = batch_intersections(conn, schema, new, candidates)
-    inter = inter[possible]
-    parameters = {
-        "ids": new.ids.tolist(),
-        **candidates.subset(possible).parameters(),
-        "cand_inter": "{" + ",".join("NULL" if v < 0 else str(v) for v in inter.tolist()) + "}",
-        **score_parameters(new.batch.params),
-    }
-    return [
-        MatchRow(a, external_id, cluster_id, method, jaccard, containment, hamming, new_id=b)
-        for a, b, method, jaccard, containment, hamming, external_id, cluster_id in conn.execute(
-            text(statement), parameters
-        )
-    ]
-
-
-def batch_intersections(
-    conn: Connection, schema: str, new: NewRows, candidates: Candidates
-) -> tuple[I64, npt.NDArray[np.bool_]]:
-    """``|X ∩ Y|`` of the candidate pairs the scoring needs it for, computed here (-1: none),
-    and whether each pair can still be a match.
-
-    In SQL every pair unnests both shingle arrays again, so a document paired with many
-    others (a long file quoting a licence, a template's pages) costs its full length for each.
-    Here each document is read once per batch, and each pair costs a search of the shorter
-    sorted array in the longer one. A pair needs it when it was found by an excerpt key, or
-    when its sizes allow the Jaccard of a match (min/max >= the lowest threshold); a pair that
-    meets no method's bar on its sizes or its intersection is no match, and is not sent back.
-    """
-    count = len(candidates.a)
-    result = np.full(count, -1, dtype=np.int64)
-    params = new.batch.params
-    if params.verify != "exact" or count == 0:
-        return result, np.ones(count, dtype=bool)
-    counts = np.diff(new.batch.shingle_offsets)[new.rows]
-    sizes = dict(zip(new.ids.tolist(), counts.tolist(), strict=True))
-    stored_ids = sorted(set(candidates.a.tolist()) - set(sizes))
-    sizes.update(_stored_sizes(conn, schema, stored_ids))
-    a_sizes = np.array([sizes[a] for a in candidates.a.tolist()], dtype=np.float64)
-    b_sizes = np.array([sizes[b] for b in candidates.b.tolist()], dtype=np.float64)
-    ratio = np.minimum(a_sizes, b_sizes) / np.maximum(np.maximum(a_sizes, b_sizes), 1)
-    min_jaccard = min(params.threshold, params.simhash_min_jaccard)
-    wanted = np.flatnonzero(candidates.sampled | (ratio >= min_jaccard))
-    ends = sorted(set(candidates.a[wanted].tolist()) | set(candidates.b[wanted].tolist()))
-    arrays = _new_shingles(new, set(ends))
-    arrays.update(_stored_shingles(conn, schema, [e for e in ends if e not in arrays]))
-    offsets = np.zeros(len(ends) + 1, dtype=np.int64)
-    np.cumsum([len(arrays[e]) for e in ends], out=offsets[1:])
-    values = np.concatenate([arrays[e] for e in ends]) if ends else np.empty(0, dtype=np.int32)
-    position = np.asarray(ends, dtype=np.int64)
-    left = np.searchsorted(position, candidates.a[wanted])
-    right = np.searchsorted(position, candidates.b[wanted])
-    result[wanted] = intersection_sizes(values, offsets, left, right)
-    inter = result[wanted].astype(np.float64)
-    x, y = a_sizes[wanted], b_sizes[wanted]
-    jaccard = inter / np.maximum(x + y - inter, 1)
-    containment = inter / np.maximum(np.minimum(x, y), 1)
-    excerpt = candidates.sampled[wanted] & (params.containment > 0)
-    possible = np.zeros(count, dtype=bool)
-    possible[wanted] = (jaccard >= min_jaccard) | (excerpt & (containment >= params.containment))
-    return result, possible
-
-
-def _new_shingles(new: NewRows, ids: set[int]) -> dict[int, npt.NDArray[np.int32]]:
-    """The sorted stored form (top 32 bits) of the shingles of the new documents ``ids``."""
-    offsets = new.batch.shingle_offsets
-    return {
-        doc_id: np.sort(top32(new.batch.shingles[offsets[row] : offsets[row + 1]]))
-        for doc_id, row in zip(new.ids.tolist(), new.rows.tolist(), strict=True)
-        if doc_id in ids
-    }
-
-
-def _stored_sizes(conn: Connection, schema: str, ids: Sequence[int]) -> dict[int, int]:
-    rows = conn.execute(
-        text(f"SELECT id, shingle_count FROM {qualified(schema, 'documents')} WHERE id = ANY(:i)"),
-        {"i": list(ids)},
-    )
-    return {row[0]: row[1] for row in rows}
-
-
-def _stored_shingles(
-    conn: Connection, schema: str, ids: Sequence[int]
-) -> dict[int, npt.NDArray[np.int32]]:
-    """Sorted shingle arrays of stored documents, read in PostgreSQL's binary array form."""
-    if not ids:
-        return {}
-    rows = conn.execute(
-        text(
-            f"SELECT id, array_send(shingles) FROM {qualified(schema, 'documents')} "
-            "WHERE id = ANY(:i)"
-        ),
-        {"i": list(ids)},
-    )
-    return {row[0]: np.sort(_int4_array(row[1])) for row in rows}
-
-
-def _int4_array(data: bytes) -> npt.NDArray[np.int32]:
-    """The elements of a one-dimensional ``integer[]`` in binary form (no NULLs)."""
-    if len(data) <= 12:  # an empty array: dimensions 0, no bounds
-        return np.empty(0, dtype=np.int32)
-    pairs = np.frombuffer(data, dtype=">i4", offset=20).reshape(-1, 2)  # (length 4, value)
-    return pairs[:, 1].astype(np.int32)
 
 
 def merge_clusters(

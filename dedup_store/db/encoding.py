@@ -1,0 +1,81 @@
+"""How fingerprints are stored: key kinds and columns, the 32-bit form of shingles and excerpt
+keys, which excerpt keys a document keeps, and PostgreSQL array literals and binary arrays."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import numpy.typing as npt
+
+from dedup_store.core.fingerprint import FingerprintBatch
+
+I64 = npt.NDArray[np.int64]
+#: Kinds of lookup key: LSH band keys, SimHash block keys, excerpt (sample) keys.
+BAND, BLOCK, SAMPLE = 0, 1, 2
+#: The ``documents`` column holding each slotted kind of key.
+KEY_COLUMNS = {BAND: "band_keys", BLOCK: "block_keys"}
+
+
+def sample_columns(
+    batch: FingerprintBatch, rows: I64, ids: I64
+) -> tuple[npt.NDArray[np.int32], I64]:
+    """The sample keys (top 32 bits, as stored) of the selected rows, with their document ids."""
+    starts, ends = batch.sample_offsets[rows], batch.sample_offsets[rows + 1]
+    keys = top32(batch.sample_keys[ranges(starts, ends)])
+    counts = ends - starts
+    docs = np.repeat(ids, counts)
+    strides = np.repeat(excerpt_strides(counts, batch.params.max_excerpt_keys), counts)
+    keep = (keys.view(np.uint32) & (strides - 1).astype(np.uint32)) == 0
+    return keys[keep], docs[keep]
+
+
+def excerpt_strides(counts: I64, budget: int) -> I64:
+    """Per document with ``counts`` excerpt keys, the power of two ``s`` such that keeping the
+    keys whose value is a multiple of ``s`` leaves about ``budget`` of them (1: keep all).
+
+    The rule is symmetric: two documents meet on the shared keys that are multiples of the
+    larger one's stride, whichever of them is stored first.
+    """
+    if budget <= 0:
+        return np.ones(len(counts), dtype=np.int64)
+    ratio = np.maximum(counts, 1) / budget
+    powers = np.ceil(np.log2(np.maximum(ratio, 1.0))).astype(np.int64)
+    return np.left_shift(np.int64(1), powers)
+
+
+def sparse_excerpt_keys(keys: npt.NDArray[np.int32], budget: int) -> npt.NDArray[np.int32]:
+    """One document's excerpt keys (top 32 bits) thinned as :func:`sample_columns` does."""
+    stride = int(excerpt_strides(np.array([len(keys)], dtype=np.int64), budget)[0])
+    kept: npt.NDArray[np.int32] = keys[(keys.view(np.uint32) & np.uint32(stride - 1)) == 0]
+    return kept
+
+
+def top32(values: npt.NDArray[np.uint64]) -> npt.NDArray[np.int32]:
+    """The high 32 bits of 64-bit hashes, as PostgreSQL ``integer``."""
+    return (values >> np.uint64(32)).astype(np.uint32).view(np.int32)
+
+
+def ranges(starts: I64, ends: I64) -> I64:
+    """``concatenate([arange(s, e) for s, e in zip(starts, ends)])``, vectorized."""
+    lengths = ends - starts
+    firsts = np.cumsum(lengths) - lengths
+    positions: I64 = np.arange(int(lengths.sum()), dtype=np.int64)
+    positions += np.repeat(starts - firsts, lengths)
+    return positions
+
+
+def array_literal(values: Iterable[int]) -> str:
+    """Integers as a PostgreSQL array literal, for ``CAST(:param AS bigint[])``.
+
+    Sending one string is much cheaper than a list of Python ints, each adapted on its own.
+    """
+    return "{" + ",".join(map(str, values)) + "}"
+
+
+def int4_array(data: bytes) -> npt.NDArray[np.int32]:
+    """The elements of a one-dimensional ``integer[]`` in binary form (no NULLs)."""
+    if len(data) <= 12:  # an empty array: dimensions 0, no bounds
+        return np.empty(0, dtype=np.int32)
+    pairs = np.frombuffer(data, dtype=">i4", offset=20).reshape(-1, 2)  # (length 4, value)
+    return pairs[:, 1].astype(np.int32)

@@ -1,0 +1,137 @@
+"""Reads for the caller: documents by id, clusters, pairs, export and the store's counts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from dedup_store.db.names import qualified
+from dedup_store.results import MatchRow
+
+#: Options of the streamed reports: a server-side cursor fetched in chunks. Given per statement,
+#: so a caller's Connection keeps its own options.
+_STREAM = {"yield_per": 5000}
+
+
+def stored_matches(conn: Connection, schema: str, doc_id: int) -> list[MatchRow]:
+    """The stored edges of one document, from either side."""
+    s = qualified(schema)
+    rows = conn.execute(
+        text(
+            f"""SELECT o.id, o.external_id, o.cluster_id, e.method, e.jaccard, e.containment,
+                   e.hamming
+            FROM {s}.edges e
+            JOIN {s}.documents o ON o.id = CASE WHEN e.a = :id THEN e.b ELSE e.a END
+            WHERE e.a = :id OR e.b = :id"""
+        ),
+        {"id": doc_id},
+    )
+    return [MatchRow(*row) for row in rows]
+
+
+def find_documents(conn: Connection, schema: str, external_ids: Sequence[str]) -> dict[str, int]:
+    """``{external id: internal id}`` for the stored ones among ``external_ids``."""
+    rows = conn.execute(
+        text(
+            f"SELECT external_id, id FROM {qualified(schema, 'documents')} "
+            "WHERE external_id = ANY(:ids)"
+        ),
+        {"ids": list(external_ids)},
+    )
+    return {row[0]: row[1] for row in rows}
+
+
+def cluster_ids(conn: Connection, schema: str, doc_ids: Sequence[int]) -> dict[int, int]:
+    """``{document id: cluster id}``."""
+    if not doc_ids:
+        return {}
+    rows = conn.execute(
+        text(f"SELECT id, cluster_id FROM {qualified(schema)}.documents WHERE id = ANY(:ids)"),
+        {"ids": list(doc_ids)},
+    )
+    return {row[0]: row[1] for row in rows}
+
+
+def cluster_rows(conn: Connection, schema: str, label: int | None, min_size: int) -> Iterator[Any]:
+    """Members of one cluster (``label``) or of every cluster of ``min_size`` or more.
+
+    Rows ``(cluster_id, representative, external_id, created_at)``, grouped by cluster, oldest
+    member first.
+    """
+    s = qualified(schema)
+    where = "m.cluster_id = :label" if label is not None else "z.size >= :min_size"
+    statement = f"""
+        SELECT m.cluster_id, m.representative, m.external_id, m.created_at
+        FROM {s}.cluster_members m JOIN {s}.cluster_sizes z ON z.cluster_id = m.cluster_id
+        WHERE {where}
+        ORDER BY z.first_seen, m.cluster_id, m.doc_id
+    """
+    result = conn.execute(
+        text(statement), {"label": label, "min_size": min_size}, execution_options=_STREAM
+    )
+    try:
+        yield from result
+    finally:
+        result.close()
+
+
+def pair_rows(conn: Connection, schema: str) -> Iterator[Any]:
+    """Every stored edge with both external ids, oldest first."""
+    result = conn.execute(
+        text(
+            "SELECT a, b, method, jaccard, containment, hamming, found_at, excerpt "
+            f"FROM {qualified(schema, 'duplicate_pairs')} ORDER BY a_doc_id, b_doc_id"
+        ),
+        execution_options=_STREAM,
+    )
+    try:
+        yield from result
+    finally:
+        result.close()
+
+
+def export_rows(conn: Connection, schema: str) -> Iterator[Any]:
+    """Every document with its cluster: ``(id, cluster_id, representative, created_at, meta)``."""
+    s = qualified(schema)
+    result = conn.execute(
+        text(
+            f"""SELECT d.external_id, d.cluster_id, r.external_id, d.created_at, d.meta
+            FROM {s}.documents d JOIN {s}.documents r ON r.id = d.cluster_id ORDER BY d.id"""
+        ),
+        execution_options=_STREAM,
+    )
+    try:
+        yield from result
+    finally:
+        result.close()
+
+
+def stats_row(conn: Connection, schema: str) -> dict[str, Any]:
+    """Counts over the whole store."""
+    s = qualified(schema)
+    documents, clusters, dup_clusters, dup_docs = conn.execute(
+        text(
+            f"""SELECT coalesce(sum(size), 0), count(*), count(*) FILTER (WHERE size > 1),
+                       coalesce(sum(size) FILTER (WHERE size > 1), 0)
+                FROM (SELECT count(*) AS size FROM {s}.documents GROUP BY cluster_id) c"""
+        )
+    ).one()
+    by_method_rows = conn.execute(text(f"SELECT method, count(*) FROM {s}.edges GROUP BY method"))
+    by_method: dict[str, int] = {row[0]: row[1] for row in by_method_rows}
+    hottest = conn.execute(
+        text(
+            f"SELECT key, count(*) FROM {s}.sample_keys GROUP BY key "
+            "ORDER BY count(*) DESC, key LIMIT 5"
+        )
+    )
+    return {
+        "hottest_excerpt_keys": {str(row[0]): int(row[1]) for row in hottest},
+        "documents": int(documents),
+        "clusters": int(clusters),
+        "duplicate_clusters": int(dup_clusters),
+        "documents_in_duplicate_clusters": int(dup_docs),
+        "edges": sum(by_method.values()),
+        "edges_by_method": by_method,
+    }

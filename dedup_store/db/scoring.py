@@ -1,0 +1,354 @@
+"""The SQL that scores candidate pairs and decides which become matches.
+
+Both sides of a pair are relations with the columns of ``documents`` (``x`` the stored, older
+document; ``y`` the new one or the query). Scores are computed in the database:
+
+* Hamming distance of the SimHashes with ``bit_count``;
+* Jaccard similarity, exact (``verify="exact"``: the size of the intersection of the stored
+  shingle sets) or estimated (``verify="estimate"``: the share of equal signature positions);
+* containment, ``|X ∩ Y| / min(|X|, |Y|)`` (estimated from Jaccard and the set sizes in
+  ``estimate`` mode).
+
+A pair becomes a match by the first method that accepts it: ``exact`` (same canonical text),
+``minhash`` (Jaccard >= threshold), ``simhash`` (Hamming <= k and Jaccard >= the SimHash floor),
+``containment`` (containment >= the containment threshold, when that index is on).
+
+:func:`merging_methods` names the methods whose matches merge clusters: every method but
+``containment`` (an excerpt is reported, not merged) unless the store's params say otherwise.
+A batch's candidates are intersected in numpy (:func:`batch_intersections`) and scored and
+stored in one statement (:func:`store_edges`); one fingerprint's candidates are found and scored
+in one statement (:func:`matches_sql`, for ``check`` and ``add``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import Connection, TextClause, text
+
+from dedup_store.core.fingerprint import Fingerprint
+from dedup_store.core.overlap import intersection_sizes
+from dedup_store.core.params import FingerprintParams
+from dedup_store.db.encoding import (
+    BAND,
+    BLOCK,
+    I64,
+    array_literal,
+    int4_array,
+    sparse_excerpt_keys,
+    top32,
+)
+from dedup_store.db.lookup import Candidates, NewRows, key_lookups, sample_lookup
+from dedup_store.db.names import qualified
+from dedup_store.results import MatchRow
+
+EXACT_INTERSECTION = (
+    "(SELECT count(*) FROM (SELECT unnest(x.shingles) INTERSECT SELECT unnest(y.shingles)) i)"
+)
+#: |X ∩ Y| for ``check``: Y's shingles are hashed once (``query_shingles``), not per pair, so a
+#: huge query costs one pass plus one probe per shingle of each candidate.
+QUERY_INTERSECTION = (
+    "(SELECT count(*) FROM unnest(x.shingles) AS u(sh) "
+    "WHERE u.sh IN (SELECT sh FROM query_shingles))"
+)
+_SIGNATURE_AGREEMENT = (
+    "(SELECT count(*) FROM unnest(x.signature, y.signature) s(p, q) WHERE p = q)::float8"
+    " / cardinality(x.signature)"
+)
+
+
+def scored_pairs_sql(pairs_from: str, intersection: str = EXACT_INTERSECTION) -> str:
+    """A query of ``(a, b, hamming, jaccard, containment, method)`` over candidate pairs.
+
+    Args:
+        pairs_from: a FROM clause that binds ``x`` (stored document, id ``a``), ``y`` (new
+            document or query, id ``b``) and ``cand`` with booleans ``block_only`` (the pair
+            was found through SimHash block keys only) and ``sampled`` (through an excerpt
+            key: only such a pair can be an excerpt match), e.g. a join of a candidate CTE
+            with ``documents``.
+            It may use the bind parameters of :func:`score_parameters`.
+        intersection: the SQL expression of ``|X ∩ Y|`` (exact mode).
+    """
+    return f"""
+    SELECT a, b, hamming, jaccard, containment,
+           CASE WHEN same THEN 'exact'
+                WHEN jaccard >= :tau THEN 'minhash'
+                WHEN hamming <= :simhash_k AND jaccard >= :simhash_min_jaccard THEN 'simhash'
+                WHEN :containment > 0 AND sampled AND containment >= :containment
+                    THEN 'containment'
+           END AS method
+    FROM (
+        SELECT a, b, same, hamming, sampled,
+               CASE WHEN same THEN 1.0 ELSE inter / nullif(nx + ny - inter, 0) END AS jaccard,
+               CASE WHEN same THEN 1.0 ELSE inter / nullif(least(nx, ny), 0) END AS containment
+        FROM (
+            SELECT a, b, same, hamming, sampled, nx, ny,
+                   CASE WHEN :exact_mode THEN exact_inter
+                        ELSE est / (1 + est) * (nx + ny) END AS inter
+            FROM (
+                SELECT x.id AS a, y.id AS b, cand.sampled,
+                       x.exact_hash = y.exact_hash AS same,
+                       bit_count((x.simhash # y.simhash)::bit(64)) AS hamming,
+                       x.shingle_count::float8 AS nx, y.shingle_count::float8 AS ny,
+                       -- Jaccard >= t needs min/max size >= t: a pair that no method can
+                       -- accept by its sizes is not intersected
+                       CASE WHEN :exact_mode AND x.exact_hash <> y.exact_hash
+                                 AND (cand.sampled
+                                      OR least(x.shingle_count, y.shingle_count)
+                                         >= :min_ratio * greatest(x.shingle_count,
+                                                                  y.shingle_count))
+                            THEN {intersection}::float8 END AS exact_inter,
+                       CASE WHEN NOT :exact_mode THEN {_SIGNATURE_AGREEMENT} END AS est
+                FROM {pairs_from}
+                -- a pair found only through SimHash blocks is dropped by its Hamming distance
+                -- alone, before the costlier Jaccard scoring
+                WHERE NOT (cand.block_only
+                           AND bit_count((x.simhash # y.simhash)::bit(64)) > :simhash_k)
+                OFFSET 0  -- keeps the planner from inlining (and re-running) the subqueries
+            ) raw
+        ) counted
+    ) scored
+    """
+
+
+def fetch_document(s: str, alias: str, id_expression: str) -> str:
+    """A lateral primary-key lookup of one document row as ``alias``."""
+    return (
+        f"CROSS JOIN LATERAL (SELECT * FROM {s}.documents d WHERE d.id = {id_expression} "
+        f"OFFSET 0) {alias}"
+    )
+
+
+def merging_methods(params: FingerprintParams) -> frozenset[str]:
+    """The methods whose matches merge clusters under ``params``."""
+    methods = {"exact", "minhash", "simhash", "containment"}
+    return frozenset(methods if params.containment_merges else methods - {"containment"})
+
+
+def score_parameters(params: FingerprintParams) -> dict[str, Any]:
+    """Bind parameters used by :func:`scored_pairs_sql`."""
+    return {
+        "tau": params.threshold,
+        "simhash_k": params.simhash_k,
+        "simhash_min_jaccard": params.simhash_min_jaccard,
+        "min_ratio": min(params.threshold, params.simhash_min_jaccard),
+        "containment": params.containment,
+        "exact_mode": params.verify == "exact",
+    }
+
+
+@lru_cache(maxsize=32)
+def matches_sql(schema: str, band_count: int, block_count: int, hot_limit: int = 0) -> str:
+    """A query of the verified matches of an unstored fingerprint given in bind parameters.
+
+    Rows ``(a, external_id, cluster_id, method, jaccard, containment, hamming)``; the
+    parameters are :func:`fingerprint_parameters`.
+    """
+    s = qualified(schema)
+    query = """(SELECT 0::bigint AS id, CAST(:exact AS bytea) AS exact_hash,
+                       CAST(:simhash AS bigint) AS simhash,
+                       CAST(:signature AS integer[]) AS signature,
+                       CAST(:shingles AS integer[]) AS shingles,
+                       CAST(:shingle_count AS integer) AS shingle_count) y"""
+    samples = sample_lookup(s, hot_limit)
+    exact = (
+        f"SELECT o.id, false, false FROM {s}.documents o "
+        "WHERE o.exact_hash = CAST(:exact AS bytea) AND o.exact_of IS NULL"
+    )
+    branches = [*key_lookups(s, band_count, block_count, hot_limit), samples, exact]
+    candidates = f"""(
+        SELECT a, bool_and(block) AS block_only, bool_or(sample) AS sampled FROM (
+            {" UNION ALL ".join(branches)}
+        ) found GROUP BY a
+    ) cand"""
+    scored = scored_pairs_sql(
+        f"{candidates} {fetch_document(s, 'x', 'cand.a')} CROSS JOIN {query}",
+        QUERY_INTERSECTION,
+    )
+    return f"""
+        WITH query_shingles AS MATERIALIZED (
+            SELECT DISTINCT unnest(CAST(:shingles AS integer[])) AS sh
+        )
+        SELECT j.a, d.external_id, d.cluster_id, j.method, j.jaccard, j.containment, j.hamming
+        FROM ({scored}) j JOIN {s}.documents d ON d.id = j.a
+        WHERE j.method IS NOT NULL
+    """
+
+
+@lru_cache(maxsize=32)
+def _check_statement(schema: str, band_count: int, block_count: int, hot_limit: int) -> TextClause:
+    """The statement of :func:`check_matches` (built once: it is long and parsed for binds)."""
+    return text(matches_sql(schema, band_count, block_count, hot_limit))
+
+
+def fingerprint_parameters(fp: Fingerprint) -> dict[str, Any]:
+    """The bind parameters of :func:`matches_sql` for ``fp``."""
+    parameters: dict[str, Any] = {
+        "exact": fp.exact_hash,
+        "simhash": int(np.uint64(fp.simhash).view(np.int64)),
+        "signature": array_literal(fp.signature.view(np.int32).tolist()),
+        "shingles": array_literal(top32(fp.shingles).tolist()),
+        "shingle_count": len(fp.shingles),
+        "sk": array_literal(
+            sparse_excerpt_keys(top32(fp.sample_keys), fp.params.max_excerpt_keys).tolist()
+        ),
+        **score_parameters(fp.params),
+    }
+    for kind, keys in ((BAND, fp.band_keys), (BLOCK, fp.block_keys)):
+        parameters.update({f"k{kind}_{i}": key for i, key in enumerate(keys.tolist(), start=1)})
+    return parameters
+
+
+def check_statement(schema: str, fp: Fingerprint) -> tuple[str, dict[str, Any]]:
+    """The statement of :func:`check_matches` and its ``:name`` parameters."""
+    statement = _check_statement(
+        schema, len(fp.band_keys), len(fp.block_keys), fp.params.hot_key_limit
+    )
+    return statement.text, fingerprint_parameters(fp)
+
+
+def check_matches(conn: Connection, schema: str, fp: Fingerprint) -> list[MatchRow]:
+    """Verified matches of an unstored fingerprint: ONE statement, candidates and scores."""
+    statement = _check_statement(
+        schema, len(fp.band_keys), len(fp.block_keys), fp.params.hot_key_limit
+    )
+    return [MatchRow(*row) for row in conn.execute(statement, fingerprint_parameters(fp))]
+
+
+def store_edges(
+    conn: Connection, schema: str, new: NewRows, candidates: Candidates
+) -> list[MatchRow]:
+    """Verify and store the matches of the new documents with older documents.
+
+    One statement: the candidates found by their keys, plus each exact copy's link to the first
+    document of its group (``exact_of``), scored in SQL.
+    """
+    s = qualified(schema)
+    found = f"""
+        ne AS (SELECT nd.exact_of AS a, nd.id AS b
+               FROM {s}.documents nd
+               WHERE nd.id = ANY(:ids) AND nd.exact_of IS NOT NULL),
+        cand AS (SELECT a, b, bool_and(block_only) AS block_only,
+                        bool_or(sampled) AS sampled, max(inter) AS inter FROM (
+                     SELECT a, b, block_only = 1 AS block_only, sampled = 1 AS sampled, inter
+                     FROM unnest(CAST(:cand_a AS bigint[]), CAST(:cand_b AS bigint[]),
+                                 CAST(:cand_block_only AS integer[]),
+                                 CAST(:cand_sampled AS integer[]),
+                                 CAST(:cand_inter AS float8[]))
+                          AS p(a, b, block_only, sampled, inter)
+                     UNION ALL SELECT a, b, false, false, NULL FROM ne
+                 ) all_found GROUP BY a, b)
+    """
+    scored = scored_pairs_sql(
+        f"cand {fetch_document(s, 'x', 'cand.a')} {fetch_document(s, 'y', 'cand.b')}",
+        f"coalesce(cand.inter, {EXACT_INTERSECTION})",
+    )
+    statement = f"""
+        WITH {found},
+        judged AS ({scored}),
+        ins AS (INSERT INTO {s}.edges (a, b, method, jaccard, containment, hamming)
+                SELECT a, b, method, jaccard, containment, hamming FROM judged
+                WHERE method IS NOT NULL
+                ON CONFLICT DO NOTHING
+                RETURNING a, b, method, jaccard, containment, hamming)
+        SELECT ins.*, d.external_id, d.cluster_id FROM ins JOIN {s}.documents d ON d.id = ins.a
+    """
+    inter, possible = batch_intersections(conn, schema, new, candidates)
+    inter = inter[possible]
+    parameters = {
+        "ids": new.ids.tolist(),
+        **candidates.subset(possible).parameters(),
+        "cand_inter": "{" + ",".join("NULL" if v < 0 else str(v) for v in inter.tolist()) + "}",
+        **score_parameters(new.batch.params),
+    }
+    return [
+        MatchRow(a, external_id, cluster_id, method, jaccard, containment, hamming, new_id=b)
+        for a, b, method, jaccard, containment, hamming, external_id, cluster_id in conn.execute(
+            text(statement), parameters
+        )
+    ]
+
+
+def batch_intersections(
+    conn: Connection, schema: str, new: NewRows, candidates: Candidates
+) -> tuple[I64, npt.NDArray[np.bool_]]:
+    """``|X ∩ Y|`` of the candidate pairs the scoring needs it for, computed here (-1: none),
+    and whether each pair can still be a match.
+
+    In SQL every pair unnests both shingle arrays again, so a document paired with many
+    others (a long file quoting a licence, a template's pages) costs its full length for each.
+    Here each document is read once per batch, and each pair costs a search of the shorter
+    sorted array in the longer one. A pair needs it when it was found by an excerpt key, or
+    when its sizes allow the Jaccard of a match (min/max >= the lowest threshold); a pair that
+    meets no method's bar on its sizes or its intersection is no match, and is not sent back.
+    """
+    count = len(candidates.a)
+    result = np.full(count, -1, dtype=np.int64)
+    params = new.batch.params
+    if params.verify != "exact" or count == 0:
+        return result, np.ones(count, dtype=bool)
+    counts = np.diff(new.batch.shingle_offsets)[new.rows]
+    sizes = dict(zip(new.ids.tolist(), counts.tolist(), strict=True))
+    stored_ids = sorted(set(candidates.a.tolist()) - set(sizes))
+    sizes.update(_stored_sizes(conn, schema, stored_ids))
+    a_sizes = np.array([sizes[a] for a in candidates.a.tolist()], dtype=np.float64)
+    b_sizes = np.array([sizes[b] for b in candidates.b.tolist()], dtype=np.float64)
+    ratio = np.minimum(a_sizes, b_sizes) / np.maximum(np.maximum(a_sizes, b_sizes), 1)
+    min_jaccard = min(params.threshold, params.simhash_min_jaccard)
+    wanted = np.flatnonzero(candidates.sampled | (ratio >= min_jaccard))
+    ends = sorted(set(candidates.a[wanted].tolist()) | set(candidates.b[wanted].tolist()))
+    arrays = _new_shingles(new, set(ends))
+    arrays.update(_stored_shingles(conn, schema, [e for e in ends if e not in arrays]))
+    offsets = np.zeros(len(ends) + 1, dtype=np.int64)
+    np.cumsum([len(arrays[e]) for e in ends], out=offsets[1:])
+    values = np.concatenate([arrays[e] for e in ends]) if ends else np.empty(0, dtype=np.int32)
+    position = np.asarray(ends, dtype=np.int64)
+    left = np.searchsorted(position, candidates.a[wanted])
+    right = np.searchsorted(position, candidates.b[wanted])
+    result[wanted] = intersection_sizes(values, offsets, left, right)
+    inter = result[wanted].astype(np.float64)
+    x, y = a_sizes[wanted], b_sizes[wanted]
+    jaccard = inter / np.maximum(x + y - inter, 1)
+    containment = inter / np.maximum(np.minimum(x, y), 1)
+    excerpt = candidates.sampled[wanted] & (params.containment > 0)
+    possible = np.zeros(count, dtype=bool)
+    possible[wanted] = (jaccard >= min_jaccard) | (excerpt & (containment >= params.containment))
+    return result, possible
+
+
+def _new_shingles(new: NewRows, ids: set[int]) -> dict[int, npt.NDArray[np.int32]]:
+    """The sorted stored form (top 32 bits) of the shingles of the new documents ``ids``."""
+    offsets = new.batch.shingle_offsets
+    return {
+        doc_id: np.sort(top32(new.batch.shingles[offsets[row] : offsets[row + 1]]))
+        for doc_id, row in zip(new.ids.tolist(), new.rows.tolist(), strict=True)
+        if doc_id in ids
+    }
+
+
+def _stored_sizes(conn: Connection, schema: str, ids: Sequence[int]) -> dict[int, int]:
+    rows = conn.execute(
+        text(f"SELECT id, shingle_count FROM {qualified(schema, 'documents')} WHERE id = ANY(:i)"),
+        {"i": list(ids)},
+    )
+    return {row[0]: row[1] for row in rows}
+
+
+def _stored_shingles(
+    conn: Connection, schema: str, ids: Sequence[int]
+) -> dict[int, npt.NDArray[np.int32]]:
+    """Sorted shingle arrays of stored documents, read in PostgreSQL's binary array form."""
+    if not ids:
+        return {}
+    rows = conn.execute(
+        text(
+            f"SELECT id, array_send(shingles) FROM {qualified(schema, 'documents')} "
+            "WHERE id = ANY(:i)"
+        ),
+        {"i": list(ids)},
+    )
+    return {row[0]: np.sort(int4_array(row[1])) for row in rows}
