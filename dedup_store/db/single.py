@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Connection, TextClause, text
+from sqlalchemy import TextClause, text
 
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.db.encoding import array_literal
@@ -35,7 +35,7 @@ from dedup_store.results import MatchRow
 
 @dataclasses.dataclass(frozen=True)
 class SingleOutcome:
-    """What :func:`add_document` did.
+    """What the statement of :func:`add_statement` did.
 
     Attributes:
         doc_id: the new document's internal id, or the stored one's when the id was known.
@@ -128,8 +128,8 @@ def add_statement(
 ) -> tuple[str, dict[str, Any]]:
     """The statement that inserts one document, with its ``:name`` parameters.
 
-    Run it holding the writers' lock (:func:`add_document`, or
-    :func:`~dedup_store.db.native.locked_statement`) and read its rows with :func:`outcome`.
+    Run it holding the writers' lock (:func:`~dedup_store.db.native.locked_statement`, or
+    :func:`~dedup_store.db.write.lock_writers` first) and read its rows with :func:`outcome`.
     ``meta`` must be JSON-serializable (validated by the caller).
     """
     statement = _statement(schema, len(fp.band_keys), len(fp.block_keys), fp.params.hot_key_limit)
@@ -155,17 +155,3 @@ def outcome(rows: Sequence[Sequence[Any]]) -> SingleOutcome:
     doc_id, inserted, cluster_id = int(head[0]), bool(head[1]), int(head[2])
     matches = [MatchRow(*row[:1], *row[3:]) for row in found]
     return SingleOutcome(doc_id, inserted, cluster_id, matches)
-
-
-def add_document(
-    conn: Connection,
-    schema: str,
-    fp: Fingerprint,
-    external_id: str,
-    meta: Any,
-    body: str | None,
-    language: str,
-) -> SingleOutcome:
-    """Insert one document unless its external id is stored; call it holding the writers' lock."""
-    statement, parameters = add_statement(schema, fp, external_id, meta, body, language)
-    return outcome(conn.execute(text(statement), parameters).all())
