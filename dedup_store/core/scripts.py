@@ -36,15 +36,9 @@ def script_tokens(text: str, join: bool = False) -> list[tuple[str, str]]:
     """``TOKEN.findall(text)``: ``(run, "")`` for a CJK run, ``("", word)`` for another word.
 
     With ``join``, a CJK run goes on across separators, which are left out of it, up to the next
-    word. With the compiled kernels, one scan classifies each character by
-    :func:`script_classes`.
+    word. One scan classifies each character by :func:`script_classes`.
     """
-    if kernels.compiled is None:
-        # joined runs: the tokens of the text without the separators between CJK characters
-        pairs: list[tuple[str, str]] = TOKEN.findall(_CJK_GAP.sub("", text) if join else text)
-        return pairs
-    tokens, kinds = kernels.compiled.script_tokens(text, script_classes(), join)
-    return [(t, "") if k == _CJK_KIND else ("", t) for t, k in zip(tokens, kinds, strict=True)]
+    return kernels.backend.script_tokens(text, script_classes(), join)
 
 
 @lru_cache(maxsize=1)

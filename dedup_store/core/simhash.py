@@ -21,9 +21,10 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup_store.core import kernels
-from dedup_store.core.hashing import MASK64, U64, as_int64, mix64
+from dedup_store.core.arrays import I64, U64
+from dedup_store.core.hashing import as_int64
+from dedup_store.core.mixing import MASK64, mix64
 
-I64 = npt.NDArray[np.int64]
 _FEATURES_PER_CHUNK = 1 << 17
 _DOCS_PER_CHUNK = 1 << 12
 # average features per document from which byte digits beat nibbles (fewer passes, more bins)
@@ -51,12 +52,8 @@ def simhash_batch(
     Returns:
         One ``uint64`` per document.
     """
-    if weights is None and kernels.compiled is not None:
-        majority = kernels.compiled.simhash_majority(
-            np.ascontiguousarray(features, dtype=np.uint64),
-            np.ascontiguousarray(offsets, dtype=np.int64),
-        )
-        return np.frombuffer(majority, dtype=np.uint64).copy()
+    if weights is None:
+        return kernels.backend.simhash_majority(features, offsets)
     n_docs = len(offsets) - 1
     out = np.zeros(n_docs, dtype=np.uint64)
     first = 0
