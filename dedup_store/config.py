@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_SCHEMA",
     "ENV_DATA_DIR",
+    "ENV_KERNELS",
     "ENV_SCHEMA",
     "ENV_URL",
     "describe_source",

@@ -24,7 +24,7 @@ import xxhash
 from dedup_store.config import ENV_KERNELS
 from dedup_store.core.arrays import I32, I64, U32, U64
 from dedup_store.core.mixing import COMBINE
-from dedup_store.core.reference import ReferenceBackend
+from dedup_store.core.reference import CJK_KIND, ReferenceBackend
 
 
 class Backend(Protocol):
@@ -102,7 +102,7 @@ class CompiledBackend:
 
     def script_tokens(self, text: str, classes: bytes, join: bool) -> list[tuple[str, str]]:
         tokens, kinds = self.module.script_tokens(text, classes, join)
-        return [(t, "") if k == 2 else ("", t) for t, k in zip(tokens, kinds, strict=True)]
+        return [(t, "") if k == CJK_KIND else ("", t) for t, k in zip(tokens, kinds, strict=True)]
 
     def canonical_words(
         self, body: bytes, sizes: I64, stop_words: frozenset[str] | None

@@ -19,7 +19,8 @@ from dedup_store.core.mixing import COMBINE, SPLITMIX_GAMMA, mix64
 
 # everything but letters, digits and marks
 _NON_WORD = re.compile(r"[\W_]+")
-_WORD_KIND, _CJK_KIND = 1, 2
+#: The classes of code points of :func:`dedup_store.core.scripts.script_classes` (0 separates).
+WORD_KIND, CJK_KIND = 1, 2
 _TOP_HALF = np.uint64(32)
 
 
@@ -45,7 +46,7 @@ class ReferenceBackend:
             kind = classes[ord(char)]
             if kind == run_kind and kind:
                 run.append(char)
-            elif kind or not (join and run_kind == _CJK_KIND):
+            elif kind or not (join and run_kind == CJK_KIND):
                 # a separator ends a word (and, unless joined, a CJK run); a letter ends a run
                 _flush(pairs, run, run_kind)
                 run, run_kind = ([char], kind) if kind else ([], 0)
@@ -154,9 +155,9 @@ class ReferenceBackend:
 
 def _flush(pairs: list[tuple[str, str]], run: list[str], kind: int) -> None:
     """Add a finished run of characters of ``kind`` (none when it is 0) to the token pairs."""
-    if kind == _CJK_KIND:
+    if kind == CJK_KIND:
         pairs.append(("".join(run), ""))
-    elif kind == _WORD_KIND:
+    elif kind == WORD_KIND:
         pairs.append(("", "".join(run)))
 
 

@@ -14,22 +14,18 @@ import numpy as np
 import regex
 
 from dedup_store.core import kernels
+from dedup_store.core.reference import CJK_KIND, WORD_KIND
 
 _CJK_CLASS = r"\p{Han}\p{Hiragana}\p{Katakana}"
 #: A token: a CJK run (first group) or a run of word characters (second group).
 TOKEN = regex.compile(rf"(?V1)([{_CJK_CLASS}]+)|([[\p{{L}}\p{{N}}\p{{M}}]--[{_CJK_CLASS}]]+)")
 #: One CJK character.
 CJK_CHAR = regex.compile(rf"[{_CJK_CLASS}]")
-# separators (neither CJK nor word characters) between two CJK characters
-_CJK_GAP = regex.compile(
-    rf"(?<=[{_CJK_CLASS}])[^\p{{L}}\p{{N}}\p{{M}}{_CJK_CLASS}]+(?=[{_CJK_CLASS}])"
-)
 _ANY_CJK = regex.compile(rf"[{_CJK_CLASS}]")
 # No Han, Hiragana or Katakana character lies below this one (U+2E80, the first CJK radical).
 _AT_OR_ABOVE_FIRST_CJK = re.compile("[\u2e80-\U0010ffff]")
 _KANA = re.compile("[\u3040-\u30ff]")
 _NOT_CYRILLIC = re.compile("[^\u0400-\u04ff]+")
-_WORD_KIND, _CJK_KIND = 1, 2
 
 
 def script_tokens(text: str, join: bool = False) -> list[tuple[str, str]]:
@@ -53,7 +49,7 @@ def script_classes() -> bytes:
     every = "".join(map(chr, points.tolist()))
     classes = np.zeros(0x110000, dtype=np.uint8)
     for match in TOKEN.finditer(every):
-        kind = _CJK_KIND if match.start(1) >= 0 else _WORD_KIND
+        kind = CJK_KIND if match.start(1) >= 0 else WORD_KIND
         classes[points[match.start() : match.end()]] = kind
     return classes.tobytes()
 
@@ -66,14 +62,14 @@ def is_cjk(token: str) -> bool:
     below U+3040 (a radical, ``々``, ``〇``) counts as a word there.
     """
     first = token[0]
-    return first >= "\u3040" and script_classes()[ord(first)] == _CJK_KIND
+    return first >= "\u3040" and script_classes()[ord(first)] == CJK_KIND
 
 
 def starts_cjk(token: str) -> bool:
     """Whether a canonical token is a CJK run: its first character is a Han, Hiragana or
     Katakana one (``canonical_version`` 2 on; all of them lie at or above U+2E80)."""
     first = token[0]
-    return first >= "\u2e80" and script_classes()[ord(first)] == _CJK_KIND
+    return first >= "\u2e80" and script_classes()[ord(first)] == CJK_KIND
 
 
 def has_cjk(text: str) -> bool:

@@ -21,12 +21,12 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, text
 
+from dedup_store.core.arrays import I64
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.names import qualified, quote
 from dedup_store.db.verify import array_literal
 
-I64 = npt.NDArray[np.int64]
 BAND, BLOCK, SAMPLE = 0, 1, 2
 #: The ``documents`` column holding each slotted kind of key.
 KEY_COLUMNS = {BAND: "band_keys", BLOCK: "block_keys"}

@@ -19,6 +19,7 @@ import numpy.typing as npt
 from sqlalchemy import Connection, text
 
 from dedup_store.clustering import components, merge_labels
+from dedup_store.core.arrays import I64
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.overlap import intersection_sizes
 from dedup_store.core.params import FingerprintParams
@@ -40,7 +41,6 @@ from dedup_store.db.verify import (
     scored_pairs_sql,
 )
 
-I64 = npt.NDArray[np.int64]
 #: The tables ANALYZE'd by :func:`refresh_statistics`.
 TABLES = ("documents", "edges", "sample_keys")
 

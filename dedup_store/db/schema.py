@@ -27,7 +27,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
-DEFAULT_SCHEMA = "dedup"
+from dedup_store.config import DEFAULT_SCHEMA as DEFAULT_SCHEMA
+
 VERSION_TABLE = "alembic_version"
 VIEWS = ("duplicate_pairs", "cluster_members", "cluster_sizes", "duplicates_per_day")
 METHODS = ("exact", "minhash", "simhash", "containment")
