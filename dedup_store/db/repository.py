@@ -18,12 +18,12 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, text
 
-from dedup_store.clustering import components, merge_labels
 from dedup_store.core.arrays import I64
+from dedup_store.core.clustering import components, merge_labels
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.overlap import intersection_sizes
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import copy
+from dedup_store.db import bulk_copy as copy
 from dedup_store.db.candidates import (
     Candidates,
     KeyGroup,
