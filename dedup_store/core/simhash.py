@@ -61,32 +61,18 @@ def simhash_batch(
         last = _chunk_end(offsets, first)
         lo, hi = offsets[first], offsets[last]
         chunk_offsets = offsets[first : last + 1] - lo
-        chunk_weights = None if weights is None else weights[lo:hi]
-        positive = _majority_bits(features[lo:hi], chunk_offsets, chunk_weights)
+        positive = _majority_bits(features[lo:hi], chunk_offsets, weights[lo:hi])
         out[first:last] = np.packbits(positive.ravel(), bitorder="little").view("<u8")
         first = last
     return out
 
 
 def _majority_bits(
-    features: U64, offsets: I64, weights: npt.NDArray[np.float32] | None
+    features: U64, offsets: I64, weights: npt.NDArray[np.float32]
 ) -> npt.NDArray[np.bool_]:
-    """Per document and bit, whether the features that have it outweigh those that do not.
-
-    Unweighted counts of at most 65535 per document are compared as integers: twice the count
-    exceeds the total exactly when the count exceeds half the total, rounded down.
-    """
-    sizes = np.diff(offsets)
-    if weights is None and len(features) > _UNPACK_UP_TO and int(np.max(sizes)) <= _LANE_MAX:
-        counts = _lane_counts(features, offsets)
-        half = (sizes // 2).astype(counts.dtype)
-        positive: npt.NDArray[np.bool_] = counts > half[:, None]
-        return positive
+    """Per document and bit, whether the features that have it outweigh those that do not."""
     votes = bit_votes(features, offsets, weights)
-    if weights is None:
-        totals = sizes.astype(np.float64)
-    else:
-        totals = np.add.reduceat(weights.astype(np.float64), offsets[:-1])
+    totals = np.add.reduceat(weights.astype(np.float64), offsets[:-1])
     majority: npt.NDArray[np.bool_] = votes * 2 > totals[:, None]
     return majority
 
