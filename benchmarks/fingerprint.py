@@ -18,7 +18,7 @@ with ``--languages en,ru,zh`` also Russian and Chinese ones (drawn from the samp
 
 Each figure is the best of ``--repeat`` runs on one core (a single process, no threads), and the
 ratios are ours divided by the peer. Ours runs the compiled kernels when they are built, or with
-``--numpy`` the numpy implementation a build without a C compiler runs. Run it as
+``--reference`` the reference kernels a build without a C compiler runs. Run it as
 ``python -m benchmarks.fingerprint``.
 """
 
@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.synthetic import Corpus
+from dedup_store.config import ENV_KERNELS
 from dedup_store.core import FingerprintParams, canonical_tokens, fingerprint_batch, kernels
 from dedup_store.core.fingerprint import fingerprint_tokens
 from dedup_store.core.scripts import is_cjk, starts_cjk
@@ -174,14 +175,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure (best is kept)")
     parser.add_argument(
-        "--numpy",
+        "--reference",
         action="store_true",
-        help="run our numpy implementation "
-        "instead of the compiled kernels (as a build without a C compiler does)",
+        help="run our reference kernels (numpy and plain Python) instead of the compiled ones "
+        f"(as a build without a C compiler, or {ENV_KERNELS}=reference, does)",
     )
     args = parser.parse_args(argv)
-    if args.numpy:
-        kernels.compiled = None
+    if args.reference:
+        kernels.backend = kernels.REFERENCE
     params = FingerprintParams()
     sizes = [(args.docs, 40), (args.long_docs or max(1, args.docs // 5), 600)]
     rows = []
@@ -194,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(
         f"params: num_perm={params.num_perm} shingle_size={params.shingle_size} "
         f"bands={params.bands} scheme={params.scheme}; one process, seed {args.seed}; "
-        f"kernels: {'numpy' if kernels.compiled is None else 'compiled'}"
+        f"kernels: {kernels.backend.name}"
     )
     print(render(rows))
 

@@ -53,8 +53,8 @@ from benchmarks.quality_corpus import CorpusDoc
 from benchmarks.realtext_report import headline, markdown
 from benchmarks.shingle_truth import ShingleTruth, components, document_shingles, shingle_truth
 from dedup_store import DedupStore, FingerprintParams, canonicalize
-from dedup_store.clustering import UnionFind
 from dedup_store.core import canonical_tokens
+from dedup_store.core.clustering import UnionFind
 
 THRESHOLDS = (0.5, 0.8, 0.9)
 NOT_NEAR_JACCARD = 0.3

@@ -21,8 +21,8 @@ import scipy.sparse as sp
 
 from benchmarks.evaluation import PairSet
 from dedup_store import FingerprintParams, fingerprint_batch
+from dedup_store.core.arrays import U64
 
-U64 = npt.NDArray[np.uint64]
 KEEP_JACCARD = 0.25
 KEEP_CONTAINMENT = 0.4
 _BATCH = 2000

@@ -19,6 +19,7 @@ import typer
 from typer.core import TyperCommand
 
 from dedup_store import config
+from dedup_store.choices import HtmlMode, Scheme, VerifyMode
 from dedup_store.cli_app import (
     EXIT_INTERRUPTED,
     ExitOnErrorGroup,
@@ -60,28 +61,6 @@ class StdinFormat(enum.StrEnum):
     jsonl = "jsonl"
     csv = "csv"
     text = "text"
-
-
-class SchemeChoice(enum.StrEnum):
-    """MinHash band schemes."""
-
-    threshold = "threshold"
-    broder = "broder"
-
-
-class VerifyChoice(enum.StrEnum):
-    """How candidates are scored."""
-
-    exact = "exact"
-    estimate = "estimate"
-
-
-class HtmlChoice(enum.StrEnum):
-    """Whether input is HTML."""
-
-    auto = "auto"
-    always = "always"
-    never = "never"
 
 
 app = typer.Typer(
@@ -181,7 +160,7 @@ def init(
         int | None, _param("Characters per shingle in Chinese/Japanese text")
     ] = None,
     num_perm: Annotated[int | None, _param("Min-hashes per MinHash signature")] = None,
-    scheme: Annotated[SchemeChoice | None, _param("MinHash band scheme")] = None,
+    scheme: Annotated[Scheme | None, _param("MinHash band scheme")] = None,
     threshold: Annotated[
         float | None, _param("Target Jaccard similarity of near-duplicates")
     ] = None,
@@ -205,16 +184,14 @@ def init(
         int | None, _param("Most documents one key leads to (0: no limit)")
     ] = None,
     verify: Annotated[
-        VerifyChoice | None,
+        VerifyMode | None,
         _param("Score candidates by exact Jaccard or by the MinHash estimate"),
     ] = None,
     stopwords: Annotated[
         bool | None, _param("Drop stop words", "--stopwords/--no-stopwords")
     ] = None,
     stem: Annotated[bool | None, _param("Snowball stemming", "--stem/--no-stem")] = None,
-    html: Annotated[
-        HtmlChoice | None, _param("Whether input is HTML (auto detects markup)")
-    ] = None,
+    html: Annotated[HtmlMode | None, _param("Whether input is HTML (auto detects markup)")] = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Create the store, or upgrade its schema.
@@ -242,9 +219,7 @@ def init(
     from dedup_store.core.params import FingerprintParams
     from dedup_store.db import migrate
 
-    chosen = {
-        k: v.value if isinstance(v, enum.Enum) else v for k, v in given.items() if v is not None
-    }
+    chosen = {k: v for k, v in given.items() if v is not None}
     FingerprintParams.from_dict(chosen)  # out-of-range values fail before anything is made
     settings = settings_of(ctx)
     migrate.upgrade(settings.resolve(), settings.schema)

@@ -7,6 +7,7 @@ Nothing here imports the store, the database driver or numpy, so that ``--help``
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -99,14 +100,20 @@ def print_version(value: bool) -> None:
         return
     import importlib.metadata
 
-    implementation = "compiled" if _kernels_load() else "numpy (built without a C compiler)"
+    if os.environ.get(config.ENV_KERNELS) == "reference":
+        implementation = f"reference ({config.ENV_KERNELS}=reference)"
+    elif _kernels_load():
+        implementation = "compiled"
+    else:
+        implementation = "reference (built without a C compiler)"
     typer.echo(f"dedup-store {importlib.metadata.version('dedup-store')}")
     typer.echo(f"fingerprint kernels: {implementation}")
     raise typer.Exit()
 
 
 def _kernels_load() -> bool:
-    """Whether the compiled kernels load, as :mod:`dedup_store.core.kernels` would find them.
+    """Whether the compiled kernels load, as :mod:`dedup_store.core.kernels` would find them
+    (which runs the reference ones instead when ``DEDUP_STORE_KERNELS`` is ``reference``).
 
     The extension module is loaded from its file, without importing the core (and numpy).
     """

@@ -1,6 +1,6 @@
 /*
- * Compiled kernels of the fingerprint core: the per-document loops that numpy runs as many
- * passes over the batch.
+ * Compiled kernels of the fingerprint core: the per-document, per-word and per-character loops
+ * of fingerprinting.
  *
  * word_bytes: non-ASCII text (already NFKC and case folded) as UTF-8 with every character that
  *     is not a letter or digit replaced by a space.
@@ -17,9 +17,8 @@
  * simhash_majority: unweighted SimHash, bit j set when most of a document's features have it.
  * winnow: the distinct minima of every window of w consecutive shingles of each document.
  *
- * They give exactly what the numpy implementations in canonical.py, shingles.py, hashing.py,
- * minhash.py, simhash.py and winnow.py give (the tests compare them); those run when this
- * module is not built. Arrays are passed as buffers (bytes, numpy arrays) and results returned
+ * They give exactly what the reference kernels in reference.py give (the tests compare them);
+ * those run when this module is not built. kernels.py wraps both behind one interface. Arrays are passed as buffers (bytes, numpy arrays) and results returned
  * as bytes, so no numpy headers are needed.
  */
 #define PY_SSIZE_T_CLEAN

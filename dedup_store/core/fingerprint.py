@@ -9,19 +9,18 @@ from typing import Any, cast
 
 import numpy as np
 
-from dedup_store.core import kernels
+from dedup_store.core.arrays import I64, U32, U64
 from dedup_store.core.canonical import (
     CanonicalBatch,
     batch_runs,
     canonical_tokens,
     canonical_word_batch,
 )
-from dedup_store.core.hashing import U64, exact_hashes
+from dedup_store.core.hashing import exact_hashes
 from dedup_store.core.lsh import band_keys
-from dedup_store.core.minhash import U32, estimate_jaccard, minhash_signatures
+from dedup_store.core.minhash import estimate_jaccard, minhash_signatures
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.shingles import (
-    I64,
     Segments,
     group_by_document,
     shingle,
@@ -41,11 +40,6 @@ DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 #: Rows are fingerprinted in runs of about this many tokens, so that the arrays of every step
 #: stay in the processor cache.
 _TOKENS_PER_CHUNK = 1 << 14
-
-#: Batches are canonicalized as a whole when they can be
-#: (:func:`~dedup_store.core.canonical.canonical_batch`): with the compiled kernels always, with
-#: numpy from this many characters on (below, its fixed cost outweighs the savings).
-BATCH_CANONICAL_MIN_CHARS = 1 << 14
 
 
 def validate_text(text: object, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
@@ -233,9 +227,7 @@ def fingerprint_batch(
     """
     params = params or FingerprintParams()
     validate_texts(texts)
-    if weights is None and (
-        kernels.compiled is not None or sum(map(len, texts)) >= BATCH_CANONICAL_MIN_CHARS
-    ):
+    if weights is None:
         split = canonical_word_batch(texts, params)
         if split is not None:
             words, cjk = split

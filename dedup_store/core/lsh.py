@@ -16,11 +16,10 @@ import itertools
 import numpy as np
 import numpy.typing as npt
 
+from dedup_store.core.arrays import I64, U32
 from dedup_store.core.hashing import as_int64, combine_groups
-from dedup_store.core.minhash import U32
 from dedup_store.core.params import FingerprintParams
 
-I64 = npt.NDArray[np.int64]
 _MEGA_SALT = 1 << 16
 
 

@@ -4,8 +4,7 @@ The ``i``-th min-hash of a shingle set is ``min((a_i * x + b_i) mod 2**64)`` ove
 hashes ``x``, with random odd ``a_i`` drawn from ``seed``; the top 32 bits are kept. Since the
 shingle hashes are already uniformly mixed 64-bit values, this multiply-add family is a cheap and
 accurate stand-in for random permutations (the estimate is checked against exact Jaccard in the
-tests). Every permutation is applied to all shingles of the batch at once, and the per-document
-minimum is a single ``np.minimum.reduceat``.
+tests). The minima are taken by the kernels (:mod:`dedup_store.core.kernels`).
 """
 
 from __future__ import annotations
@@ -13,16 +12,9 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-import numpy.typing as npt
 
 from dedup_store.core import kernels
-from dedup_store.core.hashing import U64
-
-U32 = npt.NDArray[np.uint32]
-_SHIFT = np.uint64(32)
-_CHUNK = 1 << 16
-_SMALL = 1 << 15
-_PERMS_PER_PASS = 4
+from dedup_store.core.arrays import I64, U32, U64
 
 
 @lru_cache(maxsize=16)
@@ -34,9 +26,7 @@ def permutations(num_perm: int, seed: int) -> tuple[U64, U64]:
     return a, b
 
 
-def minhash_signatures(
-    shingles: U64, offsets: npt.NDArray[np.int64], num_perm: int, seed: int
-) -> U32:
+def minhash_signatures(shingles: U64, offsets: I64, num_perm: int, seed: int) -> U32:
     """MinHash signatures of many shingle sets.
 
     Args:
@@ -49,48 +39,8 @@ def minhash_signatures(
     Returns:
         ``uint32`` array of shape ``(n_docs, num_perm)``.
     """
-    n_docs = len(offsets) - 1
     a, b = permutations(num_perm, seed)
-    if kernels.compiled is not None:  # it refuses empty documents itself
-        signatures = np.empty((n_docs, num_perm), dtype=np.uint32)
-        kernels.compiled.minhash_minima(
-            np.ascontiguousarray(shingles, dtype=np.uint64),
-            np.ascontiguousarray(offsets, dtype=np.int64),
-            a,
-            b,
-            signatures,
-        )
-        return signatures
-    if n_docs and np.any(np.diff(offsets) <= 0):
-        raise ValueError("every document needs at least one shingle")
-    # numpy: one row per permutation: every pass below writes a contiguous row
-    mins = np.empty((num_perm, n_docs), dtype=np.uint64)
-    first = 0
-    with np.errstate(over="ignore"):
-        while first < n_docs:
-            # a chunk of documents whose shingles fit in cache: every pass below stays there
-            last = max(first + 1, int(np.searchsorted(offsets, offsets[first] + _CHUNK)) - 1)
-            lo, hi = offsets[first], offsets[last]
-            _chunk_minima(shingles[lo:hi], offsets[first:last] - lo, a, b, mins[:, first:last])
-            first = last
-    mins >>= _SHIFT
-    return mins.T.astype(np.uint32, order="C")
-
-
-def _chunk_minima(chunk: U64, starts: npt.NDArray[np.int64], a: U64, b: U64, out: U64) -> None:
-    """``out[i, d]`` = minimum of ``a[i] * x + b[i]`` over the shingles ``x`` of document ``d``.
-
-    A few permutations are applied per pass (rows of one work array), which keeps the work array
-    in cache and saves Python calls; with few shingles, all of them at once.
-    """
-    step = len(a) if len(chunk) * len(a) <= _SMALL else _PERMS_PER_PASS
-    work = np.empty((min(step, len(a)), len(chunk)), dtype=np.uint64)
-    for i in range(0, len(a), step):
-        j = min(i + step, len(a))
-        rows = work[: j - i]
-        np.multiply(a[i:j, None], chunk, out=rows)
-        rows += b[i:j, None]
-        np.minimum.reduceat(rows, starts, axis=1, out=out[i:j])
+    return kernels.backend.minhash_minima(shingles, offsets, a, b)
 
 
 def estimate_jaccard(sig_a: U32, sig_b: U32) -> float:

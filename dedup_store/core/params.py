@@ -6,15 +6,14 @@ import dataclasses
 import json
 import math
 from functools import cached_property, lru_cache
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 import numpy as np
 
+from dedup_store.choices import HtmlMode as HtmlMode
+from dedup_store.choices import Scheme as Scheme
+from dedup_store.choices import VerifyMode as VerifyMode
 from dedup_store.errors import InvalidParamsError, ParamsMismatchError
-
-Scheme = Literal["threshold", "broder"]
-HtmlMode = Literal["auto", "always", "never"]
-VerifyMode = Literal["exact", "estimate"]
 
 BRODER_SUPER_SHINGLES = 6
 #: The format of :meth:`FingerprintParams.to_json` (3 added ``canonical_version``).

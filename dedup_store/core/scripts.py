@@ -14,37 +14,27 @@ import numpy as np
 import regex
 
 from dedup_store.core import kernels
+from dedup_store.core.reference import CJK_KIND, WORD_KIND
 
 _CJK_CLASS = r"\p{Han}\p{Hiragana}\p{Katakana}"
 #: A token: a CJK run (first group) or a run of word characters (second group).
 TOKEN = regex.compile(rf"(?V1)([{_CJK_CLASS}]+)|([[\p{{L}}\p{{N}}\p{{M}}]--[{_CJK_CLASS}]]+)")
 #: One CJK character.
 CJK_CHAR = regex.compile(rf"[{_CJK_CLASS}]")
-# separators (neither CJK nor word characters) between two CJK characters
-_CJK_GAP = regex.compile(
-    rf"(?<=[{_CJK_CLASS}])[^\p{{L}}\p{{N}}\p{{M}}{_CJK_CLASS}]+(?=[{_CJK_CLASS}])"
-)
 _ANY_CJK = regex.compile(rf"[{_CJK_CLASS}]")
 # No Han, Hiragana or Katakana character lies below this one (U+2E80, the first CJK radical).
 _AT_OR_ABOVE_FIRST_CJK = re.compile("[\u2e80-\U0010ffff]")
 _KANA = re.compile("[\u3040-\u30ff]")
 _NOT_CYRILLIC = re.compile("[^\u0400-\u04ff]+")
-_WORD_KIND, _CJK_KIND = 1, 2
 
 
 def script_tokens(text: str, join: bool = False) -> list[tuple[str, str]]:
     """``TOKEN.findall(text)``: ``(run, "")`` for a CJK run, ``("", word)`` for another word.
 
     With ``join``, a CJK run goes on across separators, which are left out of it, up to the next
-    word. With the compiled kernels, one scan classifies each character by
-    :func:`script_classes`.
+    word. One scan classifies each character by :func:`script_classes`.
     """
-    if kernels.compiled is None:
-        # joined runs: the tokens of the text without the separators between CJK characters
-        pairs: list[tuple[str, str]] = TOKEN.findall(_CJK_GAP.sub("", text) if join else text)
-        return pairs
-    tokens, kinds = kernels.compiled.script_tokens(text, script_classes(), join)
-    return [(t, "") if k == _CJK_KIND else ("", t) for t, k in zip(tokens, kinds, strict=True)]
+    return kernels.backend.script_tokens(text, script_classes(), join)
 
 
 @lru_cache(maxsize=1)
@@ -59,7 +49,7 @@ def script_classes() -> bytes:
     every = "".join(map(chr, points.tolist()))
     classes = np.zeros(0x110000, dtype=np.uint8)
     for match in TOKEN.finditer(every):
-        kind = _CJK_KIND if match.start(1) >= 0 else _WORD_KIND
+        kind = CJK_KIND if match.start(1) >= 0 else WORD_KIND
         classes[points[match.start() : match.end()]] = kind
     return classes.tobytes()
 
@@ -72,14 +62,14 @@ def is_cjk(token: str) -> bool:
     below U+3040 (a radical, ``々``, ``〇``) counts as a word there.
     """
     first = token[0]
-    return first >= "\u3040" and script_classes()[ord(first)] == _CJK_KIND
+    return first >= "\u3040" and script_classes()[ord(first)] == CJK_KIND
 
 
 def starts_cjk(token: str) -> bool:
     """Whether a canonical token is a CJK run: its first character is a Han, Hiragana or
     Katakana one (``canonical_version`` 2 on; all of them lie at or above U+2E80)."""
     first = token[0]
-    return first >= "\u2e80" and script_classes()[ord(first)] == _CJK_KIND
+    return first >= "\u2e80" and script_classes()[ord(first)] == CJK_KIND
 
 
 def has_cjk(text: str) -> bool:

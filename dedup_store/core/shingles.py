@@ -8,85 +8,29 @@ Each document's canonical tokens are cut into *segments*: all its word tokens fo
 shingle.
 
 Tokens are hashed once with xxh3; a shingle's hash combines its tokens' hashes, position by
-position, with :func:`~dedup_store.core.hashing.mix64` at the end. All of this runs in numpy
-over the concatenated tokens of the batch.
+position, with :func:`~dedup_store.core.mixing.mix64` at the end. All of this runs in the
+kernels (:mod:`dedup_store.core.kernels`) over the concatenated tokens of the batch.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-import threading
 from collections.abc import Sequence
 
 import numpy as np
-import numpy.typing as npt
-import xxhash
 
 from dedup_store.core import kernels
-from dedup_store.core.hashing import COMBINE, U64, mix64
+from dedup_store.core.arrays import I64, U64
 from dedup_store.core.scripts import has_cjk, is_cjk, starts_cjk
 
-I64 = npt.NDArray[np.int64]
-
-_VOCABULARY_LIMIT = 1 << 20
 # sort groups as rows of a padded array while that is at most this many times their size
 _PAD_LIMIT = 2
 
 
-class _Vocabulary(dict[str, int]):
-    """Token -> small integer id, with the xxh3-64 hash of every id in :attr:`table`.
-
-    Looking up a small integer and then gathering hashes in numpy is much cheaper than turning
-    millions of large Python integers into ``uint64`` one by one.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.table: U64 = np.empty(0, dtype=np.uint64)
-        self._pending: list[int] = []
-
-    def __missing__(self, token: str) -> int:
-        token_id = len(self)
-        self[token] = token_id
-        self._pending.append(xxhash.xxh3_64_intdigest(token.encode("utf-8")))
-        return token_id
-
-    def hashes(self, tokens: list[str]) -> U64:
-        """xxh3-64 of each token."""
-        ids = np.fromiter(map(self.__getitem__, tokens), dtype=np.int64, count=len(tokens))
-        if self._pending:
-            added = np.array(self._pending, dtype=np.uint64)
-            self.table = np.concatenate([self.table, added])
-            self._pending.clear()
-        return self.table[ids]
-
-
-_VOCABULARY = _Vocabulary()
-_VOCABULARY_LOCK = threading.Lock()
-
-
 def hash_tokens(tokens: list[str]) -> U64:
-    """xxh3-64 of each token's UTF-8 bytes.
-
-    With the compiled kernels, the tokens joined by spaces go through the word kernel: its words
-    are the tokens exactly when it gives back the same text and as many words (an empty token
-    leaves a space at an end or two together, a space inside one makes more words); otherwise,
-    and without the kernels, through a bounded cache of the vocabulary seen.
-    """
-    if kernels.compiled is not None and tokens:
-        body = " ".join(tokens).encode("utf-8")
-        size = np.array([len(body)], dtype=np.int64)
-        text, _, hashes = kernels.compiled.canonical_words(
-            body, size, None, xxhash.xxh3_64_intdigest
-        )
-        if text == body and len(hashes) == 8 * len(tokens):
-            return np.frombuffer(hashes, dtype=np.uint64)
-    global _VOCABULARY
-    with _VOCABULARY_LOCK:
-        if len(_VOCABULARY) > _VOCABULARY_LIMIT:
-            _VOCABULARY = _Vocabulary()
-        return _VOCABULARY.hashes(tokens)
+    """xxh3-64 of each token's UTF-8 bytes."""
+    return kernels.backend.token_hashes(tokens)
 
 
 @dataclasses.dataclass
@@ -172,45 +116,8 @@ def shingle(segments: Segments, n: int) -> tuple[U64, I64]:
     if total == 0:
         return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
     lengths = segments.lengths
-    if kernels.compiled is not None:
-        hashes = kernels.compiled.shingle_hashes(
-            np.ascontiguousarray(segments.hashes, dtype=np.uint64),
-            np.ascontiguousarray(lengths, dtype=np.int64),
-            n,
-            COMBINE,
-        )
-        return np.frombuffer(hashes, dtype=np.uint64), np.repeat(
-            segments.owner, np.maximum(lengths - n + 1, 1)
-        )
-    # tokens from each position to the end of its segment (at least 1)
-    remaining = np.repeat(np.cumsum(lengths), lengths) - np.arange(total)
-    starts = np.flatnonzero(remaining >= n)
-    short = lengths < n
-    if np.any(short):
-        # a segment shorter than n gives one shingle of all its tokens, at its first position
-        firsts = (np.cumsum(lengths) - lengths)[short]
-        starts = np.sort(np.concatenate([starts, firsts]))
-    acc = _combined(segments.hashes, remaining if np.any(short) else None, n)[starts]
-    owner = np.repeat(segments.owner, lengths)[starts]
-    return mix64(acc), owner
-
-
-def _combined(hashes: U64, remaining: I64 | None, n: int) -> U64:
-    """At every position, the combination of the next ``n`` token hashes.
-
-    With ``remaining`` given, tokens past the end of the position's segment count as zero.
-    """
-    total = len(hashes)
-    padded = np.zeros(total + n - 1, dtype=np.uint64)
-    padded[:total] = hashes
-    acc: U64 = hashes * COMBINE[0]
-    term = np.empty_like(acc)
-    for j in range(1, n):
-        np.multiply(padded[j : j + total], COMBINE[j], out=term)
-        if remaining is not None:
-            term[remaining <= j] = 0
-        acc += term
-    return acc
+    hashes = kernels.backend.shingle_hashes(segments.hashes, lengths, n)
+    return hashes, np.repeat(segments.owner, np.maximum(lengths - n + 1, 1))
 
 
 def group_by_document(values: U64, owner: I64, n_docs: int) -> tuple[U64, I64]:

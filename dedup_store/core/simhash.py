@@ -21,9 +21,10 @@ import numpy as np
 import numpy.typing as npt
 
 from dedup_store.core import kernels
-from dedup_store.core.hashing import MASK64, U64, as_int64, mix64
+from dedup_store.core.arrays import I64, U64
+from dedup_store.core.hashing import as_int64
+from dedup_store.core.mixing import MASK64, mix64
 
-I64 = npt.NDArray[np.int64]
 _FEATURES_PER_CHUNK = 1 << 17
 _DOCS_PER_CHUNK = 1 << 12
 # average features per document from which byte digits beat nibbles (fewer passes, more bins)
@@ -51,12 +52,8 @@ def simhash_batch(
     Returns:
         One ``uint64`` per document.
     """
-    if weights is None and kernels.compiled is not None:
-        majority = kernels.compiled.simhash_majority(
-            np.ascontiguousarray(features, dtype=np.uint64),
-            np.ascontiguousarray(offsets, dtype=np.int64),
-        )
-        return np.frombuffer(majority, dtype=np.uint64).copy()
+    if weights is None:
+        return kernels.backend.simhash_majority(features, offsets)
     n_docs = len(offsets) - 1
     out = np.zeros(n_docs, dtype=np.uint64)
     first = 0
@@ -64,32 +61,18 @@ def simhash_batch(
         last = _chunk_end(offsets, first)
         lo, hi = offsets[first], offsets[last]
         chunk_offsets = offsets[first : last + 1] - lo
-        chunk_weights = None if weights is None else weights[lo:hi]
-        positive = _majority_bits(features[lo:hi], chunk_offsets, chunk_weights)
+        positive = _majority_bits(features[lo:hi], chunk_offsets, weights[lo:hi])
         out[first:last] = np.packbits(positive.ravel(), bitorder="little").view("<u8")
         first = last
     return out
 
 
 def _majority_bits(
-    features: U64, offsets: I64, weights: npt.NDArray[np.float32] | None
+    features: U64, offsets: I64, weights: npt.NDArray[np.float32]
 ) -> npt.NDArray[np.bool_]:
-    """Per document and bit, whether the features that have it outweigh those that do not.
-
-    Unweighted counts of at most 65535 per document are compared as integers: twice the count
-    exceeds the total exactly when the count exceeds half the total, rounded down.
-    """
-    sizes = np.diff(offsets)
-    if weights is None and len(features) > _UNPACK_UP_TO and int(np.max(sizes)) <= _LANE_MAX:
-        counts = _lane_counts(features, offsets)
-        half = (sizes // 2).astype(counts.dtype)
-        positive: npt.NDArray[np.bool_] = counts > half[:, None]
-        return positive
+    """Per document and bit, whether the features that have it outweigh those that do not."""
     votes = bit_votes(features, offsets, weights)
-    if weights is None:
-        totals = sizes.astype(np.float64)
-    else:
-        totals = np.add.reduceat(weights.astype(np.float64), offsets[:-1])
+    totals = np.add.reduceat(weights.astype(np.float64), offsets[:-1])
     majority: npt.NDArray[np.bool_] = votes * 2 > totals[:, None]
     return majority
 

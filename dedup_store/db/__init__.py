@@ -9,7 +9,7 @@
   array literals).
 - :mod:`~dedup_store.db.lookup`: candidate pairs from the stored keys.
 - :mod:`~dedup_store.db.scoring`: verification of candidates into matches and edges.
-- :mod:`~dedup_store.db.write`, :mod:`~dedup_store.db.copy`, :mod:`~dedup_store.db.single`:
+- :mod:`~dedup_store.db.write`, :mod:`~dedup_store.db.bulk_copy`, :mod:`~dedup_store.db.single`:
   writing batches (COPY), single documents, deletes and cluster maintenance.
 - :mod:`~dedup_store.db.reports`: reads for the caller.
 - :mod:`~dedup_store.db.embedded`: the embedded PostgreSQL server.

@@ -28,12 +28,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
+from dedup_store.config import DEFAULT_SCHEMA as DEFAULT_SCHEMA
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.encoding import BAND, BLOCK, KEY_COLUMNS
 from dedup_store.db.names import qualified, quote
 from dedup_store.results import Method
 
-DEFAULT_SCHEMA = "dedup"
 VERSION_TABLE = "alembic_version"
 VIEWS = ("duplicate_pairs", "cluster_members", "cluster_sizes", "duplicates_per_day")
 

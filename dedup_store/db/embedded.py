@@ -41,6 +41,7 @@ from typing import Any
 import platformdirs
 import psutil
 
+from dedup_store.config import ENV_DATA_DIR
 from dedup_store.errors import DatabaseError
 
 __all__ = [
@@ -55,7 +56,6 @@ __all__ = [
     "stop",
 ]
 
-ENV_DATA_DIR = "DEDUP_STORE_DATA_DIR"
 ROOT_DATA_DIR = Path("/var/lib/dedup_store")
 _APP_NAME = "dedup_store"
 _USER = "postgres"

@@ -6,20 +6,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
-import numpy.typing as npt
 
+from dedup_store.core.arrays import I32, I64, U64
 from dedup_store.core.fingerprint import FingerprintBatch
 
-I64 = npt.NDArray[np.int64]
 #: Kinds of lookup key: LSH band keys, SimHash block keys, excerpt (sample) keys.
 BAND, BLOCK, SAMPLE = 0, 1, 2
 #: The ``documents`` column holding each slotted kind of key.
 KEY_COLUMNS = {BAND: "band_keys", BLOCK: "block_keys"}
 
 
-def sample_columns(
-    batch: FingerprintBatch, rows: I64, ids: I64
-) -> tuple[npt.NDArray[np.int32], I64]:
+def sample_columns(batch: FingerprintBatch, rows: I64, ids: I64) -> tuple[I32, I64]:
     """The sample keys (top 32 bits, as stored) of the selected rows, with their document ids."""
     starts, ends = batch.sample_offsets[rows], batch.sample_offsets[rows + 1]
     keys = top32(batch.sample_keys[ranges(starts, ends)])
@@ -44,14 +41,14 @@ def excerpt_strides(counts: I64, budget: int) -> I64:
     return np.left_shift(np.int64(1), powers)
 
 
-def sparse_excerpt_keys(keys: npt.NDArray[np.int32], budget: int) -> npt.NDArray[np.int32]:
+def sparse_excerpt_keys(keys: I32, budget: int) -> I32:
     """One document's excerpt keys (top 32 bits) thinned as :func:`sample_columns` does."""
     stride = int(excerpt_strides(np.array([len(keys)], dtype=np.int64), budget)[0])
-    kept: npt.NDArray[np.int32] = keys[(keys.view(np.uint32) & np.uint32(stride - 1)) == 0]
+    kept: I32 = keys[(keys.view(np.uint32) & np.uint32(stride - 1)) == 0]
     return kept
 
 
-def top32(values: npt.NDArray[np.uint64]) -> npt.NDArray[np.int32]:
+def top32(values: U64) -> I32:
     """The high 32 bits of 64-bit hashes, as PostgreSQL ``integer``."""
     return (values >> np.uint64(32)).astype(np.uint32).view(np.int32)
 
@@ -73,7 +70,7 @@ def array_literal(values: Iterable[int]) -> str:
     return "{" + ",".join(map(str, values)) + "}"
 
 
-def int4_array(data: bytes) -> npt.NDArray[np.int32]:
+def int4_array(data: bytes) -> I32:
     """The elements of a one-dimensional ``integer[]`` in binary form (no NULLs)."""
     if len(data) <= 12:  # an empty array: dimensions 0, no bounds
         return np.empty(0, dtype=np.int32)

@@ -23,11 +23,11 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, text
 
+from dedup_store.core.arrays import I64
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.db.encoding import (
     BAND,
     BLOCK,
-    I64,
     KEY_COLUMNS,
     SAMPLE,
     array_literal,

@@ -30,13 +30,13 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, TextClause, text
 
+from dedup_store.core.arrays import I32, I64
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.core.overlap import intersection_sizes
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.encoding import (
     BAND,
     BLOCK,
-    I64,
     array_literal,
     int4_array,
     sparse_excerpt_keys,
@@ -320,7 +320,7 @@ def batch_intersections(
     return result, possible
 
 
-def _new_shingles(new: NewRows, ids: set[int]) -> dict[int, npt.NDArray[np.int32]]:
+def _new_shingles(new: NewRows, ids: set[int]) -> dict[int, I32]:
     """The sorted stored form (top 32 bits) of the shingles of the new documents ``ids``."""
     offsets = new.batch.shingle_offsets
     return {
@@ -338,9 +338,7 @@ def _stored_sizes(conn: Connection, schema: str, ids: Sequence[int]) -> dict[int
     return {row[0]: row[1] for row in rows}
 
 
-def _stored_shingles(
-    conn: Connection, schema: str, ids: Sequence[int]
-) -> dict[int, npt.NDArray[np.int32]]:
+def _stored_shingles(conn: Connection, schema: str, ids: Sequence[int]) -> dict[int, I32]:
     """Sorted shingle arrays of stored documents, read in PostgreSQL's binary array form."""
     if not ids:
         return {}

@@ -6,7 +6,7 @@ statement finds and scores the document's matches exactly as ``check`` does (whi
 batch path computes for one document), inserts the document, its sample keys and its edges, and
 merges the clusters its merging matches join (:func:`~dedup_store.db.scoring.merging_methods`):
 it takes the cluster of the largest such cluster (ties: the oldest label) and moves the members
-of the others into it, as :func:`~dedup_store.clustering.merge_labels` does.
+of the others into it, as :func:`~dedup_store.core.clustering.merge_labels` does.
 
 An exact copy of a stored document (the first of its exact group) is linked to that document
 alone, records it in ``exact_of`` and gets no sample keys (its band and block keys are kept in

@@ -15,10 +15,11 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, text
 
-from dedup_store.clustering import components, merge_labels
+from dedup_store.core.arrays import I64
+from dedup_store.core.clustering import components, merge_labels
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import copy
-from dedup_store.db.encoding import I64, ranges, sample_columns, top32
+from dedup_store.db import bulk_copy
+from dedup_store.db.encoding import ranges, sample_columns, top32
 from dedup_store.db.lookup import NewRows
 from dedup_store.db.names import qualified
 from dedup_store.db.scoring import merging_methods
@@ -81,16 +82,16 @@ def insert_documents(
     lengths = np.fromiter(
         (len(batch.canonical_texts[r]) for r in rows.tolist()), np.int64, len(rows)
     )
-    prefix = copy.fixed_prefix(
+    prefix = bulk_copy.fixed_prefix(
         len(DOCUMENT_COLUMNS),
         [
             (new.ids, ">i8"),
             (new.ids, ">i8"),
             (batch.simhashes[rows].view(np.int64), ">i8"),
             (exact, "V16"),
-            copy.array_matrix(batch.signatures[rows].view(np.int32)),
-            copy.array_matrix(batch.band_keys[rows]),
-            copy.array_matrix(batch.block_keys[rows]),
+            bulk_copy.array_matrix(batch.signatures[rows].view(np.int32)),
+            bulk_copy.array_matrix(batch.band_keys[rows]),
+            bulk_copy.array_matrix(batch.block_keys[rows]),
             (ends - starts, ">i4"),
             (batch.token_counts[rows], ">i4"),
             (lengths, ">i4"),
@@ -98,7 +99,7 @@ def insert_documents(
     )
     width = len(prefix) // max(1, len(rows))
     shingle_offsets = np.concatenate([[0], np.cumsum(ends - starts)]).astype(np.int64)
-    shingle_fields = copy.int4_array_fields(
+    shingle_fields = bulk_copy.int4_array_fields(
         top32(batch.shingles[ranges(starts, ends)]), shingle_offsets
     )
     exact_of = new.exact_of.tolist()
@@ -107,18 +108,20 @@ def insert_documents(
         body = bodies[i]
         parts += [
             prefix[width * i : width * (i + 1)],
-            copy.field(external_ids[i].encode("utf-8")),
-            copy.field(languages[i].encode("utf-8")),
-            copy.field(copy.jsonb(metas[i])),
-            copy.field(None if body is None else body.encode("utf-8")),
+            bulk_copy.field(external_ids[i].encode("utf-8")),
+            bulk_copy.field(languages[i].encode("utf-8")),
+            bulk_copy.field(bulk_copy.jsonb(metas[i])),
+            bulk_copy.field(None if body is None else body.encode("utf-8")),
             shingle_fields[i],
-            copy.field(struct.pack("!q", exact_of[i]) if exact_of[i] else None),
+            bulk_copy.field(struct.pack("!q", exact_of[i]) if exact_of[i] else None),
         ]
-    copy.copy_payload(conn, schema, "documents", DOCUMENT_COLUMNS, b"".join(parts))
+    bulk_copy.copy_payload(conn, schema, "documents", DOCUMENT_COLUMNS, b"".join(parts))
     firsts = new.firsts  # exact copies get no sample keys
     keys, docs = sample_columns(batch, rows[firsts], new.ids[firsts])
     order = np.argsort(keys, kind="stable")  # in index order: the b-tree is walked in order
-    copy.copy_fixed_rows(conn, schema, "sample_keys", ("key", "doc_id"), [keys[order], docs[order]])
+    bulk_copy.copy_fixed_rows(
+        conn, schema, "sample_keys", ("key", "doc_id"), [keys[order], docs[order]]
+    )
 
 
 def merge_clusters(

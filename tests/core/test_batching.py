@@ -8,7 +8,6 @@ import itertools
 
 import numpy as np
 import pytest
-import xxhash
 
 from dedup_store.core import (
     FingerprintBatch,
@@ -19,13 +18,11 @@ from dedup_store.core import (
 )
 from dedup_store.core.canonical import canonical_batch, has_cjk
 from dedup_store.core.fingerprint import fingerprint_tokens
-from dedup_store.core.hashing import xxh3_64_short
 from dedup_store.core.minhash import permutations
 from dedup_store.core.shingles import unique_per_document
 from dedup_store.core.simhash import bit_votes, lane_counts
 
 RNG = np.random.default_rng(20240607)
-fingerprint_module = importlib.import_module("dedup_store.core.fingerprint")
 scripts_module = importlib.import_module("dedup_store.core.scripts")
 
 
@@ -114,18 +111,6 @@ def test_unique_per_document_sorts_and_dedups_each_document(
     assert offsets[-1] == len(got)
 
 
-def test_xxh3_64_short_matches_xxhash() -> None:
-    pieces = [RNG.integers(0, 256, size=n, dtype=np.uint8).tobytes() for n in range(1, 17)] * 50
-    pieces += [bytes([b]) * n for b in (0, 0x61, 0xFF) for n in range(1, 17)]
-    noise = RNG.integers(0, 256, size=8, dtype=np.uint8).tobytes()
-    raw = noise + b"".join(pieces) + noise
-    lengths = np.array([len(p) for p in pieces], dtype=np.int64)
-    starts = 8 + np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    words = np.ndarray(shape=(len(raw) - 7,), dtype="<u8", buffer=raw, strides=(1,))
-    got = xxh3_64_short(words[starts], words[starts + lengths - 8], lengths.astype(np.uint64))
-    assert got.tolist() == [xxhash.xxh3_64_intdigest(p) for p in pieces]
-
-
 PLAIN_DOCS = [
     "The river rose ALL night; the farmers watched the banks.",
     "Ourselves, themselves and yourselves: ourselvesx THEMSELVE yourselve!",
@@ -143,10 +128,7 @@ PLAIN_DOCS = [
 
 @pytest.mark.parametrize("html", ["auto", "always", "never"])
 @pytest.mark.parametrize("stopwords", [True, False])
-def test_numpy_canonical_path_equals_the_token_path(
-    stopwords: bool, html: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(fingerprint_module, "BATCH_CANONICAL_MIN_CHARS", 0)
+def test_batch_canonical_path_equals_the_token_path(stopwords: bool, html: str) -> None:
     params = FingerprintParams.from_dict({"stopwords": stopwords, "html": html})
     docs = PLAIN_DOCS + [" ".join(RNG.choice(PLAIN_DOCS, size=30)) for _ in range(20)]
     canonical = canonical_batch(docs, params)
@@ -168,12 +150,9 @@ def _assert_same_batch(batch: FingerprintBatch, expected: FingerprintBatch) -> N
 
 
 @pytest.mark.parametrize("containment", [0.0, 0.5])
-def test_a_batch_with_some_cjk_documents_equals_the_token_path(
-    containment: float, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_batch_with_some_cjk_documents_equals_the_token_path(containment: float) -> None:
     # the documents without CJK text take the batch path, the others the token path; the rows
     # come back in input order, empty documents listed where they were
-    monkeypatch.setattr(fingerprint_module, "BATCH_CANONICAL_MIN_CHARS", 0)
     params = FingerprintParams(containment=containment)
     cjk = ["中文分词测试文本这是一个例子，还有更多的字", "日本語のテキスト hello world", "㊀ ⼀ 二"]
     docs = [*PLAIN_DOCS, *cjk, "", "the of a"]
@@ -182,7 +161,7 @@ def test_a_batch_with_some_cjk_documents_equals_the_token_path(
     _assert_same_batch(fingerprint_batch(docs, params), fingerprint_tokens(tokens, params))
 
 
-def test_numpy_canonical_path_declines_cjk_and_stemming() -> None:
+def test_batch_canonical_path_declines_cjk_and_stemming() -> None:
     params = FingerprintParams()
     assert canonical_batch(["plain text", "naïve текст"], params) is not None
     assert canonical_batch(["plain text", "中文分词"], params) is None

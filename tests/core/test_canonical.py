@@ -12,9 +12,9 @@ from dedup_store.core import (
     canonicalize,
     fingerprint,
     html_to_text,
-    kernels,
 )
 from dedup_store.core.canonical import canonical_batch
+from dedup_store.core.kernels import Backend
 
 PLAIN = FingerprintParams(stopwords=False)
 
@@ -158,12 +158,7 @@ def _separators() -> list[str]:
     return [*chars, "\u2212", "\u200b", "\t", "\r\n"]
 
 
-@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
-def test_every_dash_underscore_and_space_splits_words(
-    compiled: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if not compiled:
-        monkeypatch.setattr(kernels, "compiled", None)
+def test_every_dash_underscore_and_space_splits_words(backend: Backend) -> None:
     separators = _separators()
     assert {"\u2010", "\u2011", "\u2015", "\u00a0", "\u2009", "\u202f", "\u3000", "\uff3f"} <= set(
         separators

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from dedup_store.core import FingerprintParams, fingerprint_batch, kernels
-from dedup_store.core.fingerprint import BATCH_CANONICAL_MIN_CHARS
+from dedup_store.core import FingerprintParams, fingerprint_batch
+from dedup_store.core.kernels import Backend
 from tests.core.golden import fingerprint_record, load_cases, record
 
 CASES = load_cases()
@@ -23,28 +23,20 @@ def test_golden_covers_every_script() -> None:
     assert {"english", "russian", "chinese", "mixed", "html"} <= names
 
 
-@pytest.fixture(params=["compiled", "numpy"])
-def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The compiled kernels, or the numpy implementation a build without a C compiler runs."""
-    if request.param == "numpy":
-        monkeypatch.setattr(kernels, "compiled", None)
-    return str(request.param)
-
-
 def _check(case: dict[str, Any], actual: dict[str, Any]) -> None:
     for field, expected in case["expected"].items():
         assert actual[field] == expected, f"{case['name']}: {field} changed"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
-def test_golden_fingerprint(case: dict[str, Any], implementation: str) -> None:
+def test_golden_fingerprint(case: dict[str, Any], backend: Backend) -> None:
     _check(case, record(case["text"], FingerprintParams.from_dict(case["params"])))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
-def test_golden_fingerprint_in_a_large_batch(case: dict[str, Any], implementation: str) -> None:
-    # copies enough for the batch canonicalization (which text without CJK takes)
-    copies = 1 + BATCH_CANONICAL_MIN_CHARS // len(case["text"])
+def test_golden_fingerprint_in_a_large_batch(case: dict[str, Any], backend: Backend) -> None:
+    # many copies: the batch is canonicalized in runs of cached size
+    copies = 1 + (1 << 17) // len(case["text"])
     batch = fingerprint_batch([case["text"]] * copies, FingerprintParams.from_dict(case["params"]))
     _check(case, fingerprint_record(batch.row(0)))
     assert len({row.tobytes() for row in batch.signatures}) == 1

@@ -6,22 +6,21 @@ formatting choice drawn at random (line wrapping, whitespace of every width, CRL
 thin spaces, case, quote and dash styles, hyphens in compound words, fullwidth and compatibility
 forms, decomposed letters, spaces and line breaks between Chinese characters). Both renderings
 must give the same canonical text and the same fingerprint, one by one and in batches, with the
-compiled kernels and without them.
+compiled kernels and with the reference ones.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import unicodedata
-from collections.abc import Callable, Iterator, Sequence
-from types import ModuleType
+from collections.abc import Callable, Sequence
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dedup_store.core import FingerprintParams, canonicalize, fingerprint_batch, kernels
 from dedup_store.core.canonical import canonical_batch
+from tests.core.conftest import BACKENDS
 from tests.core.golden import fingerprint_record
 
 
@@ -144,17 +143,6 @@ def render(document: list[Sentence], choose: Choose) -> str:
     return text.replace("\n", choose(["\n", "\r\n"]))
 
 
-@contextlib.contextmanager
-def _kernels(module: ModuleType | None) -> Iterator[None]:
-    saved = kernels.compiled
-    kernels.compiled = module
-    try:
-        yield
-    finally:
-        kernels.compiled = saved
-
-
-IMPLEMENTATIONS = [kernels.compiled, None]
 PARAMS = st.builds(
     FingerprintParams,
     stopwords=st.booleans(),
@@ -166,8 +154,9 @@ PARAMS = st.builds(
 def _assert_same_fingerprints(plain: str, variant: str, params: FingerprintParams) -> None:
     expected = canonicalize(plain, params)
     assert canonicalize(variant, params) == expected
-    for module in IMPLEMENTATIONS:
-        with _kernels(module):
+    for chosen in BACKENDS:
+        assert chosen is not None, "dedup_store.core._kernels was not built"
+        with kernels.use(chosen):
             batch = fingerprint_batch([plain, variant, plain], params)
             assert batch.canonical_texts == [expected] * 3
             first = fingerprint_record(batch.row(0))

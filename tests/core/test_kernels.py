@@ -1,34 +1,31 @@
-"""The compiled kernels give exactly what the numpy implementations give.
+"""The compiled kernels give exactly what the reference kernels give.
 
-Every other test runs with the kernels (they are built by ``pip install``); here each kernel is
-compared with its numpy implementation, which runs when the package was built without a C
-compiler, and whole batches are fingerprinted both ways.
+Every other test runs with the compiled kernels (they are built by ``pip install``); here each
+kernel operation is run on both backends, the compiled one and the reference one that runs when
+the package was built without a C compiler, and whole batches are fingerprinted both ways.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import unicodedata
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
 import xxhash
 
 from dedup_store.core import FingerprintParams, fingerprint_batch, kernels, minhash_signatures
-from dedup_store.core.canonical import (
-    _NON_WORD,
-    _canonical_run,
-    _nfkc,
-    _numpy_run,
-    _run_word_bytes,
-    kernel_stop_set,
-    stopwords,
-)
+from dedup_store.core.canonical import _nfkc, _run_word_bytes, stopwords
 from dedup_store.core.hashing import combine_groups
+from dedup_store.core.kernels import Backend
+from dedup_store.core.reference import _NON_WORD
 from dedup_store.core.scripts import CJK_CHAR, TOKEN, is_cjk, script_tokens, starts_cjk
 from dedup_store.core.shingles import Segments, hash_tokens, shingle
 from dedup_store.core.simhash import simhash_batch
 from dedup_store.core.winnow import winnow
+from tests.core.conftest import BACKENDS
 
 RNG = np.random.default_rng(20261123)
 LETTERS = list("abcdefghijklmnopqrstuvwxyz0123456789")
@@ -37,9 +34,26 @@ STOPS = ["the", "of", "a", "themselves", "yourselves", "и", "который", "
 
 
 def test_compiled_kernels_are_built() -> None:
-    assert kernels.compiled is not None, (
+    assert kernels.COMPILED is not None, (
         "dedup_store.core._kernels was not built: install with a C compiler (pip install -e .)"
     )
+
+
+def test_the_compiled_kernels_run_unless_the_reference_is_asked_for() -> None:
+    assert kernels.choose(None) is kernels.COMPILED
+    assert kernels.choose("compiled") is kernels.COMPILED
+    assert kernels.choose("reference") is kernels.REFERENCE
+    assert [b.name for b in BACKENDS if b is not None] == ["compiled", "reference"]
+
+
+def _both(call: Callable[[Backend], Any]) -> tuple[Any, Any]:
+    """``call`` of the compiled backend, then of the reference one, each in use."""
+    results = []
+    for chosen in BACKENDS:
+        assert chosen is not None, "dedup_store.core._kernels was not built"
+        with kernels.use(chosen):
+            results.append(call(chosen))
+    return results[0], results[1]
 
 
 def _random_word(max_len: int) -> str:
@@ -59,35 +73,32 @@ def _random_documents(count: int, max_words: int, max_len: int) -> list[str]:
 
 
 @pytest.mark.parametrize("drop_stopwords", [True, False])
-def test_canonical_words_match_numpy(drop_stopwords: bool) -> None:
+def test_canonical_words_match_the_reference(drop_stopwords: bool) -> None:
     # words of 1 to 40 bytes cover every xxh3 length class and the long-word fallback; empty
     # documents and documents of stop words only are among them
     docs = [*_random_documents(400, 30, 40), "", "   ", "the of a", "Themselves, и который"]
     params = FingerprintParams(stopwords=drop_stopwords)
     body, sizes, left_out = _run_word_bytes(docs, params)
     assert left_out == []
-    compiled = _canonical_run(body, sizes, drop_stopwords)
-    reference = _numpy_run(body, sizes, drop_stopwords)
-    assert compiled.texts == reference.texts
-    assert compiled.token_counts.tolist() == reference.token_counts.tolist()
-    assert compiled.token_hashes.tolist() == reference.token_hashes.tolist()
-    tokens = [w for text in compiled.texts for w in text.split()]
-    assert compiled.token_hashes.tolist() == [xxhash.xxh3_64_intdigest(w.encode()) for w in tokens]
+    stops = stopwords() if drop_stopwords else None
+    compiled, reference = _both(lambda b: b.canonical_words(body, sizes, stops))
+    assert compiled[0] == reference[0]
+    assert compiled[1].tolist() == reference[1].tolist()
+    assert compiled[2].tolist() == reference[2].tolist()
+    tokens = compiled[0].decode().split()
+    assert compiled[2].tolist() == [xxhash.xxh3_64_intdigest(w.encode()) for w in tokens]
     if drop_stopwords:
         assert not set(tokens) & stopwords()
 
 
-def test_stop_sets_are_exact_for_words_of_any_length() -> None:
-    assert kernels.compiled is not None
+def test_stop_sets_are_exact_for_words_of_any_length(backend: Backend) -> None:
     stops = ["a", "abc", "abcd", "abcdefgh", "abcdefghi", "a" * 16, "b" * 17, "é" * 20]
     near = ["ab", "abcde", "abcdefg", "abcdefghij", "a" * 15, "b" * 18, "é" * 19 + "e"]
     body = " ".join(stops + near).encode()
     sizes = np.array([len(body)], dtype=np.int64)
-    text, counts, _ = kernels.compiled.canonical_words(
-        body, sizes, kernel_stop_set(stops), xxhash.xxh3_64_intdigest
-    )
+    text, counts, _ = backend.canonical_words(body, sizes, frozenset(stops))
     assert text.decode().split() == near
-    assert np.frombuffer(counts, dtype=np.int64).tolist() == [len(near)]
+    assert counts.tolist() == [len(near)]
 
 
 @pytest.mark.parametrize(
@@ -102,24 +113,26 @@ def test_stop_sets_are_exact_for_words_of_any_length() -> None:
     ],
     ids=["words", "space-inside", "empty-token", "both-cancel-out", "one-empty", "one"],
 )
-def test_token_hashes_match_xxhash(tokens: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_token_hashes_match_xxhash(tokens: list[str], backend: Backend) -> None:
     expected = [xxhash.xxh3_64_intdigest(t.encode()) for t in tokens]
-    assert hash_tokens(tokens).tolist() == expected
-    monkeypatch.setattr(kernels, "compiled", None)
+    assert backend.token_hashes(tokens).tolist() == expected
     assert hash_tokens(tokens).tolist() == expected
 
 
-def test_word_bytes_match_the_non_word_pattern() -> None:
-    assert kernels.compiled is not None
+def test_word_bytes_match_the_non_word_pattern(backend: Backend) -> None:
     # every character of the Basic Multilingual Plane but surrogates, and some above it
     chars = [chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
     chars += [chr(c) for c in range(0x10000, 0x110000, 97)]
     text = "".join(chars)
     expected = " ".join(_NON_WORD.split(text)).encode("utf-8")
-    assert kernels.compiled.word_bytes(text).split() == expected.split()
-    assert kernels.compiled.word_bytes("") == b""
+    assert backend.word_bytes(text).split() == expected.split()
+    assert backend.word_bytes("") == b""
+
+
+def test_the_word_kernel_refuses_bytes() -> None:
+    assert kernels.COMPILED is not None
     with pytest.raises(TypeError, match="expected str"):
-        kernels.compiled.word_bytes(b"bytes")
+        kernels.COMPILED.module.word_bytes(b"bytes")
 
 
 def _script_texts() -> list[str]:
@@ -145,16 +158,14 @@ def _joined_runs(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return joined
 
 
-def test_script_tokens_match_the_token_pattern() -> None:
+def test_script_tokens_match_the_token_pattern(backend: Backend) -> None:
     for text in _script_texts():
         assert script_tokens(text) == TOKEN.findall(text)
 
 
-def test_joined_script_tokens_match_the_runs_joined(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_joined_script_tokens_match_the_runs_joined(backend: Backend) -> None:
     texts = _script_texts()
     expected = [_joined_runs(TOKEN.findall(text)) for text in texts]
-    assert [script_tokens(text, join=True) for text in texts] == expected
-    monkeypatch.setattr(kernels, "compiled", None)
     assert [script_tokens(text, join=True) for text in texts] == expected
 
 
@@ -167,7 +178,7 @@ def test_is_cjk_is_the_regex_class_from_u3040() -> None:
             assert starts_cjk(char + "x") == (CJK_CHAR.match(char) is not None), hex(point)
 
 
-def test_nfkc_with_fullwidth_folding_is_nfkc() -> None:
+def test_nfkc_with_fullwidth_folding_is_nfkc(backend: Backend) -> None:
     # fullwidth forms next to combining marks (which NFKC composes with the folded letter),
     # the ideographic space, other compatibility characters and text already normalized
     points = [*range(0xFF00, 0xFF70), 0x3000, 0x301, 0x308, 0x3099, 0x304B, 0xFB01, 0x2460]
@@ -180,72 +191,63 @@ def test_nfkc_with_fullwidth_folding_is_nfkc() -> None:
         assert _nfkc(text) == unicodedata.normalize("NFKC", text), ascii(text)
 
 
-def test_canonical_words_reject_sizes_beyond_the_body() -> None:
-    assert kernels.compiled is not None
+def test_canonical_words_reject_sizes_beyond_the_body(backend: Backend) -> None:
     with pytest.raises(ValueError, match="sizes exceed"):
-        kernels.compiled.canonical_words(b"a b", np.array([5], dtype=np.int64), None, hash)
+        backend.canonical_words(b"a b", np.array([5], dtype=np.int64), None)
 
 
 @pytest.mark.parametrize("n", [1, 3, 4, 10])
-def test_shingle_hashes_match_numpy(n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_shingle_hashes_match_the_reference(n: int) -> None:
     # segments shorter than, as long as and longer than n, several per document
     lengths = np.concatenate([np.arange(1, 2 * n + 2), RNG.integers(1, 200, size=40)])
     owner = np.sort(RNG.integers(0, 20, size=len(lengths)))
     hashes = RNG.integers(0, 2**64, size=int(lengths.sum()), dtype=np.uint64)
     segments = Segments(hashes, lengths.astype(np.int64), owner.astype(np.int64), [])
-    compiled = shingle(segments, n)
-    monkeypatch.setattr(kernels, "compiled", None)
-    reference = shingle(segments, n)
+    compiled, reference = _both(lambda _: shingle(segments, n))
     np.testing.assert_array_equal(compiled[0], reference[0])
     np.testing.assert_array_equal(compiled[1], reference[1])
 
 
 @pytest.mark.parametrize(("dtype", "shape"), [(np.uint32, (50, 12, 7)), (np.uint64, (9, 15, 2))])
-def test_combine_groups_matches_numpy(
-    dtype: type, shape: tuple[int, int, int], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_combine_groups_matches_the_reference(dtype: type, shape: tuple[int, int, int]) -> None:
     # band keys from uint32 signatures, mega-shingles from pairs of uint64 super-shingles
     groups = RNG.integers(0, np.iinfo(dtype).max, size=shape, dtype=dtype, endpoint=True)
     salts = RNG.integers(0, 2**64, size=shape[1], dtype=np.uint64)
-    compiled = combine_groups(groups, salts)
-    monkeypatch.setattr(kernels, "compiled", None)
-    np.testing.assert_array_equal(compiled, combine_groups(groups, salts))
+    compiled, reference = _both(lambda _: combine_groups(groups, salts))
+    np.testing.assert_array_equal(compiled, reference)
 
 
 @pytest.mark.parametrize("num_perm", [2, 7, 84, 130])
-def test_minhash_minima_match_numpy(num_perm: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_minhash_minima_match_the_reference(num_perm: int) -> None:
     # 1 to 9 shingles per document: the kernel's blocks of four and its remainder
     counts = np.concatenate([np.arange(1, 10), RNG.integers(1, 700, size=50)])
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     shingles = RNG.integers(0, 2**64, size=int(offsets[-1]), dtype=np.uint64)
-    compiled = minhash_signatures(shingles, offsets, num_perm, seed=5)
-    monkeypatch.setattr(kernels, "compiled", None)
-    reference = minhash_signatures(shingles, offsets, num_perm, seed=5)
+    compiled, reference = _both(lambda _: minhash_signatures(shingles, offsets, num_perm, seed=5))
     assert compiled.dtype == reference.dtype == np.uint32
     np.testing.assert_array_equal(compiled, reference)
 
 
-def test_minhash_minima_refuse_a_document_without_shingles() -> None:
+def test_minhash_minima_refuse_a_document_without_shingles(backend: Backend) -> None:
     offsets = np.array([0, 2, 2, 3], dtype=np.int64)
     with pytest.raises(ValueError, match="at least one shingle"):
         minhash_signatures(np.arange(3, dtype=np.uint64), offsets, 8, seed=1)
 
 
-def test_simhash_majority_matches_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
-    # around 255 features the kernel empties its byte lanes; 600 and more: the numpy 16-bit lanes
+def test_simhash_majority_matches_the_reference() -> None:
+    # around 255 features the kernel empties its byte lanes
     counts = np.array([1, 2, 3, 254, 255, 256, 257, 511, 600, 1000, 70000])
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     features = RNG.integers(0, 2**64, size=int(offsets[-1]), dtype=np.uint64)
     # a biased bit, and a bit set in exactly half of the features of the two-feature document
     features |= np.uint64(1 << 7) * (RNG.random(len(features)) < 0.6).astype(np.uint64)
     features[1:3] = [np.uint64(1 << 5), np.uint64(0)]
-    compiled = simhash_batch(features, offsets)
-    monkeypatch.setattr(kernels, "compiled", None)
-    np.testing.assert_array_equal(compiled, simhash_batch(features, offsets))
+    compiled, reference = _both(lambda _: simhash_batch(features, offsets))
+    np.testing.assert_array_equal(compiled, reference)
 
 
 @pytest.mark.parametrize("w", [1, 2, 5, 16])
-def test_winnow_matches_numpy(w: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_winnow_matches_the_reference(w: int) -> None:
     # random documents, increasing and decreasing runs (the window queue full, then emptied at
     # every step), repeated values, and documents shorter than the window
     counts = np.concatenate([RNG.integers(1, 300, size=60), [1, w, w + 1, 40, 40, 40]])
@@ -255,9 +257,9 @@ def test_winnow_matches_numpy(w: int, monkeypatch: pytest.MonkeyPatch) -> None:
     sequence[runs[0] : runs[0] + 40] = np.arange(40, dtype=np.uint64)
     sequence[runs[1] : runs[1] + 40] = np.arange(40, 0, -1, dtype=np.uint64)
     sequence[runs[2] : runs[2] + 40] = RNG.integers(0, 3, size=40, dtype=np.uint64)
-    keys, key_offsets = winnow(sequence, offsets, w)
-    monkeypatch.setattr(kernels, "compiled", None)
-    expected_keys, expected_offsets = winnow(sequence, offsets, w)
+    (keys, key_offsets), (expected_keys, expected_offsets) = _both(
+        lambda _: winnow(sequence, offsets, w)
+    )
     np.testing.assert_array_equal(keys, expected_keys)
     np.testing.assert_array_equal(key_offsets, expected_offsets)
 
@@ -265,14 +267,13 @@ def test_winnow_matches_numpy(w: int, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(
     "offsets", [[0, 2, 2, 3], [0, 4], [], [-1, 1]], ids=["empty", "past-end", "none", "negative"]
 )
-def test_kernels_refuse_bad_groups(offsets: list[int]) -> None:
-    assert kernels.compiled is not None
+def test_kernels_refuse_bad_groups(offsets: list[int], backend: Backend) -> None:
     values = np.arange(3, dtype=np.uint64)
     bad = np.array(offsets, dtype=np.int64)
     with pytest.raises(ValueError, match="at least one feature"):
-        kernels.compiled.simhash_majority(values, bad)
+        backend.simhash_majority(values, bad)
     with pytest.raises(ValueError, match="at least one value"):
-        kernels.compiled.winnow(values, bad, 4)
+        backend.winnow(values, bad, 4)
 
 
 def _fields(batch: object) -> dict[str, object]:
@@ -284,7 +285,7 @@ def _fields(batch: object) -> dict[str, object]:
 
 @pytest.fixture(scope="module")
 def corpus() -> list[str]:
-    # long enough for the batch canonicalization (numpy or compiled), with Cyrillic text
+    # many documents of many words, with Cyrillic text
     return _random_documents(300, 120, 14) + ["Съешь же ещё этих мягких булок, да выпей чаю"] * 3
 
 
@@ -292,12 +293,8 @@ def _fingerprints(docs: list[str]) -> dict[str, object]:
     return _fields(fingerprint_batch(docs, FingerprintParams()))
 
 
-def test_batches_fingerprint_the_same_with_and_without_kernels(
-    corpus: list[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    compiled = _fingerprints(corpus)
-    monkeypatch.setattr(kernels, "compiled", None)
-    reference = _fingerprints(corpus)
+def test_batches_fingerprint_the_same_with_either_kernels(corpus: list[str]) -> None:
+    compiled, reference = _both(lambda _: _fingerprints(corpus))
     assert compiled.keys() == reference.keys()
     for name, value in compiled.items():
         if isinstance(value, np.ndarray):
