@@ -19,7 +19,7 @@ from typing import Literal
 import numpy as np
 from sqlalchemy import Connection
 
-from dedup_store.core.fingerprint import FingerprintBatch, fingerprint_batch
+from dedup_store.core.fingerprint import FingerprintBatch, fingerprint_valid_texts
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.scripts import guess_language
 from dedup_store.db import lookup, reports, scoring, write
@@ -208,7 +208,7 @@ def prepare_batch(
         else:
             chosen[doc.id] = position
     positions = sorted(chosen.values())
-    batch = fingerprint_batch([documents[p].text for p in positions], params)
+    batch = fingerprint_valid_texts([documents[p].text for p in positions], params)
     empty = {positions[row] for row in batch.empty_index}
     message = "document is empty after canonicalization (no words left)"
     errors.extend(

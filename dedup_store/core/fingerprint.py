@@ -141,7 +141,38 @@ class Fingerprint:
 
 
 @dataclasses.dataclass(frozen=True)
-class FingerprintBatch:
+class FingerprintRows:
+    """The array fields of :class:`FingerprintBatch`, for a run of consecutive rows or all of
+    them (see there)."""
+
+    shingles: U64
+    shingle_offsets: I64
+    signatures: U32
+    band_keys: I64
+    simhashes: U64
+    block_keys: I64
+    sample_keys: U64
+    sample_offsets: I64
+
+    @classmethod
+    def concatenate(cls, parts: list[FingerprintRows]) -> FingerprintRows:
+        """The rows of all ``parts``, in order."""
+        if len(parts) == 1:
+            return parts[0]
+        return cls(
+            shingles=np.concatenate([p.shingles for p in parts]),
+            shingle_offsets=_join_offsets([p.shingle_offsets for p in parts]),
+            signatures=np.concatenate([p.signatures for p in parts]),
+            band_keys=np.concatenate([p.band_keys for p in parts]),
+            simhashes=np.concatenate([p.simhashes for p in parts]),
+            block_keys=np.concatenate([p.block_keys for p in parts]),
+            sample_keys=np.concatenate([p.sample_keys for p in parts]),
+            sample_offsets=_join_offsets([p.sample_offsets for p in parts]),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class FingerprintBatch(FingerprintRows):
     """Fingerprints of a batch of documents, as arrays with one row per non-empty document.
 
     Attributes:
@@ -165,14 +196,29 @@ class FingerprintBatch:
     canonical_texts: list[str]
     exact_hashes: list[bytes]
     token_counts: I64
-    shingles: U64
-    shingle_offsets: I64
-    signatures: U32
-    band_keys: I64
-    simhashes: U64
-    block_keys: I64
-    sample_keys: U64
-    sample_offsets: I64
+
+    @classmethod
+    def of_rows(
+        cls,
+        rows: FingerprintRows,
+        params: FingerprintParams,
+        source_index: I64,
+        empty_index: list[int],
+        canonical_texts: list[str],
+        exact_hashes: list[bytes],
+        token_counts: I64,
+    ) -> FingerprintBatch:
+        """A batch of ``rows`` and the per-document fields."""
+        arrays = {f.name: getattr(rows, f.name) for f in dataclasses.fields(FingerprintRows)}
+        return cls(
+            **arrays,
+            params=params,
+            source_index=source_index,
+            empty_index=empty_index,
+            canonical_texts=canonical_texts,
+            exact_hashes=exact_hashes,
+            token_counts=token_counts,
+        )
 
     def __len__(self) -> int:
         return len(self.source_index)
@@ -225,8 +271,15 @@ def fingerprint_batch(
     Documents empty after canonicalization get no row; their input positions are listed in
     ``empty_index``. Invalid text raises :class:`InvalidDocumentError` naming its position.
     """
-    params = params or FingerprintParams()
     validate_texts(texts)
+    return fingerprint_valid_texts(texts, params or FingerprintParams(), weights)
+
+
+def fingerprint_valid_texts(
+    texts: Sequence[str], params: FingerprintParams, weights: FeatureWeights | None = None
+) -> FingerprintBatch:
+    """:func:`fingerprint_batch` of texts that :func:`validate_text` has accepted already (the
+    ingest pipeline checks every record once, with its id and metadata)."""
     if weights is None:
         split = canonical_word_batch(texts, params)
         if split is not None:
@@ -263,23 +316,20 @@ def _interleave(
         joined = [item for b in batches for item in getattr(b, name)]
         return [joined[i] for i in order.tolist()]
 
-    shingles, shingle_offsets = _gather(batches, "shingles", "shingle_offsets", order)
-    sample_keys, sample_offsets = _gather(batches, "sample_keys", "sample_offsets", order)
-    return FingerprintBatch(
-        params=params,
-        source_index=np.concatenate(sources)[order],
-        empty_index=sorted(p[i] for b, p in parts for i in b.empty_index),
-        canonical_texts=listed("canonical_texts"),
-        exact_hashes=listed("exact_hashes"),
-        token_counts=rows("token_counts"),
-        shingles=shingles,
-        shingle_offsets=shingle_offsets,
-        signatures=rows("signatures"),
-        band_keys=rows("band_keys"),
-        simhashes=rows("simhashes"),
-        block_keys=rows("block_keys"),
-        sample_keys=sample_keys,
-        sample_offsets=sample_offsets,
+    arrays: dict[str, np.ndarray] = {}
+    for values, offsets in (("shingles", "shingle_offsets"), ("sample_keys", "sample_offsets")):
+        arrays[values], arrays[offsets] = _gather(batches, values, offsets, order)
+    for field in dataclasses.fields(FingerprintRows):
+        if field.name not in arrays:  # one row per document
+            arrays[field.name] = rows(field.name)
+    return FingerprintBatch.of_rows(
+        FingerprintRows(**arrays),
+        params,
+        np.concatenate(sources)[order],
+        sorted(p[i] for b, p in parts for i in b.empty_index),
+        listed("canonical_texts"),
+        listed("exact_hashes"),
+        rows("token_counts"),
     )
 
 
@@ -354,53 +404,15 @@ def _assemble(
         _fingerprint_rows(last - first, *segments(first, last), params, weights)
         for first, last in batch_runs(token_counts, _TOKENS_PER_CHUNK)
     ]
-    rows = _Rows.concatenate(parts)
-    return FingerprintBatch(
-        params=params,
-        source_index=np.asarray(kept, dtype=np.int64),
-        empty_index=empty,
-        canonical_texts=canonical,
-        exact_hashes=exact_hashes(canonical),
-        token_counts=token_counts,
-        shingles=rows.shingles,
-        shingle_offsets=rows.shingle_offsets,
-        signatures=rows.signatures,
-        band_keys=rows.band_keys,
-        simhashes=rows.simhashes,
-        block_keys=rows.block_keys,
-        sample_keys=rows.sample_keys,
-        sample_offsets=rows.sample_offsets,
+    return FingerprintBatch.of_rows(
+        FingerprintRows.concatenate(parts),
+        params,
+        np.asarray(kept, dtype=np.int64),
+        empty,
+        canonical,
+        exact_hashes(canonical),
+        token_counts,
     )
-
-
-@dataclasses.dataclass(frozen=True)
-class _Rows:
-    """The array fields of :class:`FingerprintBatch` for a run of consecutive rows."""
-
-    shingles: U64
-    shingle_offsets: I64
-    signatures: U32
-    band_keys: I64
-    simhashes: U64
-    block_keys: I64
-    sample_keys: U64
-    sample_offsets: I64
-
-    @classmethod
-    def concatenate(cls, parts: list[_Rows]) -> _Rows:
-        """The rows of all ``parts``, in order."""
-        if len(parts) == 1:
-            return parts[0]
-        return cls(
-            shingles=np.concatenate([p.shingles for p in parts]),
-            shingle_offsets=_join_offsets([p.shingle_offsets for p in parts]),
-            signatures=np.concatenate([p.signatures for p in parts]),
-            band_keys=np.concatenate([p.band_keys for p in parts]),
-            simhashes=np.concatenate([p.simhashes for p in parts]),
-            block_keys=np.concatenate([p.block_keys for p in parts]),
-            sample_keys=np.concatenate([p.sample_keys for p in parts]),
-            sample_offsets=_join_offsets([p.sample_offsets for p in parts]),
-        )
 
 
 def _join_offsets(offsets: list[I64]) -> I64:
@@ -416,7 +428,7 @@ def _fingerprint_rows(
     chars: Segments,
     params: FingerprintParams,
     weights: FeatureWeights | None,
-) -> _Rows:
+) -> FingerprintRows:
     """The array fields of the fingerprints of ``n`` non-empty documents, from their segments."""
     word_shingles, word_owner = shingle(words, params.shingle_size)
     char_shingles, char_owner = shingle(chars, params.cjk_shingle_size)
@@ -428,7 +440,7 @@ def _fingerprint_rows(
     signatures = minhash_signatures(shingles, shingle_offsets, params.num_perm, params.seed)
     simhashes = _simhashes(words, chars, char_shingles, char_owner, n, params, weights)
     sample_keys, sample_offsets = _samples(ordered, owner, n, params)
-    return _Rows(
+    return FingerprintRows(
         shingles=shingles,
         shingle_offsets=shingle_offsets,
         signatures=signatures,
