@@ -78,6 +78,7 @@ db_app = typer.Typer(
 )
 app.add_typer(db_app, name="db")
 
+DocId = Annotated[str, typer.Argument(metavar="ID", help="A stored document id.")]
 FormatOption = Annotated[
     OutputFormat,
     typer.Option("--format", "-f", help="Output format: a table for people, or json/jsonl/csv."),
@@ -411,7 +412,7 @@ _MATCH_COLUMNS = ["external_id", "method", "jaccard", "containment", "hamming"]
 @app.command()
 def similar(
     ctx: typer.Context,
-    doc_id: Annotated[str, typer.Argument(metavar="ID", help="A stored document id.")],
+    doc_id: DocId,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """List the documents that match a stored document, best first."""
@@ -423,7 +424,7 @@ def similar(
 @app.command()
 def cluster(
     ctx: typer.Context,
-    doc_id: Annotated[str, typer.Argument(metavar="ID", help="A stored document id.")],
+    doc_id: DocId,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Show the cluster of a stored document: representative and members."""
