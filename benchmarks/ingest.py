@@ -47,10 +47,17 @@ import sqlalchemy as sa
 
 from benchmarks.fingerprint import word_shingles
 from benchmarks.ingest_corpus import GeneratedFile, IngestCorpus, read_documents
-from dedup_store import DedupStore, pipeline
+from dedup_store import (
+    AddResult,
+    DedupStore,
+    Document,
+    IngestSummary,
+    RecordError,
+    Status,
+    pipeline,
+)
 from dedup_store.config import normalize_url
 from dedup_store.core import FingerprintParams, canonical_tokens
-from dedup_store.results import AddResult, Document, IngestSummary, RecordError, Status
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
 TABLES = ("documents", "sample_keys", "edges")
