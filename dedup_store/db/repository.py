@@ -42,7 +42,7 @@ from dedup_store.db.verify import (
 
 I64 = npt.NDArray[np.int64]
 #: The tables ANALYZE'd by :func:`refresh_statistics`.
-TABLES = ("documents", "edges", "sample_keys")
+TABLES = ("documents", "edges", "sample_keys", "secondary_keys")
 
 # fixed-width columns first (encoded for the whole batch with numpy), then variable ones
 DOCUMENT_COLUMNS = (
