@@ -16,7 +16,7 @@ from sqlalchemy import text as sa_text
 
 from dedup_store.core.fingerprint import DEFAULT_MAX_BYTES, fingerprint
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import candidates, migrate, native, queries, repository, single
+from dedup_store.db import candidates, hot, migrate, native, queries, repository, single
 from dedup_store.db.engine import Bind, Database
 from dedup_store.db.names import validate_schema
 from dedup_store.db.queries import MatchRow
@@ -175,6 +175,26 @@ class DedupStore:
         body = text if self.keep_text else None
 
         statement, parameters = single.add_statement(self.schema, fp, id, meta, body, language)
+        outcome = single.outcome(self._add_rows(statement, parameters))
+
+        def promote(conn: Connection) -> None:
+            repository.lock_writers(conn, self.schema)
+            hot.promote_pending(conn, self.schema, fp)
+
+        while outcome.rekey:  # the document makes keys hot: split their buckets, then add it
+            self._db.run(promote)
+            outcome = single.outcome(self._add_rows(statement, parameters))
+        if outcome.inserted and outcome.doc_id % 1024 == 0:
+            self._db.run(
+                lambda conn: repository.refresh_statistics(conn, self.schema, outcome.doc_id)
+            )
+        if not outcome.inserted:
+            return AddResult(id, Status.SKIPPED, [], outcome.cluster_id)
+        matches = sorted_matches(outcome.matches)
+        return AddResult(id, _status(matches, self.params), matches, outcome.cluster_id)
+
+    def _add_rows(self, statement: str, parameters: dict[str, Any]) -> list[Any]:
+        """The rows of the statement of :func:`single.add_statement`, run with the lock."""
         rows = self._db.native(
             lambda raw: native.locked_statement(
                 raw, repository.lock_name(self.schema), statement, parameters
@@ -187,15 +207,7 @@ class DedupStore:
                 return list(conn.execute(sa_text(statement), parameters))
 
             rows = self._db.run(work)
-        outcome = single.outcome(rows)
-        if outcome.inserted and outcome.doc_id % 1024 == 0:
-            self._db.run(
-                lambda conn: repository.refresh_statistics(conn, self.schema, outcome.doc_id)
-            )
-        if not outcome.inserted:
-            return AddResult(id, Status.SKIPPED, [], outcome.cluster_id)
-        matches = sorted_matches(outcome.matches)
-        return AddResult(id, _status(matches, self.params), matches, outcome.cluster_id)
+        return list(rows)
 
     def add_many(
         self, records: Iterable[Record], *, batch_size: int = 2000, update: bool = False
@@ -321,8 +333,9 @@ class DedupStore:
             conn, self.schema, prepared.batch, np.asarray(rows, dtype=np.int64)
         )
         ids = new.ids
-        found = candidates.find_candidates(
-            conn, self.schema, new.key_groups(), self.params.hot_key_limit
+        firsts = new.firsts
+        found, secondary = hot.find_candidates(
+            conn, self.schema, prepared.batch, new.rows[firsts], ids[firsts]
         )
         docs = [prepared.document_of_row(r) for r in rows]
         repository.insert_documents(
@@ -333,6 +346,7 @@ class DedupStore:
             [d.meta for d in docs],
             [d.text if self.keep_text else None for d in docs],
             [prepared.language_of_row(r) for r in rows],
+            secondary,
         )
         edges = repository.store_edges(conn, self.schema, new, found)
         mapping = repository.merge_clusters(conn, self.schema, edges, self.params)
@@ -409,7 +423,7 @@ class DedupStore:
 
     def stats(self) -> Stats:
         """Counts over the whole store."""
-        counts = self._run(lambda conn: queries.stats_row(conn, self.schema))
+        counts = self._run(lambda conn: queries.stats_row(conn, self.schema, self.params))
         return Stats(**counts, params=self.params.to_dict(), schema=self.schema)
 
     # -- deleting ---------------------------------------------------------------------------

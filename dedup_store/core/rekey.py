@@ -16,7 +16,8 @@ of a hot slot costs a bounded probe per secondary key and still meets the near-d
   0.99995 at ``J = 0.8`` and ``1 - 2e-9`` at ``J = 0.9``. Each secondary bucket is ``J**4``
   (0.41 at 0.8) of the primary one for documents at that similarity, and far smaller for
   unrelated documents that only share the band.
-* ``broder`` mega-shingle keys are not re-keyed: a hot one keeps yielding its
+* ``broder`` mega-shingle keys (and band keys of signatures with fewer than ``REKEY_ROWS``
+  positions outside a band) are not re-keyed: a hot one keeps yielding its
   ``hot_key_limit`` oldest documents.
 """
 
@@ -44,7 +45,9 @@ def rekeyed(params: FingerprintParams, kind: int) -> bool:
     """Whether hot keys of ``kind`` (``BAND`` or ``BLOCK``) are re-keyed under ``params``."""
     if params.hot_key_limit <= 0:
         return False
-    return kind == BLOCK or params.scheme == "threshold"
+    if kind == BLOCK:
+        return True
+    return params.scheme == "threshold" and secondary_count(params, BAND) > 0
 
 
 def secondary_count(params: FingerprintParams, kind: int) -> int:

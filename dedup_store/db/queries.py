@@ -12,6 +12,7 @@ from sqlalchemy import Connection, TextClause, text
 
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.core.params import FingerprintParams
+from dedup_store.db import hot
 from dedup_store.db.candidates import BAND, BLOCK, slot_lookup, sparse_excerpt_keys, top32
 from dedup_store.db.names import qualified
 from dedup_store.db.verify import (
@@ -93,11 +94,19 @@ def _sample_lookup(s: str, hot_limit: int) -> str:
 
 
 @lru_cache(maxsize=32)
-def matches_sql(schema: str, band_count: int, block_count: int, hot_limit: int = 0) -> str:
+def matches_sql(
+    schema: str,
+    band_count: int,
+    block_count: int,
+    hot_limit: int = 0,
+    secondary: tuple[int, int] = (0, 0),
+) -> str:
     """A query of the verified matches of an unstored fingerprint given in bind parameters.
 
     Rows ``(a, external_id, cluster_id, method, jaccard, containment, hamming)``; the
-    parameters are :func:`fingerprint_parameters`.
+    parameters are :func:`fingerprint_parameters`. ``secondary`` gives the secondary keys per
+    band and per block slot (:func:`~dedup_store.db.hot.secondary_counts`): a hot slot is also
+    looked up by them.
     """
     s = qualified(schema)
     query = """(SELECT 0::bigint AS id, CAST(:exact AS bytea) AS exact_hash,
@@ -111,6 +120,9 @@ def matches_sql(schema: str, band_count: int, block_count: int, hot_limit: int =
         "WHERE o.exact_hash = CAST(:exact AS bytea) AND o.exact_of IS NULL"
     )
     branches = [*_key_lookups(s, band_count, block_count, hot_limit), samples, exact]
+    if hot_limit:
+        slots = hot.rekeyed_slots(band_count, block_count, secondary)
+        branches += hot.secondary_lookups(s, slots, hot_limit)
     candidates = f"""(
         SELECT a, bool_and(block) AS block_only, bool_or(sample) AS sampled FROM (
             {" UNION ALL ".join(branches)}
@@ -131,9 +143,11 @@ def matches_sql(schema: str, band_count: int, block_count: int, hot_limit: int =
 
 
 @lru_cache(maxsize=32)
-def _check_statement(schema: str, band_count: int, block_count: int, hot_limit: int) -> TextClause:
+def _check_statement(
+    schema: str, band_count: int, block_count: int, hot_limit: int, secondary: tuple[int, int]
+) -> TextClause:
     """The statement of :func:`check_matches` (built once: it is long and parsed for binds)."""
-    return text(matches_sql(schema, band_count, block_count, hot_limit))
+    return text(matches_sql(schema, band_count, block_count, hot_limit, secondary))
 
 
 def fingerprint_parameters(fp: Fingerprint) -> dict[str, Any]:
@@ -151,13 +165,18 @@ def fingerprint_parameters(fp: Fingerprint) -> dict[str, Any]:
     }
     for kind, keys in ((BAND, fp.band_keys), (BLOCK, fp.block_keys)):
         parameters.update({f"k{kind}_{i}": key for i, key in enumerate(keys.tolist(), start=1)})
+    parameters.update(hot.query_parameters(fp))
     return parameters
 
 
 def check_statement(schema: str, fp: Fingerprint) -> tuple[str, dict[str, Any]]:
     """The statement of :func:`check_matches` and its ``:name`` parameters."""
     statement = _check_statement(
-        schema, len(fp.band_keys), len(fp.block_keys), fp.params.hot_key_limit
+        schema,
+        len(fp.band_keys),
+        len(fp.block_keys),
+        fp.params.hot_key_limit,
+        hot.secondary_counts(fp.params),
     )
     return statement.text, fingerprint_parameters(fp)
 
@@ -165,7 +184,11 @@ def check_statement(schema: str, fp: Fingerprint) -> tuple[str, dict[str, Any]]:
 def check_matches(conn: Connection, schema: str, fp: Fingerprint) -> list[MatchRow]:
     """Verified matches of an unstored fingerprint: ONE statement, candidates and scores."""
     statement = _check_statement(
-        schema, len(fp.band_keys), len(fp.block_keys), fp.params.hot_key_limit
+        schema,
+        len(fp.band_keys),
+        len(fp.block_keys),
+        fp.params.hot_key_limit,
+        hot.secondary_counts(fp.params),
     )
     return [MatchRow(*row) for row in conn.execute(statement, fingerprint_parameters(fp))]
 
@@ -263,7 +286,7 @@ def export_rows(conn: Connection, schema: str) -> Iterator[Any]:
         result.close()
 
 
-def stats_row(conn: Connection, schema: str) -> dict[str, Any]:
+def stats_row(conn: Connection, schema: str, params: FingerprintParams) -> dict[str, Any]:
     """Counts over the whole store."""
     s = qualified(schema)
     documents, clusters, dup_clusters, dup_docs = conn.execute(
@@ -283,6 +306,7 @@ def stats_row(conn: Connection, schema: str) -> dict[str, Any]:
     )
     return {
         "hottest_excerpt_keys": {str(row[0]): int(row[1]) for row in hottest},
+        **hot.hot_stats(conn, schema, params),
         "documents": int(documents),
         "clusters": int(clusters),
         "duplicate_clusters": int(dup_clusters),

@@ -22,7 +22,7 @@ from dedup_store.clustering import components, merge_labels
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.overlap import intersection_sizes
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import copy
+from dedup_store.db import copy, hot
 from dedup_store.db.candidates import (
     Candidates,
     KeyGroup,
@@ -148,11 +148,12 @@ def insert_documents(
     metas: Sequence[Mapping[str, Any] | None],
     bodies: Sequence[str | None],
     languages: Sequence[str],
+    secondary: hot.SecondaryRows | None = None,
 ) -> None:
     """COPY the selected documents of a batch with their keys (other arguments per row).
 
-    Call it after :func:`~dedup_store.db.candidates.find_candidates`, whose lookups must only
-    meet older documents' keys.
+    Call it after :func:`~dedup_store.db.hot.find_candidates`, whose lookups must only meet
+    older documents' keys, and which gives the ``secondary`` keys of their hot slots.
     """
     batch, rows = new.batch, new.rows
     starts, ends = batch.shingle_offsets[rows], batch.shingle_offsets[rows + 1]
@@ -198,6 +199,8 @@ def insert_documents(
     keys, docs = sample_columns(batch, rows[firsts], new.ids[firsts])
     order = np.argsort(keys, kind="stable")  # in index order: the b-tree is walked in order
     copy.copy_fixed_rows(conn, schema, "sample_keys", ("key", "doc_id"), [keys[order], docs[order]])
+    if secondary is not None and len(secondary):
+        hot.write_secondary(conn, schema, secondary)
 
 
 def store_edges(
@@ -400,7 +403,7 @@ def delete_documents(
 
     A deleted document that was the first of its exact group hands its place to the oldest
     remaining copy (:func:`promote_copies`) first. Sample key rows are found through their
-    lookup index: they are a subset of the stored shingles.
+    lookup index: they are a subset of the stored shingles. Hot keys stay hot.
     """
     s = qualified(schema)
     labels = conn.execute(
@@ -418,6 +421,7 @@ def delete_documents(
         ),
         {"ids": list(doc_ids)},
     )
+    hot.delete_secondary(conn, schema, doc_ids)
     # the band and block keys go with the rows (and their index entries with them)
     conn.execute(text(f"DELETE FROM {s}.documents WHERE id = ANY(:ids)"), {"ids": list(doc_ids)})
     split_clusters(conn, schema, clusters, merging_methods(params))
@@ -426,9 +430,9 @@ def delete_documents(
 def promote_copies(conn: Connection, schema: str, doc_ids: Sequence[int]) -> None:
     """Make the oldest surviving copy of each deleted first document the first of its group.
 
-    The heir takes over the deleted document's sample keys (equal texts have equal keys), its
-    edges with documents outside the group, and the other copies' links; its own band and
-    block keys enter the partial key indexes as its ``exact_of`` becomes NULL.
+    The heir takes over the deleted document's sample keys and secondary keys (equal texts
+    have equal keys), its edges with documents outside the group, and the other copies' links;
+    its own band and block keys enter the partial key indexes as its ``exact_of`` becomes NULL.
     """
     s = qualified(schema)
     conn.execute(
@@ -441,6 +445,9 @@ def promote_copies(conn: Connection, schema: str, doc_ids: Sequence[int]) -> Non
         ),
         keys AS (
             UPDATE {s}.sample_keys k SET doc_id = h.heir FROM heirs h WHERE k.doc_id = h.old
+        ),
+        secondary AS (
+            UPDATE {s}.secondary_keys k SET doc_id = h.heir FROM heirs h WHERE k.doc_id = h.old
         ),
         copied AS (
             INSERT INTO {s}.edges (a, b, method, jaccard, containment, hamming, found_at)

@@ -14,6 +14,12 @@ its row but left out of the partial key indexes).
 
 The statement's snapshot is taken after the lock is granted, so it sees every batch committed
 before, like the batch path.
+
+A document that makes a band or block key hot (its ``hot_key_limit``-th stored document is
+there already) is not inserted: the statement reports it, the caller makes the keys hot
+(:func:`~dedup_store.db.hot.promote_pending`, which computes the bucket's secondary keys in
+numpy) and runs the statement again. Otherwise the statement writes the document's secondary
+keys of its hot slots, whose lookups :func:`~dedup_store.db.queries.matches_sql` includes.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import Any
 from sqlalchemy import Connection, TextClause, text
 
 from dedup_store.core.fingerprint import Fingerprint
+from dedup_store.db import hot
 from dedup_store.db.names import qualified
 from dedup_store.db.queries import MatchRow, fingerprint_parameters, matches_sql
 from dedup_store.db.verify import array_literal, merging_methods
@@ -41,30 +48,41 @@ class SingleOutcome:
         inserted: ``False`` when the external id was already stored (nothing was written).
         cluster_id: the document's cluster afterwards.
         matches: its verified matches with older documents (none when not inserted).
+        rekey: nothing was written: the document makes keys hot, to be promoted first.
     """
 
     doc_id: int
     inserted: bool
     cluster_id: int
     matches: list[MatchRow]
+    rekey: bool = False
 
 
 @lru_cache(maxsize=32)
-def _statement(schema: str, band_count: int, block_count: int, hot_limit: int) -> TextClause:
+def _statement(
+    schema: str, band_count: int, block_count: int, hot_limit: int, secondary: tuple[int, int]
+) -> TextClause:
     s = qualified(schema)
+    slots = hot.rekeyed_slots(band_count, block_count, secondary) if hot_limit else []
+    matches = matches_sql(schema, band_count, block_count, hot_limit, secondary)
     return text(f"""
         WITH known AS (
             SELECT id, cluster_id FROM {s}.documents WHERE external_id = :external_id
-        ),
-        new_id AS (
-            SELECT nextval(CAST(:seq AS regclass)) AS id WHERE NOT EXISTS (SELECT 1 FROM known)
         ),
         first AS (
             SELECT id FROM {s}.documents
             WHERE exact_hash = CAST(:exact AS bytea) AND exact_of IS NULL
         ),
+        pending AS MATERIALIZED (
+            SELECT 1 FROM ({hot.pending_keys_sql(s, slots, hot_limit)}) p
+            WHERE NOT EXISTS (SELECT 1 FROM known) AND NOT EXISTS (SELECT 1 FROM first) LIMIT 1
+        ),
+        new_id AS (
+            SELECT nextval(CAST(:seq AS regclass)) AS id
+            WHERE NOT EXISTS (SELECT 1 FROM known) AND NOT EXISTS (SELECT 1 FROM pending)
+        ),
         matched AS MATERIALIZED (
-            SELECT * FROM ({matches_sql(schema, band_count, block_count, hot_limit)}) m
+            SELECT * FROM ({matches}) m
             WHERE EXISTS (SELECT 1 FROM new_id)
               AND (m.a IN (SELECT id FROM first) OR NOT EXISTS (SELECT 1 FROM first))
         ),
@@ -95,6 +113,12 @@ def _statement(schema: str, band_count: int, block_count: int, hot_limit: int) -
         sample AS (
             INSERT INTO {s}.sample_keys (key, doc_id)
             SELECT key, n.id FROM new_id n CROSS JOIN unnest(CAST(:sk AS integer[])) AS key
+            WHERE NOT EXISTS (SELECT 1 FROM first)
+        ),
+        secondary AS (
+            INSERT INTO {s}.secondary_keys (kind, slot, key, doc_id)
+            SELECT x.kind, x.slot, x.key, n.id FROM new_id n
+            CROSS JOIN ({hot.secondary_inserts(s, slots)}) x
             WHERE NOT EXISTS (SELECT 1 FROM first)
         ),
         edge AS (
@@ -131,7 +155,13 @@ def add_statement(
     :func:`~dedup_store.db.native.locked_statement`) and read its rows with :func:`outcome`.
     ``meta`` must be JSON-serializable (validated by the caller).
     """
-    statement = _statement(schema, len(fp.band_keys), len(fp.block_keys), fp.params.hot_key_limit)
+    statement = _statement(
+        schema,
+        len(fp.band_keys),
+        len(fp.block_keys),
+        fp.params.hot_key_limit,
+        hot.secondary_counts(fp.params),
+    )
     parameters = {
         **fingerprint_parameters(fp),
         "seq": qualified(schema, "document_ids"),
@@ -151,6 +181,8 @@ def add_statement(
 def outcome(rows: Sequence[Sequence[Any]]) -> SingleOutcome:
     """What the statement of :func:`add_statement` did, from its rows."""
     head, *found = rows
+    if head[0] is None:  # neither inserted nor known: keys to make hot first
+        return SingleOutcome(0, False, 0, [], rekey=True)
     doc_id, inserted, cluster_id = int(head[0]), bool(head[1]), int(head[2])
     matches = [MatchRow(*row[:1], *row[3:]) for row in found]
     return SingleOutcome(doc_id, inserted, cluster_id, matches)
@@ -167,4 +199,8 @@ def add_document(
 ) -> SingleOutcome:
     """Insert one document unless its external id is stored; call it holding the writers' lock."""
     statement, parameters = add_statement(schema, fp, external_id, meta, body, language)
-    return outcome(conn.execute(text(statement), parameters).all())
+    done = outcome(conn.execute(text(statement), parameters).all())
+    if done.rekey:
+        hot.promote_pending(conn, schema, fp)
+        done = outcome(conn.execute(text(statement), parameters).all())
+    return done

@@ -1,0 +1,411 @@
+"""Hot band and block keys: their buckets split by secondary keys.
+
+A band or block key that more than ``hot_key_limit`` documents share becomes hot when a write
+meets it: it is recorded in ``hot_keys``, and every stored document of its bucket gets its
+secondary keys for that slot (:mod:`dedup_store.core.rekey`) in ``secondary_keys``, computed in
+numpy from the members' ``signature`` or ``simhash`` read in one statement. From then on every
+new document owning the key writes its secondary keys for the slot too, and its lookup of the
+slot adds, to the ``hot_key_limit`` oldest documents of the key, the ``hot_key_limit`` oldest
+documents of each of its secondary keys: a bounded cost however large the bucket grows.
+
+A key stays hot when documents are deleted (their secondary keys go with them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import Connection, text
+
+from dedup_store.core import rekey
+from dedup_store.core.fingerprint import Fingerprint, FingerprintBatch
+from dedup_store.core.params import FingerprintParams
+from dedup_store.db import candidates, copy
+from dedup_store.db.candidates import BAND, BLOCK, Candidates, KeyGroup, slot_lookup
+from dedup_store.db.names import qualified
+from dedup_store.db.verify import array_literal
+
+I64 = npt.NDArray[np.int64]
+SECONDARY_COLUMNS = ("kind", "slot", "key", "doc_id")
+_ARRAY_HEADER = 20  # bytes before the elements of a one-dimensional array_send
+
+
+@dataclasses.dataclass(frozen=True)
+class SecondaryRows:
+    """Rows of ``secondary_keys``: one per document, hot slot and secondary key."""
+
+    kind: npt.NDArray[np.int16]
+    slot: npt.NDArray[np.int16]
+    key: I64
+    doc: I64
+
+    @classmethod
+    def of(cls, kind: int, slot: int, keys: I64, docs: I64) -> SecondaryRows:
+        """The rows of ``keys`` ``(n, count)`` of documents ``docs`` ``(n,)`` in one slot."""
+        n = keys.size
+        return cls(
+            np.full(n, kind, dtype=np.int16),
+            np.full(n, slot, dtype=np.int16),
+            keys.reshape(-1),
+            np.repeat(docs, keys.shape[1] if keys.ndim == 2 else 1),
+        )
+
+    @classmethod
+    def concat(cls, parts: Sequence[SecondaryRows]) -> SecondaryRows:
+        """All rows of ``parts``."""
+        if not parts:
+            empty = np.empty(0, dtype=np.int64)
+            return cls(empty.astype(np.int16), empty.astype(np.int16), empty, empty)
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in _FIELDS))
+
+    def __len__(self) -> int:
+        return len(self.key)
+
+    def subset(self, keep: npt.NDArray[np.bool_]) -> SecondaryRows:
+        """The rows where ``keep`` is true."""
+        return SecondaryRows(self.kind[keep], self.slot[keep], self.key[keep], self.doc[keep])
+
+
+_FIELDS = ("kind", "slot", "key", "doc")
+
+
+def find_candidates(
+    conn: Connection,
+    schema: str,
+    batch: FingerprintBatch,
+    rows: I64,
+    ids: I64,
+) -> tuple[Candidates, SecondaryRows]:
+    """:func:`~dedup_store.db.candidates.find_candidates` with hot buckets split.
+
+    ``rows`` and ``ids`` are the batch rows and new ids of the documents that own keys (the
+    first of their exact group). Keys that more than ``hot_key_limit`` documents (stored and
+    new) share become hot (:func:`promote`); a new document's hot slots are also looked up by
+    its secondary keys. Returns the candidates and the new documents' ``secondary_keys`` rows.
+    """
+    params = batch.params
+    hot_limit = params.hot_key_limit
+    groups = candidates.key_groups(batch, rows, ids)
+    kinds = frozenset(kind for kind in (BAND, BLOCK) if rekey.rekeyed(params, kind))
+    found = candidates.lookup(conn, schema, groups, hot_limit, kinds)
+    parts = candidates.found_pairs(groups, found, hot_limit)
+    if not kinds or len(ids) == 0:
+        return candidates.merge(*parts), SecondaryRows.concat([])
+    hot_of: dict[int, I64] = {}
+    pending: list[tuple[int, int, I64]] = []
+    for number, group in enumerate(groups):
+        if group.kind not in kinds:
+            continue
+        keys = found.uniques[number]
+        stored = candidates.stored_counts(keys, found.keys[number])
+        owners = candidates.stored_counts(keys, group.keys)
+        new_hot = keys[(stored + owners > hot_limit) & ~np.isin(keys, found.hot[number])]
+        if len(new_hot):
+            pending.append((group.kind, group.slot, new_hot))
+        hot_of[number] = np.union1d(found.hot[number], new_hot)
+    if pending:
+        promote(
+            conn,
+            schema,
+            params,
+            np.concatenate([np.full(len(k), kind) for kind, _, k in pending]),
+            np.concatenate([np.full(len(k), slot) for _, slot, k in pending]),
+            np.concatenate([k for _, _, k in pending]),
+        )
+    secondary, written = _secondary_groups(batch, rows, ids, groups, hot_of)
+    a_more, b_more, kind_more = _secondary_pairs(conn, schema, secondary, hot_limit)
+    a_parts, b_parts, kind_parts = parts
+    merged = candidates.merge(a_parts + a_more, b_parts + b_more, kind_parts + kind_more)
+    return merged, written
+
+
+def _secondary_groups(
+    batch: FingerprintBatch, rows: I64, ids: I64, groups: list[KeyGroup], hot_of: dict[int, I64]
+) -> tuple[list[KeyGroup], SecondaryRows]:
+    """Per re-keyed group with hot keys, the secondary keys of the new documents owning one."""
+    position = {doc: i for i, doc in enumerate(ids.tolist())}
+    secondary, written = [], []
+    for number, hot in hot_of.items():
+        group = groups[number]
+        owners = np.isin(group.keys, hot)
+        if not owners.any():
+            continue
+        docs = group.docs[owners]
+        at = rows[[position[doc] for doc in docs.tolist()]]
+        keys = rekey.secondary_keys(
+            batch.params,
+            group.kind,
+            group.slot,
+            group.keys[owners],
+            signatures=batch.signatures[at],
+            simhashes=batch.simhashes[at],
+        )
+        secondary.append(
+            KeyGroup(group.kind, group.slot, keys.reshape(-1), np.repeat(docs, keys.shape[1]))
+        )
+        written.append(SecondaryRows.of(group.kind, group.slot, keys, docs))
+    return secondary, SecondaryRows.concat(written)
+
+
+def _secondary_pairs(
+    conn: Connection, schema: str, groups: list[KeyGroup], hot_limit: int
+) -> tuple[list[I64], list[I64], list[npt.NDArray[np.int8]]]:
+    """Pairs found by secondary keys: each key's ``hot_limit`` oldest stored documents (one
+    statement), and pairs inside the batch as for primary keys."""
+    if not groups:
+        return [], [], []
+    s = qualified(schema)
+    branches, parameters = [], {}
+    for number, group in enumerate(groups):
+        parameters[f"g{number}"] = array_literal(np.unique(group.keys).tolist())
+        branches.append(
+            f"SELECT {number} AS grp, f.doc_id AS id, n.key "
+            f"FROM unnest(CAST(:g{number} AS bigint[])) AS n(key) "
+            f"CROSS JOIN LATERAL (SELECT k.doc_id FROM {s}.secondary_keys k "
+            f"WHERE k.kind = {int(group.kind)} AND k.slot = {int(group.slot)} AND k.key = n.key "
+            f"ORDER BY k.doc_id LIMIT {int(hot_limit)}) f"
+        )
+    statement = (
+        "SELECT grp, array_agg(id), array_agg(key) "
+        f"FROM ({' UNION ALL '.join(branches)}) found GROUP BY grp"
+    )
+    empty = np.empty(0, dtype=np.int64)
+    hits = dict.fromkeys(range(len(groups)), (empty, empty))
+    for number, found_ids, found_keys in conn.execute(text(statement), parameters):
+        hits[number] = (np.array(found_ids, dtype=np.int64), np.array(found_keys, dtype=np.int64))
+    a_parts, b_parts, kind_parts = [], [], []
+    for number, group in enumerate(groups):
+        joined = candidates.join_found(group, *hits[number])
+        for a, b in (joined, candidates.pairs_inside(group, hot_limit)):
+            a_parts.append(a)
+            b_parts.append(b)
+            kind_parts.append(np.full(len(a), group.kind, dtype=np.int8))
+    return a_parts, b_parts, kind_parts
+
+
+def write_secondary(conn: Connection, schema: str, rows: SecondaryRows) -> None:
+    """COPY ``rows`` into ``secondary_keys``, in index order."""
+    order = np.lexsort((rows.doc, rows.key, rows.slot, rows.kind))
+    columns: list[npt.NDArray[Any]] = [
+        rows.kind[order],
+        rows.slot[order],
+        rows.key[order],
+        rows.doc[order],
+    ]
+    copy.copy_fixed_rows(conn, schema, "secondary_keys", SECONDARY_COLUMNS, columns)
+
+
+def promote(
+    conn: Connection, schema: str, params: FingerprintParams, kinds: I64, slots: I64, keys: I64
+) -> int:
+    """Make keys hot: record them and write the secondary keys of their stored documents.
+
+    Keys already hot are left as they are. Call it holding the writers' lock. Returns the
+    number of ``secondary_keys`` rows written.
+    """
+    if len(keys) == 0:
+        return 0
+    s = qualified(schema)
+    added = conn.execute(
+        text(
+            f"INSERT INTO {s}.hot_keys (kind, slot, key) "
+            "SELECT * FROM unnest(CAST(:kinds AS smallint[]), CAST(:slots AS smallint[]), "
+            "CAST(:keys AS bigint[])) ON CONFLICT DO NOTHING RETURNING kind, slot, key"
+        ),
+        {"kinds": kinds.tolist(), "slots": slots.tolist(), "keys": keys.tolist()},
+    ).all()
+    if not added:
+        return 0
+    wanted: dict[tuple[int, int], list[int]] = {}
+    for kind, slot, key in added:
+        wanted.setdefault((int(kind), int(slot)), []).append(int(key))
+    rows = SecondaryRows.concat(
+        [_members_rows(conn, s, params, kind, slot, wanted[kind, slot]) for kind, slot in wanted]
+    )
+    write_secondary(conn, schema, rows)
+    return len(rows)
+
+
+def _members_rows(
+    conn: Connection, s: str, params: FingerprintParams, kind: int, slot: int, keys: list[int]
+) -> SecondaryRows:
+    """The secondary keys of the stored documents owning ``keys`` in one slot (one query)."""
+    value = "array_send(o.signature)" if kind == BAND else "int8send(o.simhash)"
+    lookup = slot_lookup(s, kind, slot, "= ANY(CAST(:keys AS bigint[]))")
+    row = conn.execute(
+        text(
+            "SELECT array_agg(f.id ORDER BY f.id), array_agg(f.key ORDER BY f.id), "
+            f"string_agg(f.value, ''::bytea ORDER BY f.id) FROM ("
+            f"SELECT l.id, l.key, {value} AS value FROM ({lookup}) l "
+            f"JOIN {s}.documents o ON o.id = l.id) f"
+        ),
+        {"keys": array_literal(keys)},
+    ).one()
+    if row[0] is None:
+        return SecondaryRows.concat([])
+    ids, primary = np.array(row[0], dtype=np.int64), np.array(row[1], dtype=np.int64)
+    blob = bytes(row[2])
+    if kind == BAND:
+        width = _ARRAY_HEADER + 8 * params.num_perm
+        matrix = np.frombuffer(blob, dtype=np.uint8).reshape(len(ids), width)[:, _ARRAY_HEADER:]
+        pairs = np.ascontiguousarray(matrix).view(">i4").reshape(len(ids), params.num_perm, 2)
+        signatures = pairs[:, :, 1].astype(np.int32).view(np.uint32)
+        secondary = rekey.secondary_keys(params, kind, slot, primary, signatures=signatures)
+    else:
+        simhashes = np.frombuffer(blob, dtype=">i8").astype(np.int64).view(np.uint64)
+        secondary = rekey.secondary_keys(params, kind, slot, primary, simhashes=simhashes)
+    return SecondaryRows.of(kind, slot, secondary, ids)
+
+
+def secondary_counts(params: FingerprintParams) -> tuple[int, int]:
+    """Secondary keys per slot of band and of block keys (0: that kind is not re-keyed)."""
+    return tuple(  # type: ignore[return-value]
+        rekey.secondary_count(params, kind) if rekey.rekeyed(params, kind) else 0
+        for kind in (BAND, BLOCK)
+    )
+
+
+def rekeyed_slots(
+    band_count: int, block_count: int, counts: tuple[int, int]
+) -> list[tuple[int, int]]:
+    """``(kind, slot)`` of every re-keyed slot."""
+    slots = []
+    for kind, count in ((BAND, band_count), (BLOCK, block_count)):
+        if counts[kind]:
+            slots += [(kind, slot) for slot in range(1, count + 1)]
+    return slots
+
+
+def is_hot(s: str, kind: int, slot: int) -> str:
+    """SQL: whether the query's key of the slot (parameter ``k{kind}_{slot}``) is hot."""
+    return (
+        f"EXISTS (SELECT 1 FROM {s}.hot_keys h WHERE h.kind = {int(kind)} "
+        f"AND h.slot = {int(slot)} AND h.key = CAST(:k{kind}_{slot} AS bigint))"
+    )
+
+
+def secondary_lookups(s: str, slots: list[tuple[int, int]], hot_limit: int) -> list[str]:
+    """Per hot slot of the query, the ``hot_limit`` oldest documents of each of its secondary
+    keys (parameter ``s{kind}_{slot}``); rows ``(a, block, sample)``."""
+    branches = []
+    for kind, slot in slots:
+        block = "true" if kind == BLOCK else "false"
+        branches.append(
+            f"SELECT f.doc_id AS a, {block} AS block, false AS sample "
+            f"FROM unnest(CAST(:s{kind}_{slot} AS bigint[])) AS n(key) "
+            f"CROSS JOIN LATERAL (SELECT k.doc_id FROM {s}.secondary_keys k "
+            f"WHERE k.kind = {int(kind)} AND k.slot = {int(slot)} AND k.key = n.key "
+            f"ORDER BY k.doc_id LIMIT {int(hot_limit)}) f "
+            f"WHERE {is_hot(s, kind, slot)}"
+        )
+    return branches
+
+
+def secondary_inserts(s: str, slots: list[tuple[int, int]]) -> str:
+    """SQL: ``(kind, slot, key)`` of the query's secondary keys of its hot slots."""
+    branches = [
+        f"SELECT {int(kind)} AS kind, {int(slot)} AS slot, "
+        f"unnest(CAST(:s{kind}_{slot} AS bigint[])) AS key WHERE {is_hot(s, kind, slot)}"
+        for kind, slot in slots
+    ]
+    return (
+        " UNION ALL ".join(branches)
+        if branches
+        else ("SELECT 0 AS kind, 0 AS slot, 0::bigint AS key WHERE false")
+    )
+
+
+def pending_keys_sql(s: str, slots: list[tuple[int, int]], hot_limit: int) -> str:
+    """SQL: ``(kind, slot, key)`` of the query's keys shared by ``hot_limit`` stored documents
+    or more and not hot yet: adding the query makes them hot."""
+    branches = []
+    for kind, slot in slots:
+        probe = slot_lookup(s, kind, slot, f"= CAST(:k{kind}_{slot} AS bigint)")
+        branches.append(
+            f"SELECT {int(kind)}::smallint AS kind, {int(slot)}::smallint AS slot, "
+            f"CAST(:k{kind}_{slot} AS bigint) AS key "
+            f"WHERE NOT {is_hot(s, kind, slot)} AND (SELECT count(*) FROM "
+            f"({probe} OFFSET 0 LIMIT {int(hot_limit)}) p) >= {int(hot_limit)}"
+        )
+    if not branches:
+        return "SELECT 0::smallint AS kind, 0::smallint AS slot, 0::bigint AS key WHERE false"
+    return " UNION ALL ".join(branches)
+
+
+def query_parameters(fp: Fingerprint) -> dict[str, Any]:
+    """The secondary keys of every re-keyed slot of ``fp`` (parameters ``s{kind}_{slot}``)."""
+    params = fp.params
+    parameters: dict[str, Any] = {}
+    for kind, keys in ((BAND, fp.band_keys), (BLOCK, fp.block_keys)):
+        if not rekey.rekeyed(params, kind):
+            continue
+        secondary = rekey.all_secondary_keys(
+            params,
+            kind,
+            keys[None, :],
+            fp.signature[None, :],
+            np.array([fp.simhash], dtype=np.uint64),
+        )[0]
+        parameters.update(
+            {f"s{kind}_{j + 1}": array_literal(row) for j, row in enumerate(secondary.tolist())}
+        )
+    return parameters
+
+
+def promote_pending(conn: Connection, schema: str, fp: Fingerprint) -> int:
+    """Make hot the keys of ``fp`` that adding it makes hot (holding the writers' lock)."""
+    params = fp.params
+    slots = rekeyed_slots(len(fp.band_keys), len(fp.block_keys), secondary_counts(params))
+    parameters = {
+        f"k{kind}_{i}": key
+        for kind, keys in ((BAND, fp.band_keys), (BLOCK, fp.block_keys))
+        for i, key in enumerate(keys.tolist(), start=1)
+    }
+    rows = conn.execute(
+        text(pending_keys_sql(qualified(schema), slots, params.hot_key_limit)), parameters
+    ).all()
+    if not rows:
+        return 0
+    kinds, slot_numbers, keys = (
+        np.array(column, dtype=np.int64) for column in zip(*rows, strict=True)
+    )
+    return promote(conn, schema, params, kinds, slot_numbers, keys)
+
+
+def delete_secondary(conn: Connection, schema: str, doc_ids: Sequence[int]) -> None:
+    """Delete the secondary keys of documents ``doc_ids``."""
+    conn.execute(
+        text(f"DELETE FROM {qualified(schema, 'secondary_keys')} WHERE doc_id = ANY(:ids)"),
+        {"ids": list(doc_ids)},
+    )
+
+
+def hot_stats(conn: Connection, schema: str, params: FingerprintParams) -> dict[str, Any]:
+    """Hot keys per kind, and the five largest hot buckets with their document counts."""
+    s = qualified(schema)
+    counts: dict[int, int] = dict(
+        conn.execute(text(f"SELECT kind, count(*) FROM {s}.hot_keys GROUP BY kind")).all()
+    )
+    branches = []
+    for kind, count in ((BAND, params.band_key_count), (BLOCK, params.block_key_count)):
+        for slot in range(1, count + 1):
+            probe = slot_lookup(s, kind, slot, "= h.key")
+            branches.append(
+                f"SELECT h.kind, h.slot, h.key, (SELECT count(*) FROM ({probe}) p) AS documents "
+                f"FROM {s}.hot_keys h WHERE h.kind = {kind} AND h.slot = {slot}"
+            )
+    largest = conn.execute(
+        text(
+            f"SELECT kind, slot, key, documents FROM ({' UNION ALL '.join(branches)}) b "
+            "ORDER BY documents DESC, kind, slot, key LIMIT 5"
+        )
+    ).all()
+    names = {BAND: "band", BLOCK: "block"}
+    return {
+        "hot_keys": {names[kind]: int(counts.get(kind, 0)) for kind in (BAND, BLOCK)},
+        "hottest_keys": {f"{names[int(r[0])]} {int(r[1])} {int(r[2])}": int(r[3]) for r in largest},
+    }
