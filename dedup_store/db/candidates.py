@@ -22,6 +22,7 @@ import numpy.typing as npt
 from sqlalchemy import Connection, text
 
 from dedup_store.core.fingerprint import FingerprintBatch
+from dedup_store.core.hashing import mix64
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.names import qualified, quote
 from dedup_store.db.verify import array_literal
@@ -340,11 +341,13 @@ def join_found(group: KeyGroup, found_ids: I64, found_keys: I64) -> tuple[I64, I
     return np.repeat(found_ids, hi - lo), group.docs[order][ranges(lo, hi)]
 
 
-def pairs_inside(group: KeyGroup, hot_limit: int = 0) -> tuple[I64, I64]:
+def pairs_inside(group: KeyGroup, hot_limit: int = 0, spread: bool = False) -> tuple[I64, I64]:
     """Pairs of new documents with an equal key (older first).
 
     With ``hot_limit``, each document is paired with at most ``hot_limit`` documents before it
-    among those sharing the key.
+    among those sharing the key: the ones just before it, or with ``spread`` (secondary keys,
+    as :func:`~dedup_store.db.hot.window` does for stored documents) the ones from a pivot
+    derived from the key, wrapping around.
     """
     order = np.lexsort((group.docs, group.keys))
     keys, docs = group.keys[order], group.docs[order]
@@ -355,11 +358,23 @@ def pairs_inside(group: KeyGroup, hot_limit: int = 0) -> tuple[I64, I64]:
     b: list[int] = []
     for start, end in _runs(same):
         members = docs[start:end].tolist()
+        pivot = int(key_pivots(keys[start : start + 1])[0])
         for i, newer in enumerate(members):
-            older = members[max(0, i - hot_limit) : i] if hot_limit else members[:i]
+            if not hot_limit or i <= hot_limit:
+                older = members[:i]
+            elif spread:
+                first = pivot % i
+                older = (members[first:i] + members[:first])[:hot_limit]
+            else:
+                older = members[i - hot_limit : i]
             a += older
             b += [newer] * len(older)
     return np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)
+
+
+def key_pivots(keys: I64) -> I64:
+    """A non-negative pseudo-random number per key (to pick a window of its documents)."""
+    return (mix64(keys.view(np.uint64)) >> np.uint64(33)).astype(np.int64)
 
 
 def _runs(same: npt.NDArray[np.bool_]) -> Iterator[tuple[int, int]]:

@@ -165,9 +165,7 @@ def _secondary_pairs(
         branches.append(
             f"SELECT {number} AS grp, f.doc_id AS id, n.key "
             f"FROM unnest(CAST(:g{number} AS bigint[])) AS n(key) "
-            f"CROSS JOIN LATERAL (SELECT k.doc_id FROM {s}.secondary_keys k "
-            f"WHERE k.kind = {int(group.kind)} AND k.slot = {int(group.slot)} AND k.key = n.key "
-            f"ORDER BY k.doc_id LIMIT {int(hot_limit)}) f"
+            f"CROSS JOIN LATERAL ({window(s, group.kind, group.slot, hot_limit)}) f"
         )
     statement = (
         "SELECT grp, array_agg(id), array_agg(key) "
@@ -180,7 +178,7 @@ def _secondary_pairs(
     a_parts, b_parts, kind_parts = [], [], []
     for number, group in enumerate(groups):
         joined = candidates.join_found(group, *hits[number])
-        for a, b in (joined, candidates.pairs_inside(group, hot_limit)):
+        for a, b in (joined, candidates.pairs_inside(group, hot_limit, spread=True)):
             a_parts.append(a)
             b_parts.append(b)
             kind_parts.append(np.full(len(a), group.kind, dtype=np.int8))
@@ -280,6 +278,33 @@ def rekeyed_slots(
     return slots
 
 
+def window(s: str, kind: int, slot: int, hot_limit: int) -> str:
+    """SQL: ``hot_limit`` documents of the secondary key ``n.key`` of a slot, ``doc_id``.
+
+    Not the oldest ones: the members whose ids follow a pivot derived from the key (a point
+    of the stored id range, wrapping around to the oldest), so that the secondary keys of one
+    document lead to different parts of a large bucket. Two index range scans of at most
+    ``hot_limit`` entries each.
+    """
+    where = (
+        f"FROM {s}.secondary_keys k WHERE k.kind = {int(kind)} AND k.slot = {int(slot)} "
+        "AND k.key = n.key"
+    )
+    pivot = (
+        f"(hashint8(n.key)::bigint & 2147483647) % "
+        f"(coalesce((SELECT max(d.id) FROM {s}.documents d), 0) + 1)"
+    )
+    limit = int(hot_limit)
+    return (
+        "SELECT w.doc_id FROM ("
+        f"(SELECT 0 AS part, k.doc_id {where} AND k.doc_id >= {pivot} "
+        f"ORDER BY k.doc_id LIMIT {limit}) UNION ALL "
+        f"(SELECT 1 AS part, k.doc_id {where} AND k.doc_id < {pivot} "
+        f"ORDER BY k.doc_id LIMIT {limit})"
+        f") w ORDER BY w.part, w.doc_id LIMIT {limit}"
+    )
+
+
 def is_hot(s: str, kind: int, slot: int) -> str:
     """SQL: whether the query's key of the slot (parameter ``k{kind}_{slot}``) is hot."""
     return (
@@ -297,9 +322,7 @@ def secondary_lookups(s: str, slots: list[tuple[int, int]], hot_limit: int) -> l
         branches.append(
             f"SELECT f.doc_id AS a, {block} AS block, false AS sample "
             f"FROM unnest(CAST(:s{kind}_{slot} AS bigint[])) AS n(key) "
-            f"CROSS JOIN LATERAL (SELECT k.doc_id FROM {s}.secondary_keys k "
-            f"WHERE k.kind = {int(kind)} AND k.slot = {int(slot)} AND k.key = n.key "
-            f"ORDER BY k.doc_id LIMIT {int(hot_limit)}) f "
+            f"CROSS JOIN LATERAL ({window(s, kind, slot, hot_limit)}) f "
             f"WHERE {is_hot(s, kind, slot)}"
         )
     return branches
