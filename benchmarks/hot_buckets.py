@@ -6,8 +6,8 @@ the default params (``hot_key_limit`` 50: hot buckets split by secondary keys) a
 ``hot_key_limit`` 0 (every key yields its whole bucket), and reports docs/s, the recall of the
 re-keyed store's pairs against the uncapped store's (pairs of Jaccard >= 0.8, and pairs within
 the SimHash distance), the rows of ``hot_keys`` and ``secondary_keys``, and the time of one
-``check`` of a further edit (one word replaced), which lands in the hottest buckets, with how many of the uncapped store's
-near-duplicate matches of it (excerpt matches aside) it finds.
+``check`` of a further edit (one word replaced), which lands in the hottest buckets, with how
+many of the uncapped store's near-duplicate matches of it (excerpt matches aside) it finds.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def run(url: str, count: int, most: int) -> None:
     engine = sa.create_engine(url)
     _, words, filler = source()
     texts = edits(words, filler, count, most, seed=count)
-    probe = edits(words, filler, 1, 1, seed=count + 1)[0]  # one word replaced: in the hottest buckets
+    probe = edits(words, filler, 1, 1, seed=count + 1)[0]  # in the hottest buckets
     found: dict[int, Pairs] = {}
     figures: dict[int, tuple[float, float, int, int]] = {}
     probed: dict[int, set[str]] = {}
