@@ -9,7 +9,7 @@ per document and live in ``sample_keys``.
 For a batch, one statement looks up every key of every slot (an ``= ANY(keys)`` index scan per
 slot) *before* the batch's rows are written, so it only meets older documents; the keys found
 are joined back to the new documents that own them in numpy, and pairs inside the batch are found
-in numpy too.
+in numpy too. Hot band and block keys are split by secondary keys (:mod:`dedup_store.db.hot`).
 """
 
 from __future__ import annotations

@@ -127,7 +127,6 @@ def _secondary_groups(
     batch: FingerprintBatch, rows: I64, ids: I64, groups: list[KeyGroup], hot_of: dict[int, I64]
 ) -> tuple[list[KeyGroup], SecondaryRows]:
     """Per re-keyed group with hot keys, the secondary keys of the new documents owning one."""
-    position = {doc: i for i, doc in enumerate(ids.tolist())}
     secondary, written = [], []
     for number, hot in hot_of.items():
         group = groups[number]
@@ -135,7 +134,7 @@ def _secondary_groups(
         if not owners.any():
             continue
         docs = group.docs[owners]
-        at = rows[[position[doc] for doc in docs.tolist()]]
+        at = rows[np.searchsorted(ids, docs)]  # ids ascend
         keys = rekey.secondary_keys(
             batch.params,
             group.kind,
