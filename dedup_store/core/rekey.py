@@ -130,9 +130,33 @@ def all_secondary_keys(
     simhashes: U64,
 ) -> I64:
     """Secondary keys of every slot of ``kind``: ``(n, slots, count)`` for primary ``keys``
-    ``(n, slots)``."""
-    slots = keys.shape[1]
-    out = np.empty((len(keys), slots, secondary_count(params, kind)), dtype=np.int64)
-    for j in range(slots):  # one vectorized pass per slot
-        out[:, j, :] = secondary_keys(params, kind, j + 1, keys[:, j], signatures, simhashes)
-    return out
+    ``(n, slots)`` (all slots in one pass; slot ``j`` equals :func:`secondary_keys` of it)."""
+    n, slots = keys.shape
+    if kind == BAND:
+        positions, salts = _all_band_constants(params.num_perm, params.bands[1], slots)
+        groups = positions.shape[1]
+        values = np.empty((n, slots, groups, REKEY_ROWS + 1), dtype=np.uint64)
+        values[..., 0] = keys.view(np.uint64)[:, :, None]
+        values[..., 1:] = signatures[:, positions]
+        combined = combine_groups(values.reshape(n, slots * groups, REKEY_ROWS + 1), salts)
+        return as_int64(combined).reshape(n, slots, groups)
+    masks, part_salts = _all_part_masks(params.simhash_blocks, params.simhash_k)
+    parts = mix64((simhashes[:, None, None] & masks[None]) ^ part_salts[None])
+    return as_int64(mix64(keys.view(np.uint64)[:, :, None] ^ parts))
+
+
+@lru_cache(maxsize=16)
+def _all_band_constants(num_perm: int, rows: int, slots: int) -> tuple[npt.NDArray[np.intp], U64]:
+    """The positions ``(slots, groups, REKEY_ROWS)`` and salts of every band slot."""
+    positions = np.stack([_band_positions(num_perm, rows, slot) for slot in range(1, slots + 1)])
+    groups = positions.shape[1]
+    salts = [_BAND_SALT + slot * 1024 + g for slot in range(1, slots + 1) for g in range(groups)]
+    return positions, np.array(salts, dtype=np.uint64)
+
+
+@lru_cache(maxsize=16)
+def _all_part_masks(blocks: int, k: int) -> tuple[U64, U64]:
+    """The part masks and salts of every block slot, ``(slots, k + 1)`` each."""
+    count = len(block_masks(blocks, k))
+    tables = [_part_masks(blocks, k, slot) for slot in range(1, count + 1)]
+    return np.stack([t[0] for t in tables]), np.stack([t[1] for t in tables])

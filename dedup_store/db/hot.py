@@ -161,10 +161,11 @@ def _secondary_pairs(
     branches, parameters = [], {}
     for number, group in enumerate(groups):
         parameters[f"g{number}"] = array_literal(np.unique(group.keys).tolist())
+        probe = window(s, hot_limit, str(int(group.kind)), str(int(group.slot)))
         branches.append(
             f"SELECT {number} AS grp, f.doc_id AS id, n.key "
             f"FROM unnest(CAST(:g{number} AS bigint[])) AS n(key) "
-            f"CROSS JOIN LATERAL ({window(s, group.kind, group.slot, hot_limit)}) f"
+            f"CROSS JOIN LATERAL ({probe}) f"
         )
     statement = (
         "SELECT grp, array_agg(id), array_agg(key) "
@@ -277,18 +278,15 @@ def rekeyed_slots(
     return slots
 
 
-def window(s: str, kind: int, slot: int, hot_limit: int) -> str:
-    """SQL: ``hot_limit`` documents of the secondary key ``n.key`` of a slot, ``doc_id``.
+def window(s: str, hot_limit: int, kind: str = "n.kind", slot: str = "n.slot") -> str:
+    """SQL: ``hot_limit`` documents (``doc_id``) of the secondary key ``n.key`` of a slot.
 
     Not the oldest ones: the members whose ids follow a pivot derived from the key (a point
     of the stored id range, wrapping around to the oldest), so that the secondary keys of one
     document lead to different parts of a large bucket. Two index range scans of at most
-    ``hot_limit`` entries each.
+    ``hot_limit`` entries each. ``kind`` and ``slot`` are SQL expressions.
     """
-    where = (
-        f"FROM {s}.secondary_keys k WHERE k.kind = {int(kind)} AND k.slot = {int(slot)} "
-        "AND k.key = n.key"
-    )
+    where = f"FROM {s}.secondary_keys k WHERE k.kind = {kind} AND k.slot = {slot} AND k.key = n.key"
     pivot = (
         f"(hashint8(n.key)::bigint & 2147483647) % "
         f"(coalesce((SELECT max(d.id) FROM {s}.documents d), 0) + 1)"
@@ -304,40 +302,31 @@ def window(s: str, kind: int, slot: int, hot_limit: int) -> str:
     )
 
 
+def hot_secondary(s: str) -> str:
+    """SQL: ``(kind, slot, key)`` of the query's secondary keys of its hot slots (parameters
+    of :func:`query_parameters`)."""
+    return (
+        "SELECT n.kind, n.slot, n.key FROM unnest(CAST(:sec_kind AS smallint[]), "
+        "CAST(:sec_slot AS smallint[]), CAST(:sec_primary AS bigint[]), "
+        "CAST(:sec_key AS bigint[])) AS n(kind, slot, primary_key, key) "
+        f"JOIN {s}.hot_keys h ON h.kind = n.kind AND h.slot = n.slot AND h.key = n.primary_key"
+    )
+
+
+def secondary_lookup(s: str, hot_limit: int) -> str:
+    """SQL: per hot slot of the query, ``hot_limit`` documents of each of its secondary keys
+    (:func:`window`); rows ``(a, block, sample)``."""
+    return (
+        f"SELECT f.doc_id AS a, n.kind = {BLOCK} AS block, false AS sample "
+        f"FROM ({hot_secondary(s)}) n CROSS JOIN LATERAL ({window(s, hot_limit)}) f"
+    )
+
+
 def is_hot(s: str, kind: int, slot: int) -> str:
     """SQL: whether the query's key of the slot (parameter ``k{kind}_{slot}``) is hot."""
     return (
         f"EXISTS (SELECT 1 FROM {s}.hot_keys h WHERE h.kind = {int(kind)} "
         f"AND h.slot = {int(slot)} AND h.key = CAST(:k{kind}_{slot} AS bigint))"
-    )
-
-
-def secondary_lookups(s: str, slots: list[tuple[int, int]], hot_limit: int) -> list[str]:
-    """Per hot slot of the query, the ``hot_limit`` oldest documents of each of its secondary
-    keys (parameter ``s{kind}_{slot}``); rows ``(a, block, sample)``."""
-    branches = []
-    for kind, slot in slots:
-        block = "true" if kind == BLOCK else "false"
-        branches.append(
-            f"SELECT f.doc_id AS a, {block} AS block, false AS sample "
-            f"FROM unnest(CAST(:s{kind}_{slot} AS bigint[])) AS n(key) "
-            f"CROSS JOIN LATERAL ({window(s, kind, slot, hot_limit)}) f "
-            f"WHERE {is_hot(s, kind, slot)}"
-        )
-    return branches
-
-
-def secondary_inserts(s: str, slots: list[tuple[int, int]]) -> str:
-    """SQL: ``(kind, slot, key)`` of the query's secondary keys of its hot slots."""
-    branches = [
-        f"SELECT {int(kind)} AS kind, {int(slot)} AS slot, "
-        f"unnest(CAST(:s{kind}_{slot} AS bigint[])) AS key WHERE {is_hot(s, kind, slot)}"
-        for kind, slot in slots
-    ]
-    return (
-        " UNION ALL ".join(branches)
-        if branches
-        else ("SELECT 0 AS kind, 0 AS slot, 0::bigint AS key WHERE false")
     )
 
 
@@ -359,23 +348,34 @@ def pending_keys_sql(s: str, slots: list[tuple[int, int]], hot_limit: int) -> st
 
 
 def query_parameters(fp: Fingerprint) -> dict[str, Any]:
-    """The secondary keys of every re-keyed slot of ``fp`` (parameters ``s{kind}_{slot}``)."""
+    """The secondary keys of every re-keyed slot of ``fp`` with their kind, slot and primary
+    key (parameters ``sec_kind``, ``sec_slot``, ``sec_primary``, ``sec_key``)."""
     params = fp.params
-    parameters: dict[str, Any] = {}
-    for kind, keys in ((BAND, fp.band_keys), (BLOCK, fp.block_keys)):
+    kinds: list[int] = []
+    slots: list[int] = []
+    primary: list[int] = []
+    keys: list[int] = []
+    for kind, owned in ((BAND, fp.band_keys), (BLOCK, fp.block_keys)):
         if not rekey.rekeyed(params, kind):
             continue
         secondary = rekey.all_secondary_keys(
             params,
             kind,
-            keys[None, :],
+            owned[None, :],
             fp.signature[None, :],
             np.array([fp.simhash], dtype=np.uint64),
         )[0]
-        parameters.update(
-            {f"s{kind}_{j + 1}": array_literal(row) for j, row in enumerate(secondary.tolist())}
-        )
-    return parameters
+        count = secondary.shape[1]
+        kinds += [kind] * secondary.size
+        slots += np.repeat(np.arange(1, len(owned) + 1), count).tolist()
+        primary += np.repeat(owned, count).tolist()
+        keys += secondary.reshape(-1).tolist()
+    return {
+        "sec_kind": array_literal(kinds),
+        "sec_slot": array_literal(slots),
+        "sec_primary": array_literal(primary),
+        "sec_key": array_literal(keys),
+    }
 
 
 def promote_pending(conn: Connection, schema: str, fp: Fingerprint) -> int:

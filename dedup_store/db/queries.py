@@ -120,9 +120,8 @@ def matches_sql(
         "WHERE o.exact_hash = CAST(:exact AS bytea) AND o.exact_of IS NULL"
     )
     branches = [*_key_lookups(s, band_count, block_count, hot_limit), samples, exact]
-    if hot_limit:
-        slots = hot.rekeyed_slots(band_count, block_count, secondary)
-        branches += hot.secondary_lookups(s, slots, hot_limit)
+    if hot_limit and any(secondary):
+        branches.append(hot.secondary_lookup(s, hot_limit))
     candidates = f"""(
         SELECT a, bool_and(block) AS block_only, bool_or(sample) AS sampled FROM (
             {" UNION ALL ".join(branches)}

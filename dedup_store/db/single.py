@@ -118,7 +118,7 @@ def _statement(
         secondary AS (
             INSERT INTO {s}.secondary_keys (kind, slot, key, doc_id)
             SELECT x.kind, x.slot, x.key, n.id FROM new_id n
-            CROSS JOIN ({hot.secondary_inserts(s, slots)}) x
+            CROSS JOIN ({hot.hot_secondary(s)}) x
             WHERE NOT EXISTS (SELECT 1 FROM first)
         ),
         edge AS (

@@ -14,6 +14,7 @@ from dedup_store.core.rekey import (
     all_secondary_keys,
     block_secondary_keys,
     secondary_count,
+    secondary_keys,
 )
 from dedup_store.core.simhash import block_keys, block_masks
 
@@ -108,3 +109,19 @@ def test_secondary_keys_of_slots_and_kinds_differ() -> None:
     assert block.shape == (50, params.block_key_count, params.simhash_k + 1)
     values = np.concatenate([bands.ravel(), block.ravel()])
     assert len(np.unique(values)) == len(values)
+
+
+def test_all_slots_at_once_equal_each_slot() -> None:
+    params = FingerprintParams()
+    rng = np.random.default_rng(9)
+    signatures = rng.integers(0, 2**32, size=(7, params.num_perm), dtype=np.uint32)
+    hashes = rng.integers(0, 2**64, size=7, dtype=np.uint64)
+    primary = {
+        BAND: band_keys(signatures, params),
+        BLOCK: block_keys(hashes, params.simhash_blocks, params.simhash_k),
+    }
+    for kind, keys in primary.items():
+        together = all_secondary_keys(params, kind, keys, signatures, hashes)
+        for j in range(keys.shape[1]):
+            alone = secondary_keys(params, kind, j + 1, keys[:, j], signatures, hashes)
+            assert (together[:, j, :] == alone).all()
