@@ -179,7 +179,7 @@ class DedupStore:
 
         def promote(conn: Connection) -> None:
             repository.lock_writers(conn, self.schema)
-            hot.promote_pending(conn, self.schema, fp)
+            single.promote_pending(conn, self.schema, fp)
 
         while outcome.rekey:  # the document makes keys hot: split their buckets, then add it
             self._db.run(promote)

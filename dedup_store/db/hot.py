@@ -267,17 +267,6 @@ def secondary_counts(params: FingerprintParams) -> tuple[int, int]:
     )
 
 
-def rekeyed_slots(
-    band_count: int, block_count: int, counts: tuple[int, int]
-) -> list[tuple[int, int]]:
-    """``(kind, slot)`` of every re-keyed slot."""
-    slots = []
-    for kind, count in ((BAND, band_count), (BLOCK, block_count)):
-        if counts[kind]:
-            slots += [(kind, slot) for slot in range(1, count + 1)]
-    return slots
-
-
 def window(s: str, hot_limit: int, kind: str = "n.kind", slot: str = "n.slot") -> str:
     """SQL: ``hot_limit`` documents (``doc_id``) of the secondary key ``n.key`` of a slot.
 
@@ -322,29 +311,22 @@ def secondary_lookup(s: str, hot_limit: int) -> str:
     )
 
 
-def is_hot(s: str, kind: int, slot: int) -> str:
-    """SQL: whether the query's key of the slot (parameter ``k{kind}_{slot}``) is hot."""
-    return (
-        f"EXISTS (SELECT 1 FROM {s}.hot_keys h WHERE h.kind = {int(kind)} "
-        f"AND h.slot = {int(slot)} AND h.key = CAST(:k{kind}_{slot} AS bigint))"
-    )
+def pending_keys_sql(s: str, secondary: tuple[int, int], hot_limit: int) -> str:
+    """SQL: ``(kind, slot, key)`` of the query's re-keyed keys shared by ``hot_limit`` stored
+    documents or more and not hot yet: adding the query makes them hot.
 
-
-def pending_keys_sql(s: str, slots: list[tuple[int, int]], hot_limit: int) -> str:
-    """SQL: ``(kind, slot, key)`` of the query's keys shared by ``hot_limit`` stored documents
-    or more and not hot yet: adding the query makes them hot."""
-    branches = []
-    for kind, slot in slots:
-        probe = slot_lookup(s, kind, slot, f"= CAST(:k{kind}_{slot} AS bigint)")
-        branches.append(
-            f"SELECT {int(kind)}::smallint AS kind, {int(slot)}::smallint AS slot, "
-            f"CAST(:k{kind}_{slot} AS bigint) AS key "
-            f"WHERE NOT {is_hot(s, kind, slot)} AND (SELECT count(*) FROM "
-            f"({probe} OFFSET 0 LIMIT {int(hot_limit)}) p) >= {int(hot_limit)}"
-        )
-    if not branches:
+    Read from the rows ``found`` of :func:`~dedup_store.db.queries.found_sql`, whose probe of a
+    band or block key yields at most ``hot_limit`` documents.
+    """
+    kinds = [str(kind) for kind in (BAND, BLOCK) if secondary[kind]]
+    if not hot_limit or not kinds:
         return "SELECT 0::smallint AS kind, 0::smallint AS slot, 0::bigint AS key WHERE false"
-    return " UNION ALL ".join(branches)
+    return (
+        "SELECT f.kind, f.slot, f.pkey AS key FROM found f "
+        f"WHERE f.kind IN ({', '.join(kinds)}) GROUP BY f.kind, f.slot, f.pkey "
+        f"HAVING count(*) >= {int(hot_limit)} AND NOT EXISTS (SELECT 1 FROM {s}.hot_keys h "
+        "WHERE h.kind = f.kind AND h.slot = f.slot AND h.key = f.pkey)"
+    )
 
 
 def query_parameters(fp: Fingerprint) -> dict[str, Any]:
@@ -376,26 +358,6 @@ def query_parameters(fp: Fingerprint) -> dict[str, Any]:
         "sec_primary": array_literal(primary),
         "sec_key": array_literal(keys),
     }
-
-
-def promote_pending(conn: Connection, schema: str, fp: Fingerprint) -> int:
-    """Make hot the keys of ``fp`` that adding it makes hot (holding the writers' lock)."""
-    params = fp.params
-    slots = rekeyed_slots(len(fp.band_keys), len(fp.block_keys), secondary_counts(params))
-    parameters = {
-        f"k{kind}_{i}": key
-        for kind, keys in ((BAND, fp.band_keys), (BLOCK, fp.block_keys))
-        for i, key in enumerate(keys.tolist(), start=1)
-    }
-    rows = conn.execute(
-        text(pending_keys_sql(qualified(schema), slots, params.hot_key_limit)), parameters
-    ).all()
-    if not rows:
-        return 0
-    kinds, slot_numbers, keys = (
-        np.array(column, dtype=np.int64) for column in zip(*rows, strict=True)
-    )
-    return promote(conn, schema, params, kinds, slot_numbers, keys)
 
 
 def delete_secondary(conn: Connection, schema: str, doc_ids: Sequence[int]) -> None:

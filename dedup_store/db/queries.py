@@ -71,7 +71,9 @@ def _key_lookups(s: str, band_count: int, block_count: int, hot_limit: int) -> l
                 # the primary key in id order and filter every row
                 lookup = f"SELECT * FROM ({lookup} OFFSET 0) l ORDER BY id LIMIT {int(hot_limit)}"
             branches.append(
-                f"SELECT f.id AS a, {block} AS block, false AS sample FROM ({lookup}) f"
+                f"SELECT f.id AS a, {block} AS block, false AS sample, {kind}::smallint AS kind, "
+                f"{slot}::smallint AS slot, CAST(:k{kind}_{slot} AS bigint) AS pkey "
+                f"FROM ({lookup}) f"
             )
     return branches
 
@@ -94,19 +96,48 @@ def _sample_lookup(s: str, hot_limit: int) -> str:
 
 
 @lru_cache(maxsize=32)
-def matches_sql(
+def found_sql(
     schema: str,
     band_count: int,
     block_count: int,
     hot_limit: int = 0,
     secondary: tuple[int, int] = (0, 0),
 ) -> str:
+    """The candidate lookups of :func:`matches_sql`: rows ``(a, block, sample, kind, slot,
+    pkey)``, the last three naming the band or block key a row was found by (``NULL`` for
+    other rows)."""
+    s = qualified(schema)
+    exact = (
+        f"SELECT o.id, false, false FROM {s}.documents o "
+        "WHERE o.exact_hash = CAST(:exact AS bytea) AND o.exact_of IS NULL"
+    )
+    others = [_sample_lookup(s, hot_limit), exact]
+    if hot_limit and any(secondary):
+        others.append(hot.secondary_lookup(s, hot_limit))
+    branches = _key_lookups(s, band_count, block_count, hot_limit) + [
+        "SELECT o.*, NULL::smallint AS kind, NULL::smallint AS slot, NULL::bigint AS pkey "
+        f"FROM ({other}) o"
+        for other in others
+    ]
+    return " UNION ALL ".join(branches)
+
+
+@lru_cache(maxsize=32)
+def matches_sql(
+    schema: str,
+    band_count: int,
+    block_count: int,
+    hot_limit: int = 0,
+    secondary: tuple[int, int] = (0, 0),
+    found: str = "",
+) -> str:
     """A query of the verified matches of an unstored fingerprint given in bind parameters.
 
     Rows ``(a, external_id, cluster_id, method, jaccard, containment, hamming)``; the
     parameters are :func:`fingerprint_parameters`. ``secondary`` gives the secondary keys per
     band and per block slot (:func:`~dedup_store.db.hot.secondary_counts`): a hot slot is also
-    looked up by them.
+    looked up by them. ``found`` names a CTE of the statement holding the rows of
+    :func:`found_sql` (by default they are looked up inline).
     """
     s = qualified(schema)
     query = """(SELECT 0::bigint AS id, CAST(:exact AS bytea) AS exact_hash,
@@ -114,18 +145,10 @@ def matches_sql(
                        CAST(:signature AS integer[]) AS signature,
                        CAST(:shingles AS integer[]) AS shingles,
                        CAST(:shingle_count AS integer) AS shingle_count) y"""
-    samples = _sample_lookup(s, hot_limit)
-    exact = (
-        f"SELECT o.id, false, false FROM {s}.documents o "
-        "WHERE o.exact_hash = CAST(:exact AS bytea) AND o.exact_of IS NULL"
-    )
-    branches = [*_key_lookups(s, band_count, block_count, hot_limit), samples, exact]
-    if hot_limit and any(secondary):
-        branches.append(hot.secondary_lookup(s, hot_limit))
+    rows = found or f"({found_sql(schema, band_count, block_count, hot_limit, secondary)})"
     candidates = f"""(
-        SELECT a, bool_and(block) AS block_only, bool_or(sample) AS sampled FROM (
-            {" UNION ALL ".join(branches)}
-        ) found GROUP BY a
+        SELECT a, bool_and(block) AS block_only, bool_or(sample) AS sampled
+        FROM {rows} found GROUP BY a
     ) cand"""
     scored = scored_pairs_sql(
         f"{candidates} {fetch_document(s, 'x', 'cand.a')} CROSS JOIN {query}",

@@ -17,7 +17,7 @@ before, like the batch path.
 
 A document that makes a band or block key hot (its ``hot_key_limit``-th stored document is
 there already) is not inserted: the statement reports it, the caller makes the keys hot
-(:func:`~dedup_store.db.hot.promote_pending`, which computes the bucket's secondary keys in
+(:func:`promote_pending`, which computes the bucket's secondary keys in
 numpy) and runs the statement again. Otherwise the statement writes the document's secondary
 keys of its hot slots, whose lookups :func:`~dedup_store.db.queries.matches_sql` includes.
 """
@@ -30,12 +30,13 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
 from sqlalchemy import Connection, TextClause, text
 
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.db import hot
 from dedup_store.db.names import qualified
-from dedup_store.db.queries import MatchRow, fingerprint_parameters, matches_sql
+from dedup_store.db.queries import MatchRow, fingerprint_parameters, found_sql, matches_sql
 from dedup_store.db.verify import array_literal, merging_methods
 
 
@@ -63,8 +64,8 @@ def _statement(
     schema: str, band_count: int, block_count: int, hot_limit: int, secondary: tuple[int, int]
 ) -> TextClause:
     s = qualified(schema)
-    slots = hot.rekeyed_slots(band_count, block_count, secondary) if hot_limit else []
-    matches = matches_sql(schema, band_count, block_count, hot_limit, secondary)
+    lookups = found_sql(schema, band_count, block_count, hot_limit, secondary)
+    matches = matches_sql(schema, band_count, block_count, hot_limit, secondary, "found")
     return text(f"""
         WITH known AS (
             SELECT id, cluster_id FROM {s}.documents WHERE external_id = :external_id
@@ -73,8 +74,9 @@ def _statement(
             SELECT id FROM {s}.documents
             WHERE exact_hash = CAST(:exact AS bytea) AND exact_of IS NULL
         ),
+        found AS MATERIALIZED ({lookups}),
         pending AS MATERIALIZED (
-            SELECT 1 FROM ({hot.pending_keys_sql(s, slots, hot_limit)}) p
+            SELECT 1 FROM ({hot.pending_keys_sql(s, secondary, hot_limit)}) p
             WHERE NOT EXISTS (SELECT 1 FROM known) AND NOT EXISTS (SELECT 1 FROM first) LIMIT 1
         ),
         new_id AS (
@@ -141,6 +143,21 @@ def _statement(
     """)
 
 
+def promote_pending(conn: Connection, schema: str, fp: Fingerprint) -> int:
+    """Make hot the keys of ``fp`` that adding it makes hot (holding the writers' lock)."""
+    params = fp.params
+    counts = hot.secondary_counts(params)
+    lookups = found_sql(schema, len(fp.band_keys), len(fp.block_keys), params.hot_key_limit, counts)
+    pending = hot.pending_keys_sql(qualified(schema), counts, params.hot_key_limit)
+    rows = conn.execute(
+        text(f"WITH found AS MATERIALIZED ({lookups}) {pending}"), fingerprint_parameters(fp)
+    ).all()
+    if not rows:
+        return 0
+    kinds, slots, keys = (np.array(column, dtype=np.int64) for column in zip(*rows, strict=True))
+    return hot.promote(conn, schema, params, kinds, slots, keys)
+
+
 def add_statement(
     schema: str,
     fp: Fingerprint,
@@ -201,6 +218,6 @@ def add_document(
     statement, parameters = add_statement(schema, fp, external_id, meta, body, language)
     done = outcome(conn.execute(text(statement), parameters).all())
     if done.rekey:
-        hot.promote_pending(conn, schema, fp)
+        promote_pending(conn, schema, fp)
         done = outcome(conn.execute(text(statement), parameters).all())
     return done
