@@ -5,10 +5,13 @@ meets it: it is recorded in ``hot_keys``, and every stored document of its bucke
 secondary keys for that slot (:mod:`dedup_store.core.rekey`) in ``secondary_keys``, computed in
 numpy from the members' ``signature`` or ``simhash`` read in one statement. From then on every
 new document owning the key writes its secondary keys for the slot too, and its lookup of the
-slot adds, to the ``hot_key_limit`` oldest documents of the key, the ``hot_key_limit`` oldest
-documents of each of its secondary keys: a bounded cost however large the bucket grows.
+slot adds, to the ``hot_key_limit`` oldest documents of the key, ``hot_key_limit`` documents of
+each of its secondary keys (:func:`window`): a bounded cost however large the bucket grows.
 
-A key stays hot when documents are deleted (their secondary keys go with them).
+The batch path (:func:`find_candidates`) makes a key hot when its stored documents and the
+batch's owners of it are more than ``hot_key_limit``; ``add`` when ``hot_key_limit`` documents
+are stored (:func:`~dedup_store.db.single.promote_pending`), which is the same rule for a batch
+of one. A key stays hot when documents are deleted (their secondary keys go with them).
 """
 
 from __future__ import annotations
@@ -64,10 +67,6 @@ class SecondaryRows:
 
     def __len__(self) -> int:
         return len(self.key)
-
-    def subset(self, keep: npt.NDArray[np.bool_]) -> SecondaryRows:
-        """The rows where ``keep`` is true."""
-        return SecondaryRows(self.kind[keep], self.slot[keep], self.key[keep], self.doc[keep])
 
 
 _FIELDS = ("kind", "slot", "key", "doc")
