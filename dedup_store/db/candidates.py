@@ -356,9 +356,10 @@ def pairs_inside(group: KeyGroup, hot_limit: int = 0, spread: bool = False) -> t
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     a: list[int] = []
     b: list[int] = []
-    for start, end in _runs(same):
+    runs = list(_runs(same))
+    pivots = key_pivots(keys[[start for start, _ in runs]]).tolist() if spread else [0] * len(runs)
+    for (start, end), pivot in zip(runs, pivots, strict=True):
         members = docs[start:end].tolist()
-        pivot = int(key_pivots(keys[start : start + 1])[0])
         for i, newer in enumerate(members):
             if not hot_limit or i <= hot_limit:
                 older = members[:i]
