@@ -22,7 +22,7 @@ from sqlalchemy import Connection
 from dedup_store.core.fingerprint import FingerprintBatch, fingerprint_valid_texts
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.scripts import guess_language
-from dedup_store.db import lookup, reports, scoring, write
+from dedup_store.db import hot, lookup, reports, scoring, write
 from dedup_store.db.engine import Database
 from dedup_store.db.scoring import merging_methods
 from dedup_store.errors import DedupStoreError, EmptyDocumentError
@@ -237,7 +237,10 @@ def write_batch(conn: Connection, dest: Destination, prepared: PreparedBatch) ->
     rows = prepared.rows_to_insert(known)
     ids = write.allocate_ids(conn, schema, len(rows))
     new = lookup.new_rows(conn, schema, prepared.batch, np.asarray(rows, dtype=np.int64), ids)
-    found = lookup.find_candidates(conn, schema, new.key_groups(), params.hot_key_limit)
+    firsts = new.firsts  # exact copies have no keys of their own
+    found, secondary = hot.find_candidates(
+        conn, schema, prepared.batch, new.rows[firsts], new.ids[firsts]
+    )
     docs = [prepared.document_of_row(r) for r in rows]
     write.insert_documents(
         conn,
@@ -247,6 +250,7 @@ def write_batch(conn: Connection, dest: Destination, prepared: PreparedBatch) ->
         [d.meta for d in docs],
         [d.text if dest.keep_text else None for d in docs],
         [prepared.language_of_row(r) for r in rows],
+        secondary,
     )
     edges = scoring.store_edges(conn, schema, new, found)
     mapping = write.merge_clusters(conn, schema, edges, params)

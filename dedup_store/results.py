@@ -320,6 +320,10 @@ class Stats:
         hottest_excerpt_keys: the five excerpt keys shared by the most documents, with their
             document counts (one shared by more than ``hot_key_limit`` is boilerplate, ignored
             by lookups).
+        hot_keys: per kind (``band``, ``block``), how many keys are hot (their buckets are split
+            by secondary keys).
+        hottest_keys: the five largest hot buckets, ``"kind slot key"`` (``band 3 -4711``) with
+            their document counts.
     """
 
     documents: int
@@ -331,6 +335,8 @@ class Stats:
     params: dict[str, Any]
     schema: str
     hottest_excerpt_keys: dict[str, int] = dataclasses.field(default_factory=dict)
+    hot_keys: dict[str, int] = dataclasses.field(default_factory=dict)
+    hottest_keys: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

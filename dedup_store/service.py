@@ -157,6 +157,24 @@ class DedupStore:
         body = text if self.keep_text else None
 
         statement, parameters = single.add_statement(self.schema, fp, id, meta, body, language)
+        outcome = single.outcome(self._add_rows(statement, parameters))
+
+        def promote(conn: Connection) -> None:
+            write.lock_writers(conn, self.schema)
+            single.promote_pending(conn, self.schema, fp)
+
+        while outcome.rekey:  # the document makes keys hot: split their buckets, then add it
+            self._db.run(promote)
+            outcome = single.outcome(self._add_rows(statement, parameters))
+        if outcome.inserted and outcome.doc_id % 1024 == 0:
+            self._db.run(lambda conn: write.refresh_statistics(conn, self.schema, outcome.doc_id))
+        if not outcome.inserted:
+            return AddResult(id, Status.SKIPPED, [], outcome.cluster_id)
+        status = Status.of((m.method for m in outcome.matches), merging_methods(self.params))
+        return AddResult(id, status, sorted_matches(outcome.matches), outcome.cluster_id)
+
+    def _add_rows(self, statement: str, parameters: dict[str, Any]) -> list[Any]:
+        """The rows of the statement of :func:`single.add_statement`, run with the lock."""
         rows = self._db.native(
             lambda raw: native.locked_statement(
                 raw, write.lock_name(self.schema), statement, parameters
@@ -169,13 +187,7 @@ class DedupStore:
                 return list(conn.execute(sa_text(statement), parameters))
 
             rows = self._db.run(work)
-        outcome = single.outcome(rows)
-        if outcome.inserted and outcome.doc_id % 1024 == 0:
-            self._db.run(lambda conn: write.refresh_statistics(conn, self.schema, outcome.doc_id))
-        if not outcome.inserted:
-            return AddResult(id, Status.SKIPPED, [], outcome.cluster_id)
-        status = Status.of((m.method for m in outcome.matches), merging_methods(self.params))
-        return AddResult(id, status, sorted_matches(outcome.matches), outcome.cluster_id)
+        return list(rows)
 
     def add_many(
         self, records: Iterable[Record], *, batch_size: int = 2000, update: bool = False
@@ -301,7 +313,7 @@ class DedupStore:
 
     def stats(self) -> Stats:
         """Counts over the whole store."""
-        counts = self._run(lambda conn: reports.stats_row(conn, self.schema))
+        counts = self._run(lambda conn: reports.stats_row(conn, self.schema, self.params))
         return Stats(**counts, params=self.params.to_dict(), schema=self.schema)
 
     # -- deleting ---------------------------------------------------------------------------

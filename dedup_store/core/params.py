@@ -58,8 +58,10 @@ class FingerprintParams:
             one) merges the two documents' clusters; by default it is reported, not merged.
         hot_key_limit: Most documents one key leads to (``0``: no limit). An excerpt key shared
             by more documents is boilerplate and ignored; a band or block key yields its
-            ``hot_key_limit`` oldest documents, so one lookup costs the same however templated
-            the store is.
+            ``hot_key_limit`` oldest documents, and one shared by more is re-keyed: its bucket is
+            split by secondary keys (:mod:`dedup_store.core.rekey`), each leading to at most
+            ``hot_key_limit`` documents, so one lookup costs the same however templated the
+            store is and still meets the near-duplicates in the bucket.
         max_excerpt_keys: About the most excerpt keys a document writes and looks up (``0``:
             all). A document with more keeps those that are multiples of a power of two ``s``;
             an excerpt of it is still found when it holds about ``s`` keys or more, so long

@@ -81,6 +81,23 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
         Index("sample_keys_lookup", "key", postgresql_include=["doc_id"]),
     )
     Table(
+        "hot_keys",
+        md,
+        Column("kind", SmallInteger, primary_key=True, autoincrement=False),
+        Column("slot", SmallInteger, primary_key=True, autoincrement=False),
+        Column("key", BigInteger, primary_key=True, autoincrement=False),
+    )
+    Table(
+        "secondary_keys",
+        md,
+        Column("kind", SmallInteger, nullable=False),
+        Column("slot", SmallInteger, nullable=False),
+        Column("key", BigInteger, nullable=False),
+        Column("doc_id", BigInteger, nullable=False),
+        Index("secondary_keys_lookup", "kind", "slot", "key", "doc_id"),
+        Index("secondary_keys_doc_id", "doc_id"),
+    )
+    Table(
         "edges",
         md,
         Column("a", BigInteger, ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True),

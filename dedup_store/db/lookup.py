@@ -11,7 +11,8 @@ slot) *before* the batch's rows are written, so it only meets older documents; t
 are joined back to the new documents that own them in numpy, and pairs inside the batch are found
 in numpy too. :func:`new_rows` finds the first stored document of each new row's exact group.
 The probes of one fingerprint (``check``, ``add``) are :func:`key_lookups` and
-:func:`sample_lookup`.
+:func:`sample_lookup`. Hot band and block keys
+are split by secondary keys (:mod:`dedup_store.db.hot`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from sqlalchemy import Connection, text
 
 from dedup_store.core.arrays import I64
 from dedup_store.core.fingerprint import FingerprintBatch
+from dedup_store.core.mixing import mix64
 from dedup_store.db.encoding import (
     BAND,
     BLOCK,
@@ -104,29 +106,89 @@ def find_candidates(
     probed alone, reading at most ``hot_limit + 1`` index entries, and one shared by more
     documents (stored and new) is boilerplate (a licence paragraph, a template) and ignored. A
     band or block key yields its ``hot_limit`` oldest stored documents, and pairs inside the
-    batch with the ``hot_limit`` documents before each one.
+    batch with the ``hot_limit`` documents before each one (:mod:`dedup_store.db.hot` also
+    splits hot band and block buckets by secondary keys).
     """
-    statement, parameters, uniques = _lookup_statement(schema, groups, hot_limit)
+    found = find_keys(conn, schema, groups, hot_limit)
+    return merge(*found_pairs(groups, found, hot_limit))
+
+
+@dataclasses.dataclass(frozen=True)
+class Found:
+    """What :func:`find_keys` found per group.
+
+    Attributes:
+        ids, keys: per group, the stored documents found and the key each was found by (at most
+            ``hot_limit + 1`` per band or block key, oldest first).
+        uniques: per group, its distinct keys.
+        hot: per group, those of its keys recorded in ``hot_keys`` (when asked for).
+    """
+
+    ids: list[I64]
+    keys: list[I64]
+    uniques: list[I64]
+    hot: list[I64]
+
+
+def find_keys(
+    conn: Connection,
+    schema: str,
+    groups: list[KeyGroup],
+    hot_limit: int,
+    hot_kinds: frozenset[int] = frozenset(),
+) -> Found:
+    """Look up every key of every group in one statement (and which keys of the groups of
+    ``hot_kinds`` are hot)."""
+    statement, parameters, uniques = _lookup_statement(schema, groups, hot_limit, hot_kinds)
     empty = np.empty(0, dtype=np.int64)
-    hits = dict.fromkeys(range(len(groups)), (empty, empty))
-    for number, ids, keys in conn.execute(text(statement), parameters):
-        hits[number] = (np.array(ids, dtype=np.int64), np.array(keys, dtype=np.int64))
+    ids, keys, hot = [empty] * len(groups), [empty] * len(groups), [empty] * len(groups)
+    for number, found_ids, found_keys in conn.execute(text(statement), parameters):
+        if number < 0:
+            hot[-number - 1] = np.array(found_keys, dtype=np.int64)
+            continue
+        ids[number] = np.array(found_ids, dtype=np.int64)
+        keys[number] = np.array(found_keys, dtype=np.int64)
+    return Found(ids, keys, uniques, hot)
+
+
+def found_pairs(
+    groups: list[KeyGroup], found: Found, hot_limit: int
+) -> tuple[list[I64], list[I64], list[npt.NDArray[np.int8]]]:
+    """The pairs of every group's stored documents found and of its new documents (the
+    ``hot_limit`` oldest stored documents of a band or block key); parts for :func:`merge`."""
     a_parts, b_parts, kind_parts = [], [], []
     for number, group in enumerate(groups):
-        found_ids, found_keys = hits[number]
+        found_ids, found_keys = found.ids[number], found.keys[number]
         if hot_limit:
             group, found_ids, found_keys = _without_hot(
-                group, uniques[number], found_ids, found_keys, hot_limit
+                group, found.uniques[number], found_ids, found_keys, hot_limit
             )
-        for a, b in (_join_found(group, found_ids, found_keys), _pairs_inside(group, hot_limit)):
+        for a, b in (join_found(group, found_ids, found_keys), pairs_inside(group, hot_limit)):
             a_parts.append(a)
             b_parts.append(b)
             kind_parts.append(np.full(len(a), group.kind, dtype=np.int8))
+    return a_parts, b_parts, kind_parts
+
+
+def merge(
+    a_parts: list[I64], b_parts: list[I64], kind_parts: list[npt.NDArray[np.int8]]
+) -> Candidates:
+    """The candidates of the pairs ``(a, b)`` found by keys of kind ``kind``, in parts."""
+    if not a_parts:
+        empty = np.empty(0, dtype=np.int64)
+        return _merge(empty, empty, empty.astype(np.int8))
     return _merge(np.concatenate(a_parts), np.concatenate(b_parts), np.concatenate(kind_parts))
 
 
+def stored_counts(keys: I64, found_keys: I64) -> I64:
+    """How many stored documents were found per key of the sorted ``keys``."""
+    counts = np.zeros(len(keys), dtype=np.int64)
+    np.add.at(counts, np.searchsorted(keys, found_keys), 1)
+    return counts
+
+
 def _lookup_statement(
-    schema: str, groups: list[KeyGroup], hot_limit: int
+    schema: str, groups: list[KeyGroup], hot_limit: int, hot_kinds: frozenset[int] = frozenset()
 ) -> tuple[str, dict[str, str], list[I64]]:
     """One statement looking up every key of every group; its parameters and unique keys."""
     s = qualified(schema)
@@ -148,15 +210,22 @@ def _lookup_statement(
                 f"CROSS JOIN LATERAL (SELECT p.id FROM ({probe}) p {limit}) f"
             )
             continue
-        # one index scan per slot for all its keys; a key yields its hot_limit oldest documents
+        # one index scan per slot for all its keys; a key yields its hot_limit + 1 oldest
+        # documents (one more than used, to tell a key that has more)
         probe = slot_lookup(s, group.kind, group.slot, f"= ANY(CAST(:{name} AS bigint[]))")
         if hot_limit:
             probe = (
                 "SELECT id, key FROM (SELECT p.id, p.key, "
                 "row_number() OVER (PARTITION BY p.key ORDER BY p.id) AS rank "
-                f"FROM ({probe} OFFSET 0) p) r WHERE r.rank <= {int(hot_limit)}"
+                f"FROM ({probe} OFFSET 0) p) r WHERE r.rank <= {int(hot_limit) + 1}"
             )
         branches.append(f"SELECT {number} AS grp, f.id, f.key FROM ({probe}) f")
+        if group.kind in hot_kinds:
+            branches.append(
+                f"SELECT {-number - 1} AS grp, 0::bigint AS id, h.key FROM {s}.hot_keys h "
+                f"WHERE h.kind = {int(group.kind)} AND h.slot = {int(group.slot)} "
+                f"AND h.key = ANY(CAST(:{name} AS bigint[]))"
+            )
     statement = (
         "SELECT grp, array_agg(id), array_agg(key) "
         f"FROM ({' UNION ALL '.join(branches)}) found GROUP BY grp"
@@ -167,23 +236,28 @@ def _lookup_statement(
 def _without_hot(
     group: KeyGroup, keys: I64, found_ids: I64, found_keys: I64, hot_limit: int
 ) -> tuple[KeyGroup, I64, I64]:
-    """Drop hot excerpt keys (band and block keys were capped by the lookup)."""
+    """Drop hot excerpt keys; keep the ``hot_limit`` oldest documents of a band or block key."""
     stored = np.zeros(len(keys), dtype=np.int64)
     np.add.at(stored, np.searchsorted(keys, found_keys), 1)
     owners = np.zeros(len(keys), dtype=np.int64)
     np.add.at(owners, np.searchsorted(keys, group.keys), 1)
     hot = keys[stored + owners > hot_limit]
-    if len(hot) == 0:
-        return group, found_ids, found_keys
     if group.kind == SAMPLE:
+        if len(hot) == 0:
+            return group, found_ids, found_keys
         cold_found = ~np.isin(found_keys, hot)
         cold_owned = ~np.isin(group.keys, hot)
         group = dataclasses.replace(group, keys=group.keys[cold_owned], docs=group.docs[cold_owned])
         return group, found_ids[cold_found], found_keys[cold_found]
-    return group, found_ids, found_keys  # the lookup kept the hot_limit oldest already
+    # a band or block key keeps its hot_limit oldest documents (the lookup read one more)
+    order = np.lexsort((found_ids, found_keys))
+    found_ids, found_keys = found_ids[order], found_keys[order]
+    starts = np.searchsorted(found_keys, found_keys, side="left")
+    keep = np.arange(len(found_keys)) - starts < hot_limit
+    return group, found_ids[keep], found_keys[keep]
 
 
-def _join_found(group: KeyGroup, found_ids: I64, found_keys: I64) -> tuple[I64, I64]:
+def join_found(group: KeyGroup, found_ids: I64, found_keys: I64) -> tuple[I64, I64]:
     """Pair each stored document found with every new document owning the key it was found by."""
     order = np.argsort(group.keys, kind="stable")
     keys = group.keys[order]
@@ -192,11 +266,13 @@ def _join_found(group: KeyGroup, found_ids: I64, found_keys: I64) -> tuple[I64, 
     return np.repeat(found_ids, hi - lo), group.docs[order][ranges(lo, hi)]
 
 
-def _pairs_inside(group: KeyGroup, hot_limit: int = 0) -> tuple[I64, I64]:
+def pairs_inside(group: KeyGroup, hot_limit: int = 0, spread: bool = False) -> tuple[I64, I64]:
     """Pairs of new documents with an equal key (older first).
 
     With ``hot_limit``, each document is paired with at most ``hot_limit`` documents before it
-    among those sharing the key.
+    among those sharing the key: the ones just before it, or with ``spread`` (secondary keys,
+    as :func:`~dedup_store.db.hot.window` does for stored documents) the ones from a pivot
+    derived from the key, wrapping around.
     """
     order = np.lexsort((group.docs, group.keys))
     keys, docs = group.keys[order], group.docs[order]
@@ -205,13 +281,26 @@ def _pairs_inside(group: KeyGroup, hot_limit: int = 0) -> tuple[I64, I64]:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     a: list[int] = []
     b: list[int] = []
-    for start, end in _runs(same):
+    runs = list(_runs(same))
+    pivots = key_pivots(keys[[start for start, _ in runs]]).tolist() if spread else [0] * len(runs)
+    for (start, end), pivot in zip(runs, pivots, strict=True):
         members = docs[start:end].tolist()
         for i, newer in enumerate(members):
-            older = members[max(0, i - hot_limit) : i] if hot_limit else members[:i]
+            if not hot_limit or i <= hot_limit:
+                older = members[:i]
+            elif spread:
+                first = pivot % i
+                older = (members[first:i] + members[:first])[:hot_limit]
+            else:
+                older = members[i - hot_limit : i]
             a += older
             b += [newer] * len(older)
     return np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)
+
+
+def key_pivots(keys: I64) -> I64:
+    """A non-negative pseudo-random number per key (to pick a window of its documents)."""
+    return (mix64(keys.view(np.uint64)) >> np.uint64(33)).astype(np.int64)
 
 
 def _runs(same: npt.NDArray[np.bool_]) -> Iterator[tuple[int, int]]:
@@ -257,7 +346,9 @@ def key_lookups(s: str, band_count: int, block_count: int, hot_limit: int) -> li
                 # the primary key in id order and filter every row
                 lookup = f"SELECT * FROM ({lookup} OFFSET 0) l ORDER BY id LIMIT {int(hot_limit)}"
             branches.append(
-                f"SELECT f.id AS a, {block} AS block, false AS sample FROM ({lookup}) f"
+                f"SELECT f.id AS a, {block} AS block, false AS sample, {kind}::smallint AS kind, "
+                f"{slot}::smallint AS slot, CAST(:k{kind}_{slot} AS bigint) AS pkey "
+                f"FROM ({lookup}) f"
             )
     return branches
 

@@ -7,6 +7,8 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from dedup_store.core.params import FingerprintParams
+from dedup_store.db import hot
 from dedup_store.db.names import qualified
 from dedup_store.results import MatchRow
 
@@ -108,7 +110,7 @@ def export_rows(conn: Connection, schema: str) -> Iterator[Any]:
         result.close()
 
 
-def stats_row(conn: Connection, schema: str) -> dict[str, Any]:
+def stats_row(conn: Connection, schema: str, params: FingerprintParams) -> dict[str, Any]:
     """Counts over the whole store."""
     s = qualified(schema)
     documents, clusters, dup_clusters, dup_docs = conn.execute(
@@ -128,6 +130,7 @@ def stats_row(conn: Connection, schema: str) -> dict[str, Any]:
     )
     return {
         "hottest_excerpt_keys": {str(row[0]): int(row[1]) for row in hottest},
+        **hot.hot_stats(conn, schema, params),
         "documents": int(documents),
         "clusters": int(clusters),
         "duplicate_clusters": int(dup_clusters),

@@ -34,6 +34,7 @@ from dedup_store.core.arrays import I32, I64
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.core.overlap import intersection_sizes
 from dedup_store.core.params import FingerprintParams
+from dedup_store.db import hot
 from dedup_store.db.encoding import (
     BAND,
     BLOCK,
@@ -142,11 +143,21 @@ def score_parameters(params: FingerprintParams) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=32)
-def matches_sql(schema: str, band_count: int, block_count: int, hot_limit: int = 0) -> str:
+def matches_sql(
+    schema: str,
+    band_count: int,
+    block_count: int,
+    hot_limit: int = 0,
+    secondary: tuple[int, int] = (0, 0),
+    found: str = "",
+) -> str:
     """A query of the verified matches of an unstored fingerprint given in bind parameters.
 
     Rows ``(a, external_id, cluster_id, method, jaccard, containment, hamming)``; the
-    parameters are :func:`fingerprint_parameters`.
+    parameters are :func:`fingerprint_parameters`. ``secondary`` gives the secondary keys per
+    band and per block slot (:func:`~dedup_store.db.hot.secondary_counts`): a hot slot is also
+    looked up by them. ``found`` names a CTE of the statement holding the rows of
+    :func:`found_sql` (by default they are looked up inline).
     """
     s = qualified(schema)
     query = """(SELECT 0::bigint AS id, CAST(:exact AS bytea) AS exact_hash,
@@ -154,16 +165,10 @@ def matches_sql(schema: str, band_count: int, block_count: int, hot_limit: int =
                        CAST(:signature AS integer[]) AS signature,
                        CAST(:shingles AS integer[]) AS shingles,
                        CAST(:shingle_count AS integer) AS shingle_count) y"""
-    samples = sample_lookup(s, hot_limit)
-    exact = (
-        f"SELECT o.id, false, false FROM {s}.documents o "
-        "WHERE o.exact_hash = CAST(:exact AS bytea) AND o.exact_of IS NULL"
-    )
-    branches = [*key_lookups(s, band_count, block_count, hot_limit), samples, exact]
+    rows = found or f"({found_sql(schema, band_count, block_count, hot_limit, secondary)})"
     candidates = f"""(
-        SELECT a, bool_and(block) AS block_only, bool_or(sample) AS sampled FROM (
-            {" UNION ALL ".join(branches)}
-        ) found GROUP BY a
+        SELECT a, bool_and(block) AS block_only, bool_or(sample) AS sampled
+        FROM {rows} found GROUP BY a
     ) cand"""
     scored = scored_pairs_sql(
         f"{candidates} {fetch_document(s, 'x', 'cand.a')} CROSS JOIN {query}",
@@ -180,9 +185,11 @@ def matches_sql(schema: str, band_count: int, block_count: int, hot_limit: int =
 
 
 @lru_cache(maxsize=32)
-def _check_statement(schema: str, band_count: int, block_count: int, hot_limit: int) -> TextClause:
+def _check_statement(
+    schema: str, band_count: int, block_count: int, hot_limit: int, secondary: tuple[int, int]
+) -> TextClause:
     """The statement of :func:`check_matches` (built once: it is long and parsed for binds)."""
-    return text(matches_sql(schema, band_count, block_count, hot_limit))
+    return text(matches_sql(schema, band_count, block_count, hot_limit, secondary))
 
 
 def fingerprint_parameters(fp: Fingerprint) -> dict[str, Any]:
@@ -200,13 +207,18 @@ def fingerprint_parameters(fp: Fingerprint) -> dict[str, Any]:
     }
     for kind, keys in ((BAND, fp.band_keys), (BLOCK, fp.block_keys)):
         parameters.update({f"k{kind}_{i}": key for i, key in enumerate(keys.tolist(), start=1)})
+    parameters.update(hot.query_parameters(fp))
     return parameters
 
 
 def check_statement(schema: str, fp: Fingerprint) -> tuple[str, dict[str, Any]]:
     """The statement of :func:`check_matches` and its ``:name`` parameters."""
     statement = _check_statement(
-        schema, len(fp.band_keys), len(fp.block_keys), fp.params.hot_key_limit
+        schema,
+        len(fp.band_keys),
+        len(fp.block_keys),
+        fp.params.hot_key_limit,
+        hot.secondary_counts(fp.params),
     )
     return statement.text, fingerprint_parameters(fp)
 
@@ -214,7 +226,11 @@ def check_statement(schema: str, fp: Fingerprint) -> tuple[str, dict[str, Any]]:
 def check_matches(conn: Connection, schema: str, fp: Fingerprint) -> list[MatchRow]:
     """Verified matches of an unstored fingerprint: ONE statement, candidates and scores."""
     statement = _check_statement(
-        schema, len(fp.band_keys), len(fp.block_keys), fp.params.hot_key_limit
+        schema,
+        len(fp.band_keys),
+        len(fp.block_keys),
+        fp.params.hot_key_limit,
+        hot.secondary_counts(fp.params),
     )
     return [MatchRow(*row) for row in conn.execute(statement, fingerprint_parameters(fp))]
 
@@ -350,3 +366,30 @@ def _stored_shingles(conn: Connection, schema: str, ids: Sequence[int]) -> dict[
         {"i": list(ids)},
     )
     return {row[0]: np.sort(int4_array(row[1])) for row in rows}
+
+
+@lru_cache(maxsize=32)
+def found_sql(
+    schema: str,
+    band_count: int,
+    block_count: int,
+    hot_limit: int = 0,
+    secondary: tuple[int, int] = (0, 0),
+) -> str:
+    """The candidate lookups of :func:`matches_sql`: rows ``(a, block, sample, kind, slot,
+    pkey)``, the last three naming the band or block key a row was found by (``NULL`` for
+    other rows)."""
+    s = qualified(schema)
+    exact = (
+        f"SELECT o.id, false, false FROM {s}.documents o "
+        "WHERE o.exact_hash = CAST(:exact AS bytea) AND o.exact_of IS NULL"
+    )
+    others = [sample_lookup(s, hot_limit), exact]
+    if hot_limit and any(secondary):
+        others.append(hot.secondary_lookup(s, hot_limit))
+    branches = key_lookups(s, band_count, block_count, hot_limit) + [
+        "SELECT o.*, NULL::smallint AS kind, NULL::smallint AS slot, NULL::bigint AS pkey "
+        f"FROM ({other}) o"
+        for other in others
+    ]
+    return " UNION ALL ".join(branches)

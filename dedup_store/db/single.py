@@ -14,6 +14,12 @@ its row but left out of the partial key indexes).
 
 The statement's snapshot is taken after the lock is granted, so it sees every batch committed
 before, like the batch path.
+
+A document that makes a band or block key hot (its ``hot_key_limit``-th stored document is
+there already) is not inserted: the statement reports it, the caller makes the keys hot
+(:func:`promote_pending`, which computes the bucket's secondary keys in
+numpy) and runs the statement again. Otherwise the statement writes the document's secondary
+keys of its hot slots, whose lookups :func:`~dedup_store.db.scoring.matches_sql` includes.
 """
 
 from __future__ import annotations
@@ -24,12 +30,14 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import TextClause, text
+import numpy as np
+from sqlalchemy import Connection, TextClause, text
 
 from dedup_store.core.fingerprint import Fingerprint
+from dedup_store.db import hot
 from dedup_store.db.encoding import array_literal
 from dedup_store.db.names import qualified
-from dedup_store.db.scoring import fingerprint_parameters, matches_sql, merging_methods
+from dedup_store.db.scoring import fingerprint_parameters, found_sql, matches_sql, merging_methods
 from dedup_store.results import MatchRow
 
 
@@ -42,30 +50,42 @@ class SingleOutcome:
         inserted: ``False`` when the external id was already stored (nothing was written).
         cluster_id: the document's cluster afterwards.
         matches: its verified matches with older documents (none when not inserted).
+        rekey: nothing was written: the document makes keys hot, to be promoted first.
     """
 
     doc_id: int
     inserted: bool
     cluster_id: int
     matches: list[MatchRow]
+    rekey: bool = False
 
 
 @lru_cache(maxsize=32)
-def _statement(schema: str, band_count: int, block_count: int, hot_limit: int) -> TextClause:
+def _statement(
+    schema: str, band_count: int, block_count: int, hot_limit: int, secondary: tuple[int, int]
+) -> TextClause:
     s = qualified(schema)
+    lookups = found_sql(schema, band_count, block_count, hot_limit, secondary)
+    matches = matches_sql(schema, band_count, block_count, hot_limit, secondary, "found")
     return text(f"""
         WITH known AS (
             SELECT id, cluster_id FROM {s}.documents WHERE external_id = :external_id
-        ),
-        new_id AS (
-            SELECT nextval(CAST(:seq AS regclass)) AS id WHERE NOT EXISTS (SELECT 1 FROM known)
         ),
         first AS (
             SELECT id FROM {s}.documents
             WHERE exact_hash = CAST(:exact AS bytea) AND exact_of IS NULL
         ),
+        found AS MATERIALIZED ({lookups}),
+        pending AS MATERIALIZED (
+            SELECT 1 FROM ({hot.pending_keys_sql(s, secondary, hot_limit)}) p
+            WHERE NOT EXISTS (SELECT 1 FROM known) AND NOT EXISTS (SELECT 1 FROM first) LIMIT 1
+        ),
+        new_id AS (
+            SELECT nextval(CAST(:seq AS regclass)) AS id
+            WHERE NOT EXISTS (SELECT 1 FROM known) AND NOT EXISTS (SELECT 1 FROM pending)
+        ),
         matched AS MATERIALIZED (
-            SELECT * FROM ({matches_sql(schema, band_count, block_count, hot_limit)}) m
+            SELECT * FROM ({matches}) m
             WHERE EXISTS (SELECT 1 FROM new_id)
               AND (m.a IN (SELECT id FROM first) OR NOT EXISTS (SELECT 1 FROM first))
         ),
@@ -98,6 +118,12 @@ def _statement(schema: str, band_count: int, block_count: int, hot_limit: int) -
             SELECT key, n.id FROM new_id n CROSS JOIN unnest(CAST(:sk AS integer[])) AS key
             WHERE NOT EXISTS (SELECT 1 FROM first)
         ),
+        secondary AS (
+            INSERT INTO {s}.secondary_keys (kind, slot, key, doc_id)
+            SELECT x.kind, x.slot, x.key, n.id FROM new_id n
+            CROSS JOIN ({hot.hot_secondary(s)}) x
+            WHERE NOT EXISTS (SELECT 1 FROM first)
+        ),
         edge AS (
             INSERT INTO {s}.edges (a, b, method, jaccard, containment, hamming)
             SELECT m.a, n.id, m.method, m.jaccard, m.containment, m.hamming
@@ -118,6 +144,21 @@ def _statement(schema: str, band_count: int, block_count: int, hot_limit: int) -
     """)
 
 
+def promote_pending(conn: Connection, schema: str, fp: Fingerprint) -> int:
+    """Make hot the keys of ``fp`` that adding it makes hot (holding the writers' lock)."""
+    params = fp.params
+    counts = hot.secondary_counts(params)
+    lookups = found_sql(schema, len(fp.band_keys), len(fp.block_keys), params.hot_key_limit, counts)
+    pending = hot.pending_keys_sql(qualified(schema), counts, params.hot_key_limit)
+    rows = conn.execute(
+        text(f"WITH found AS MATERIALIZED ({lookups}) {pending}"), fingerprint_parameters(fp)
+    ).all()
+    if not rows:
+        return 0
+    kinds, slots, keys = (np.array(column, dtype=np.int64) for column in zip(*rows, strict=True))
+    return hot.promote(conn, schema, params, kinds, slots, keys)
+
+
 def add_statement(
     schema: str,
     fp: Fingerprint,
@@ -132,7 +173,13 @@ def add_statement(
     :func:`~dedup_store.db.write.lock_writers` first) and read its rows with :func:`outcome`.
     ``meta`` must be JSON-serializable (validated by the caller).
     """
-    statement = _statement(schema, len(fp.band_keys), len(fp.block_keys), fp.params.hot_key_limit)
+    statement = _statement(
+        schema,
+        len(fp.band_keys),
+        len(fp.block_keys),
+        fp.params.hot_key_limit,
+        hot.secondary_counts(fp.params),
+    )
     parameters = {
         **fingerprint_parameters(fp),
         "seq": qualified(schema, "document_ids"),
@@ -152,6 +199,8 @@ def add_statement(
 def outcome(rows: Sequence[Sequence[Any]]) -> SingleOutcome:
     """What the statement of :func:`add_statement` did, from its rows."""
     head, *found = rows
+    if head[0] is None:  # neither inserted nor known: keys to make hot first
+        return SingleOutcome(0, False, 0, [], rekey=True)
     doc_id, inserted, cluster_id = int(head[0]), bool(head[1]), int(head[2])
     matches = [MatchRow(*row[:1], *row[3:]) for row in found]
     return SingleOutcome(doc_id, inserted, cluster_id, matches)

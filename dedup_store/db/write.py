@@ -18,7 +18,7 @@ from sqlalchemy import Connection, text
 from dedup_store.core.arrays import I64
 from dedup_store.core.clustering import components, merge_labels
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import bulk_copy
+from dedup_store.db import bulk_copy, hot
 from dedup_store.db.encoding import ranges, sample_columns, top32
 from dedup_store.db.lookup import NewRows
 from dedup_store.db.names import qualified
@@ -26,7 +26,7 @@ from dedup_store.db.scoring import merging_methods
 from dedup_store.results import MatchRow
 
 #: The tables ANALYZE'd by :func:`refresh_statistics`.
-TABLES = ("documents", "edges", "sample_keys")
+TABLES = ("documents", "edges", "sample_keys", "secondary_keys")
 
 # fixed-width columns first (encoded for the whole batch with numpy), then variable ones
 DOCUMENT_COLUMNS = (
@@ -70,11 +70,12 @@ def insert_documents(
     metas: Sequence[Mapping[str, Any] | None],
     bodies: Sequence[str | None],
     languages: Sequence[str],
+    secondary: hot.SecondaryRows | None = None,
 ) -> None:
     """COPY the selected documents of a batch with their keys (other arguments per row).
 
-    Call it after :func:`~dedup_store.db.lookup.find_candidates`, whose lookups must only
-    meet older documents' keys.
+    Call it after :func:`~dedup_store.db.hot.find_candidates`, whose lookups must only meet
+    older documents' keys, and which gives the ``secondary`` keys of their hot slots.
     """
     batch, rows = new.batch, new.rows
     starts, ends = batch.shingle_offsets[rows], batch.shingle_offsets[rows + 1]
@@ -122,6 +123,8 @@ def insert_documents(
     bulk_copy.copy_fixed_rows(
         conn, schema, "sample_keys", ("key", "doc_id"), [keys[order], docs[order]]
     )
+    if secondary is not None and len(secondary):
+        hot.write_secondary(conn, schema, secondary)
 
 
 def merge_clusters(
@@ -186,7 +189,7 @@ def delete_documents(
 
     A deleted document that was the first of its exact group hands its place to the oldest
     remaining copy (:func:`promote_copies`) first. Sample key rows are found through their
-    lookup index: they are a subset of the stored shingles.
+    lookup index: they are a subset of the stored shingles. Hot keys stay hot.
     """
     s = qualified(schema)
     labels = conn.execute(
@@ -204,6 +207,7 @@ def delete_documents(
         ),
         {"ids": list(doc_ids)},
     )
+    hot.delete_secondary(conn, schema, doc_ids)
     # the band and block keys go with the rows (and their index entries with them)
     conn.execute(text(f"DELETE FROM {s}.documents WHERE id = ANY(:ids)"), {"ids": list(doc_ids)})
     split_clusters(conn, schema, clusters, merging_methods(params))
@@ -212,9 +216,9 @@ def delete_documents(
 def promote_copies(conn: Connection, schema: str, doc_ids: Sequence[int]) -> None:
     """Make the oldest surviving copy of each deleted first document the first of its group.
 
-    The heir takes over the deleted document's sample keys (equal texts have equal keys), its
-    edges with documents outside the group, and the other copies' links; its own band and
-    block keys enter the partial key indexes as its ``exact_of`` becomes NULL.
+    The heir takes over the deleted document's sample keys and secondary keys (equal texts
+    have equal keys), its edges with documents outside the group, and the other copies' links;
+    its own band and block keys enter the partial key indexes as its ``exact_of`` becomes NULL.
     """
     s = qualified(schema)
     conn.execute(
@@ -227,6 +231,9 @@ def promote_copies(conn: Connection, schema: str, doc_ids: Sequence[int]) -> Non
         ),
         keys AS (
             UPDATE {s}.sample_keys k SET doc_id = h.heir FROM heirs h WHERE k.doc_id = h.old
+        ),
+        secondary AS (
+            UPDATE {s}.secondary_keys k SET doc_id = h.heir FROM heirs h WHERE k.doc_id = h.old
         ),
         copied AS (
             INSERT INTO {s}.edges (a, b, method, jaccard, containment, hamming, found_at)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from dedup_store.db.encoding import BAND, BLOCK, SAMPLE
-from dedup_store.db.lookup import KeyGroup, _merge, _pairs_inside
+from dedup_store.db.lookup import KeyGroup, _merge, pairs_inside
 
 
 def _ids(*values: int) -> np.ndarray:
@@ -14,7 +14,7 @@ def _ids(*values: int) -> np.ndarray:
 
 def test_pairs_inside_a_batch_are_older_first_and_complete() -> None:
     group = KeyGroup(BAND, 1, keys=_ids(7, 3, 7, 7, 5), docs=_ids(14, 11, 12, 10, 13))
-    a, b = _pairs_inside(group)
+    a, b = pairs_inside(group)
     assert sorted(zip(a.tolist(), b.tolist(), strict=True)) == [(10, 12), (10, 14), (12, 14)]
 
 

@@ -142,7 +142,7 @@ def test_long_and_short_documents_score_alike_in_every_path(
     assert long_size >= 2000 and long_size >= 4 * short_size
 
 
-def test_a_hot_band_key_yields_its_oldest_documents_only(
+def test_a_hot_band_key_is_split_by_secondary_keys(
     engine: Engine, schema: str, corpus: PlantedCorpus
 ) -> None:
     base = corpus.original()
@@ -151,10 +151,30 @@ def test_a_hot_band_key_yields_its_oldest_documents_only(
         probe = f"{base} variant probe"
         checked = store.check(probe)
         added = store.add("probe", probe)
-        # each key of each slot yields its 5 oldest documents: far fewer than all 80 copies
-        assert 0 < len(added.matches) < 40
+        # not only the 5 oldest documents of each key: the secondary keys lead further
+        assert len(added.matches) > 40
         assert added.matches == checked.matches
         assert [c.size for c in store.clusters()] == [81]
+        stats = store.stats()
+        assert stats.hot_keys["band"] > 0 and stats.hot_keys["block"] > 0
+        assert len(stats.hottest_keys) == 5
+        assert max(stats.hottest_keys.values()) == 81
+
+
+def test_a_hot_broder_key_yields_its_oldest_documents_only(
+    engine: Engine, schema: str, corpus: PlantedCorpus
+) -> None:
+    base = corpus.original()
+    params = FingerprintParams(hot_key_limit=5, scheme="broder", simhash_k=0, simhash_blocks=2)
+    with DedupStore(engine, params, schema=schema) as store:
+        store.add_many([(f"t{i}", f"{base} variant {i}") for i in range(80)], batch_size=30)
+        probe = f"{base} variant probe"
+        checked = store.check(probe)
+        added = store.add("probe", probe)
+        # each mega-shingle key yields its 5 oldest documents: far fewer than all 80 copies
+        assert 0 < len(added.matches) < 40
+        assert added.matches == checked.matches
+        assert store.stats().hot_keys["band"] == 0
 
 
 def test_stats_show_the_hottest_excerpt_keys(store: DedupStore, corpus: PlantedCorpus) -> None:

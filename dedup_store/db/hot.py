@@ -1,0 +1,394 @@
+"""Hot band and block keys: their buckets split by secondary keys.
+
+A band or block key that more than ``hot_key_limit`` documents share becomes hot when a write
+meets it: it is recorded in ``hot_keys``, and every stored document of its bucket gets its
+secondary keys for that slot (:mod:`dedup_store.core.rekey`) in ``secondary_keys``, computed in
+numpy from the members' ``signature`` or ``simhash`` read in one statement. From then on every
+new document owning the key writes its secondary keys for the slot too, and its lookup of the
+slot adds, to the ``hot_key_limit`` oldest documents of the key, ``hot_key_limit`` documents of
+each of its secondary keys (:func:`window`): a bounded cost however large the bucket grows.
+
+The batch path (:func:`find_candidates`) makes a key hot when its stored documents and the
+batch's owners of it are more than ``hot_key_limit``; ``add`` when ``hot_key_limit`` documents
+are stored (:func:`~dedup_store.db.single.promote_pending`), which is the same rule for a batch
+of one. A key stays hot when documents are deleted (their secondary keys go with them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import Connection, text
+
+from dedup_store.core import rekey
+from dedup_store.core.arrays import I64
+from dedup_store.core.fingerprint import Fingerprint, FingerprintBatch
+from dedup_store.core.params import FingerprintParams
+from dedup_store.db import bulk_copy, lookup
+from dedup_store.db.encoding import BAND, BLOCK, array_literal
+from dedup_store.db.lookup import Candidates, KeyGroup, slot_lookup
+from dedup_store.db.names import qualified
+
+SECONDARY_COLUMNS = ("kind", "slot", "key", "doc_id")
+_ARRAY_HEADER = 20  # bytes before the elements of a one-dimensional array_send
+
+
+@dataclasses.dataclass(frozen=True)
+class SecondaryRows:
+    """Rows of ``secondary_keys``: one per document, hot slot and secondary key."""
+
+    kind: npt.NDArray[np.int16]
+    slot: npt.NDArray[np.int16]
+    key: I64
+    doc: I64
+
+    @classmethod
+    def of(cls, kind: int, slot: int, keys: I64, docs: I64) -> SecondaryRows:
+        """The rows of ``keys`` ``(n, count)`` of documents ``docs`` ``(n,)`` in one slot."""
+        n = keys.size
+        return cls(
+            np.full(n, kind, dtype=np.int16),
+            np.full(n, slot, dtype=np.int16),
+            keys.reshape(-1),
+            np.repeat(docs, keys.shape[1] if keys.ndim == 2 else 1),
+        )
+
+    @classmethod
+    def concat(cls, parts: Sequence[SecondaryRows]) -> SecondaryRows:
+        """All rows of ``parts``."""
+        if not parts:
+            empty = np.empty(0, dtype=np.int64)
+            return cls(empty.astype(np.int16), empty.astype(np.int16), empty, empty)
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in _FIELDS))
+
+    def __len__(self) -> int:
+        return len(self.key)
+
+
+_FIELDS = ("kind", "slot", "key", "doc")
+
+
+def find_candidates(
+    conn: Connection,
+    schema: str,
+    batch: FingerprintBatch,
+    rows: I64,
+    ids: I64,
+) -> tuple[Candidates, SecondaryRows]:
+    """:func:`~dedup_store.db.lookup.find_candidates` with hot buckets split.
+
+    ``rows`` and ``ids`` are the batch rows and new ids of the documents that own keys (the
+    first of their exact group). Keys that more than ``hot_key_limit`` documents (stored and
+    new) share become hot (:func:`promote`); a new document's hot slots are also looked up by
+    its secondary keys. Returns the candidates and the new documents' ``secondary_keys`` rows.
+    """
+    params = batch.params
+    hot_limit = params.hot_key_limit
+    groups = lookup.key_groups(batch, rows, ids)
+    kinds = frozenset(kind for kind in (BAND, BLOCK) if rekey.rekeyed(params, kind))
+    found = lookup.find_keys(conn, schema, groups, hot_limit, kinds)
+    parts = lookup.found_pairs(groups, found, hot_limit)
+    if not kinds or len(ids) == 0:
+        return lookup.merge(*parts), SecondaryRows.concat([])
+    hot_of: dict[int, I64] = {}
+    pending: list[tuple[int, int, I64]] = []
+    for number, group in enumerate(groups):
+        if group.kind not in kinds:
+            continue
+        keys = found.uniques[number]
+        stored = lookup.stored_counts(keys, found.keys[number])
+        owners = lookup.stored_counts(keys, group.keys)
+        new_hot = keys[(stored + owners > hot_limit) & ~np.isin(keys, found.hot[number])]
+        if len(new_hot):
+            pending.append((group.kind, group.slot, new_hot))
+        hot_of[number] = np.union1d(found.hot[number], new_hot)
+    if pending:
+        promote(
+            conn,
+            schema,
+            params,
+            np.concatenate([np.full(len(k), kind) for kind, _, k in pending]),
+            np.concatenate([np.full(len(k), slot) for _, slot, k in pending]),
+            np.concatenate([k for _, _, k in pending]),
+        )
+    secondary, written = _secondary_groups(batch, rows, ids, groups, hot_of)
+    a_more, b_more, kind_more = _secondary_pairs(conn, schema, secondary, hot_limit)
+    a_parts, b_parts, kind_parts = parts
+    merged = lookup.merge(a_parts + a_more, b_parts + b_more, kind_parts + kind_more)
+    return merged, written
+
+
+def _secondary_groups(
+    batch: FingerprintBatch, rows: I64, ids: I64, groups: list[KeyGroup], hot_of: dict[int, I64]
+) -> tuple[list[KeyGroup], SecondaryRows]:
+    """Per re-keyed group with hot keys, the secondary keys of the new documents owning one."""
+    secondary, written = [], []
+    for number, hot in hot_of.items():
+        group = groups[number]
+        owners = np.isin(group.keys, hot)
+        if not owners.any():
+            continue
+        docs = group.docs[owners]
+        at = rows[np.searchsorted(ids, docs)]  # ids ascend
+        keys = rekey.secondary_keys(
+            batch.params,
+            group.kind,
+            group.slot,
+            group.keys[owners],
+            signatures=batch.signatures[at],
+            simhashes=batch.simhashes[at],
+        )
+        secondary.append(
+            KeyGroup(group.kind, group.slot, keys.reshape(-1), np.repeat(docs, keys.shape[1]))
+        )
+        written.append(SecondaryRows.of(group.kind, group.slot, keys, docs))
+    return secondary, SecondaryRows.concat(written)
+
+
+def _secondary_pairs(
+    conn: Connection, schema: str, groups: list[KeyGroup], hot_limit: int
+) -> tuple[list[I64], list[I64], list[npt.NDArray[np.int8]]]:
+    """Pairs found by secondary keys: each key's ``hot_limit`` oldest stored documents (one
+    statement), and pairs inside the batch as for primary keys."""
+    if not groups:
+        return [], [], []
+    s = qualified(schema)
+    branches, parameters = [], {}
+    for number, group in enumerate(groups):
+        parameters[f"g{number}"] = array_literal(np.unique(group.keys).tolist())
+        probe = window(s, hot_limit, str(int(group.kind)), str(int(group.slot)))
+        branches.append(
+            f"SELECT {number} AS grp, f.doc_id AS id, n.key "
+            f"FROM unnest(CAST(:g{number} AS bigint[])) AS n(key) "
+            f"CROSS JOIN LATERAL ({probe}) f"
+        )
+    statement = (
+        "SELECT grp, array_agg(id), array_agg(key) "
+        f"FROM ({' UNION ALL '.join(branches)}) found GROUP BY grp"
+    )
+    empty = np.empty(0, dtype=np.int64)
+    hits = dict.fromkeys(range(len(groups)), (empty, empty))
+    for number, found_ids, found_keys in conn.execute(text(statement), parameters):
+        hits[number] = (np.array(found_ids, dtype=np.int64), np.array(found_keys, dtype=np.int64))
+    a_parts, b_parts, kind_parts = [], [], []
+    for number, group in enumerate(groups):
+        joined = lookup.join_found(group, *hits[number])
+        for a, b in (joined, lookup.pairs_inside(group, hot_limit, spread=True)):
+            a_parts.append(a)
+            b_parts.append(b)
+            kind_parts.append(np.full(len(a), group.kind, dtype=np.int8))
+    return a_parts, b_parts, kind_parts
+
+
+def write_secondary(conn: Connection, schema: str, rows: SecondaryRows) -> None:
+    """COPY ``rows`` into ``secondary_keys``, in index order."""
+    order = np.lexsort((rows.doc, rows.key, rows.slot, rows.kind))
+    columns: list[npt.NDArray[Any]] = [
+        rows.kind[order],
+        rows.slot[order],
+        rows.key[order],
+        rows.doc[order],
+    ]
+    bulk_copy.copy_fixed_rows(conn, schema, "secondary_keys", SECONDARY_COLUMNS, columns)
+
+
+def promote(
+    conn: Connection, schema: str, params: FingerprintParams, kinds: I64, slots: I64, keys: I64
+) -> int:
+    """Make keys hot: record them and write the secondary keys of their stored documents.
+
+    Keys already hot are left as they are. Call it holding the writers' lock. Returns the
+    number of ``secondary_keys`` rows written.
+    """
+    if len(keys) == 0:
+        return 0
+    s = qualified(schema)
+    added = conn.execute(
+        text(
+            f"INSERT INTO {s}.hot_keys (kind, slot, key) "
+            "SELECT * FROM unnest(CAST(:kinds AS smallint[]), CAST(:slots AS smallint[]), "
+            "CAST(:keys AS bigint[])) ON CONFLICT DO NOTHING RETURNING kind, slot, key"
+        ),
+        {"kinds": kinds.tolist(), "slots": slots.tolist(), "keys": keys.tolist()},
+    ).all()
+    if not added:
+        return 0
+    wanted: dict[tuple[int, int], list[int]] = {}
+    for kind, slot, key in added:
+        wanted.setdefault((int(kind), int(slot)), []).append(int(key))
+    rows = SecondaryRows.concat(
+        [_members_rows(conn, s, params, kind, slot, wanted[kind, slot]) for kind, slot in wanted]
+    )
+    write_secondary(conn, schema, rows)
+    return len(rows)
+
+
+def _members_rows(
+    conn: Connection, s: str, params: FingerprintParams, kind: int, slot: int, keys: list[int]
+) -> SecondaryRows:
+    """The secondary keys of the stored documents owning ``keys`` in one slot (one query)."""
+    value = "array_send(o.signature)" if kind == BAND else "int8send(o.simhash)"
+    lookup = slot_lookup(s, kind, slot, "= ANY(CAST(:keys AS bigint[]))")
+    row = conn.execute(
+        text(
+            "SELECT array_agg(f.id ORDER BY f.id), array_agg(f.key ORDER BY f.id), "
+            f"string_agg(f.value, ''::bytea ORDER BY f.id) FROM ("
+            f"SELECT l.id, l.key, {value} AS value FROM ({lookup}) l "
+            f"JOIN {s}.documents o ON o.id = l.id) f"
+        ),
+        {"keys": array_literal(keys)},
+    ).one()
+    if row[0] is None:
+        return SecondaryRows.concat([])
+    ids, primary = np.array(row[0], dtype=np.int64), np.array(row[1], dtype=np.int64)
+    blob = bytes(row[2])
+    if kind == BAND:
+        width = _ARRAY_HEADER + 8 * params.num_perm
+        matrix = np.frombuffer(blob, dtype=np.uint8).reshape(len(ids), width)[:, _ARRAY_HEADER:]
+        pairs = np.ascontiguousarray(matrix).view(">i4").reshape(len(ids), params.num_perm, 2)
+        signatures = pairs[:, :, 1].astype(np.int32).view(np.uint32)
+        secondary = rekey.secondary_keys(params, kind, slot, primary, signatures=signatures)
+    else:
+        simhashes = np.frombuffer(blob, dtype=">i8").astype(np.int64).view(np.uint64)
+        secondary = rekey.secondary_keys(params, kind, slot, primary, simhashes=simhashes)
+    return SecondaryRows.of(kind, slot, secondary, ids)
+
+
+def secondary_counts(params: FingerprintParams) -> tuple[int, int]:
+    """Secondary keys per slot of band and of block keys (0: that kind is not re-keyed)."""
+    return tuple(  # type: ignore[return-value]
+        rekey.secondary_count(params, kind) if rekey.rekeyed(params, kind) else 0
+        for kind in (BAND, BLOCK)
+    )
+
+
+def window(s: str, hot_limit: int, kind: str = "n.kind", slot: str = "n.slot") -> str:
+    """SQL: ``hot_limit`` documents (``doc_id``) of the secondary key ``n.key`` of a slot.
+
+    Not the oldest ones: the members whose ids follow a pivot derived from the key (a point
+    of the stored id range, wrapping around to the oldest), so that the secondary keys of one
+    document lead to different parts of a large bucket. Two index range scans of at most
+    ``hot_limit`` entries each. ``kind`` and ``slot`` are SQL expressions.
+    """
+    where = f"FROM {s}.secondary_keys k WHERE k.kind = {kind} AND k.slot = {slot} AND k.key = n.key"
+    pivot = (
+        f"(hashint8(n.key)::bigint & 2147483647) % "
+        f"(coalesce((SELECT max(d.id) FROM {s}.documents d), 0) + 1)"
+    )
+    limit = int(hot_limit)
+    return (
+        "SELECT w.doc_id FROM ("
+        f"(SELECT 0 AS part, k.doc_id {where} AND k.doc_id >= {pivot} "
+        f"ORDER BY k.doc_id LIMIT {limit}) UNION ALL "
+        f"(SELECT 1 AS part, k.doc_id {where} AND k.doc_id < {pivot} "
+        f"ORDER BY k.doc_id LIMIT {limit})"
+        f") w ORDER BY w.part, w.doc_id LIMIT {limit}"
+    )
+
+
+def hot_secondary(s: str) -> str:
+    """SQL: ``(kind, slot, key)`` of the query's secondary keys of its hot slots (parameters
+    of :func:`query_parameters`)."""
+    return (
+        "SELECT n.kind, n.slot, n.key FROM unnest(CAST(:sec_kind AS smallint[]), "
+        "CAST(:sec_slot AS smallint[]), CAST(:sec_primary AS bigint[]), "
+        "CAST(:sec_key AS bigint[])) AS n(kind, slot, primary_key, key) "
+        f"JOIN {s}.hot_keys h ON h.kind = n.kind AND h.slot = n.slot AND h.key = n.primary_key"
+    )
+
+
+def secondary_lookup(s: str, hot_limit: int) -> str:
+    """SQL: per hot slot of the query, ``hot_limit`` documents of each of its secondary keys
+    (:func:`window`); rows ``(a, block, sample)``."""
+    return (
+        f"SELECT f.doc_id AS a, n.kind = {BLOCK} AS block, false AS sample "
+        f"FROM ({hot_secondary(s)}) n CROSS JOIN LATERAL ({window(s, hot_limit)}) f"
+    )
+
+
+def pending_keys_sql(s: str, secondary: tuple[int, int], hot_limit: int) -> str:
+    """SQL: ``(kind, slot, key)`` of the query's re-keyed keys shared by ``hot_limit`` stored
+    documents or more and not hot yet: adding the query makes them hot.
+
+    Read from the rows ``found`` of :func:`~dedup_store.db.scoring.found_sql`, whose probe of a
+    band or block key yields at most ``hot_limit`` documents.
+    """
+    kinds = [str(kind) for kind in (BAND, BLOCK) if secondary[kind]]
+    if not hot_limit or not kinds:
+        return "SELECT 0::smallint AS kind, 0::smallint AS slot, 0::bigint AS key WHERE false"
+    return (
+        "SELECT f.kind, f.slot, f.pkey AS key FROM found f "
+        f"WHERE f.kind IN ({', '.join(kinds)}) GROUP BY f.kind, f.slot, f.pkey "
+        f"HAVING count(*) >= {int(hot_limit)} AND NOT EXISTS (SELECT 1 FROM {s}.hot_keys h "
+        "WHERE h.kind = f.kind AND h.slot = f.slot AND h.key = f.pkey)"
+    )
+
+
+def query_parameters(fp: Fingerprint) -> dict[str, Any]:
+    """The secondary keys of every re-keyed slot of ``fp`` with their kind, slot and primary
+    key (parameters ``sec_kind``, ``sec_slot``, ``sec_primary``, ``sec_key``)."""
+    params = fp.params
+    kinds: list[int] = []
+    slots: list[int] = []
+    primary: list[int] = []
+    keys: list[int] = []
+    for kind, owned in ((BAND, fp.band_keys), (BLOCK, fp.block_keys)):
+        if not rekey.rekeyed(params, kind):
+            continue
+        secondary = rekey.all_secondary_keys(
+            params,
+            kind,
+            owned[None, :],
+            fp.signature[None, :],
+            np.array([fp.simhash], dtype=np.uint64),
+        )[0]
+        count = secondary.shape[1]
+        kinds += [kind] * secondary.size
+        slots += np.repeat(np.arange(1, len(owned) + 1), count).tolist()
+        primary += np.repeat(owned, count).tolist()
+        keys += secondary.reshape(-1).tolist()
+    return {
+        "sec_kind": array_literal(kinds),
+        "sec_slot": array_literal(slots),
+        "sec_primary": array_literal(primary),
+        "sec_key": array_literal(keys),
+    }
+
+
+def delete_secondary(conn: Connection, schema: str, doc_ids: Sequence[int]) -> None:
+    """Delete the secondary keys of documents ``doc_ids``."""
+    conn.execute(
+        text(f"DELETE FROM {qualified(schema, 'secondary_keys')} WHERE doc_id = ANY(:ids)"),
+        {"ids": list(doc_ids)},
+    )
+
+
+def hot_stats(conn: Connection, schema: str, params: FingerprintParams) -> dict[str, Any]:
+    """Hot keys per kind, and the five largest hot buckets with their document counts."""
+    s = qualified(schema)
+    counts: dict[int, int] = dict(
+        conn.execute(text(f"SELECT kind, count(*) FROM {s}.hot_keys GROUP BY kind")).all()
+    )
+    branches = []
+    for kind, count in ((BAND, params.band_key_count), (BLOCK, params.block_key_count)):
+        for slot in range(1, count + 1):
+            probe = slot_lookup(s, kind, slot, "= h.key")
+            branches.append(
+                f"SELECT h.kind, h.slot, h.key, (SELECT count(*) FROM ({probe}) p) AS documents "
+                f"FROM {s}.hot_keys h WHERE h.kind = {kind} AND h.slot = {slot}"
+            )
+    largest = conn.execute(
+        text(
+            f"SELECT kind, slot, key, documents FROM ({' UNION ALL '.join(branches)}) b "
+            "ORDER BY documents DESC, kind, slot, key LIMIT 5"
+        )
+    ).all()
+    names = {BAND: "band", BLOCK: "block"}
+    return {
+        "hot_keys": {names[kind]: int(counts.get(kind, 0)) for kind in (BAND, BLOCK)},
+        "hottest_keys": {f"{names[int(r[0])]} {int(r[1])} {int(r[2])}": int(r[3]) for r in largest},
+    }
