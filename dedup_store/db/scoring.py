@@ -143,6 +143,33 @@ def score_parameters(params: FingerprintParams) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=32)
+def found_sql(
+    schema: str,
+    band_count: int,
+    block_count: int,
+    hot_limit: int = 0,
+    secondary: tuple[int, int] = (0, 0),
+) -> str:
+    """The candidate lookups of :func:`matches_sql`: rows ``(a, block, sample, kind, slot,
+    pkey)``, the last three naming the band or block key a row was found by (``NULL`` for
+    other rows)."""
+    s = qualified(schema)
+    exact = (
+        f"SELECT o.id, false, false FROM {s}.documents o "
+        "WHERE o.exact_hash = CAST(:exact AS bytea) AND o.exact_of IS NULL"
+    )
+    others = [sample_lookup(s, hot_limit), exact]
+    if hot_limit and any(secondary):
+        others.append(hot.secondary_lookup(s, hot_limit))
+    branches = key_lookups(s, band_count, block_count, hot_limit) + [
+        "SELECT o.*, NULL::smallint AS kind, NULL::smallint AS slot, NULL::bigint AS pkey "
+        f"FROM ({other}) o"
+        for other in others
+    ]
+    return " UNION ALL ".join(branches)
+
+
+@lru_cache(maxsize=32)
 def matches_sql(
     schema: str,
     band_count: int,
@@ -188,7 +215,7 @@ def matches_sql(
 def _check_statement(
     schema: str, band_count: int, block_count: int, hot_limit: int, secondary: tuple[int, int]
 ) -> TextClause:
-    """The statement of :func:`check_matches` (built once: it is long and parsed for binds)."""
+    """The statement of :func:`check_statement` (built once: it is long and parsed for binds)."""
     return text(matches_sql(schema, band_count, block_count, hot_limit, secondary))
 
 
@@ -211,28 +238,16 @@ def fingerprint_parameters(fp: Fingerprint) -> dict[str, Any]:
     return parameters
 
 
+def lookup_shape(fp: Fingerprint) -> tuple[int, int, int, tuple[int, int]]:
+    """What the statements of one fingerprint are built for: band and block slots, the hot-key
+    limit and the secondary keys per hot band and block slot."""
+    counts = hot.secondary_counts(fp.params)
+    return len(fp.band_keys), len(fp.block_keys), fp.params.hot_key_limit, counts
+
+
 def check_statement(schema: str, fp: Fingerprint) -> tuple[str, dict[str, Any]]:
-    """The statement of :func:`check_matches` and its ``:name`` parameters."""
-    statement = _check_statement(
-        schema,
-        len(fp.band_keys),
-        len(fp.block_keys),
-        fp.params.hot_key_limit,
-        hot.secondary_counts(fp.params),
-    )
-    return statement.text, fingerprint_parameters(fp)
-
-
-def check_matches(conn: Connection, schema: str, fp: Fingerprint) -> list[MatchRow]:
-    """Verified matches of an unstored fingerprint: ONE statement, candidates and scores."""
-    statement = _check_statement(
-        schema,
-        len(fp.band_keys),
-        len(fp.block_keys),
-        fp.params.hot_key_limit,
-        hot.secondary_counts(fp.params),
-    )
-    return [MatchRow(*row) for row in conn.execute(statement, fingerprint_parameters(fp))]
+    """The statement of ``check`` (:func:`matches_sql`) and its ``:name`` parameters."""
+    return _check_statement(schema, *lookup_shape(fp)).text, fingerprint_parameters(fp)
 
 
 def store_edges(
@@ -366,30 +381,3 @@ def _stored_shingles(conn: Connection, schema: str, ids: Sequence[int]) -> dict[
         {"i": list(ids)},
     )
     return {row[0]: np.sort(int4_array(row[1])) for row in rows}
-
-
-@lru_cache(maxsize=32)
-def found_sql(
-    schema: str,
-    band_count: int,
-    block_count: int,
-    hot_limit: int = 0,
-    secondary: tuple[int, int] = (0, 0),
-) -> str:
-    """The candidate lookups of :func:`matches_sql`: rows ``(a, block, sample, kind, slot,
-    pkey)``, the last three naming the band or block key a row was found by (``NULL`` for
-    other rows)."""
-    s = qualified(schema)
-    exact = (
-        f"SELECT o.id, false, false FROM {s}.documents o "
-        "WHERE o.exact_hash = CAST(:exact AS bytea) AND o.exact_of IS NULL"
-    )
-    others = [sample_lookup(s, hot_limit), exact]
-    if hot_limit and any(secondary):
-        others.append(hot.secondary_lookup(s, hot_limit))
-    branches = key_lookups(s, band_count, block_count, hot_limit) + [
-        "SELECT o.*, NULL::smallint AS kind, NULL::smallint AS slot, NULL::bigint AS pkey "
-        f"FROM ({other}) o"
-        for other in others
-    ]
-    return " UNION ALL ".join(branches)

@@ -37,7 +37,13 @@ from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.db import hot
 from dedup_store.db.encoding import array_literal
 from dedup_store.db.names import qualified
-from dedup_store.db.scoring import fingerprint_parameters, found_sql, matches_sql, merging_methods
+from dedup_store.db.scoring import (
+    fingerprint_parameters,
+    found_sql,
+    lookup_shape,
+    matches_sql,
+    merging_methods,
+)
 from dedup_store.results import MatchRow
 
 
@@ -173,13 +179,7 @@ def add_statement(
     :func:`~dedup_store.db.write.lock_writers` first) and read its rows with :func:`outcome`.
     ``meta`` must be JSON-serializable (validated by the caller).
     """
-    statement = _statement(
-        schema,
-        len(fp.band_keys),
-        len(fp.block_keys),
-        fp.params.hot_key_limit,
-        hot.secondary_counts(fp.params),
-    )
+    statement = _statement(schema, *lookup_shape(fp))
     parameters = {
         **fingerprint_parameters(fp),
         "seq": qualified(schema, "document_ids"),
