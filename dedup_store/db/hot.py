@@ -79,7 +79,8 @@ def find_candidates(
     rows: I64,
     ids: I64,
 ) -> tuple[Candidates, SecondaryRows]:
-    """:func:`~dedup_store.db.lookup.find_candidates` with hot buckets split.
+    """Pairs of (older document, new document) sharing a key, the new ones not yet stored,
+    with hot buckets split.
 
     ``rows`` and ``ids`` are the batch rows and new ids of the documents that own keys (the
     first of their exact group). Keys that more than ``hot_key_limit`` documents (stored and

@@ -97,22 +97,6 @@ class Candidates:
         }
 
 
-def find_candidates(
-    conn: Connection, schema: str, groups: list[KeyGroup], hot_limit: int = 0
-) -> Candidates:
-    """Pairs of (older document, new document) sharing a key, the new ones not yet stored.
-
-    With ``hot_limit``, one key never yields more than ``hot_limit`` documents. An excerpt key is
-    probed alone, reading at most ``hot_limit + 1`` index entries, and one shared by more
-    documents (stored and new) is boilerplate (a licence paragraph, a template) and ignored. A
-    band or block key yields its ``hot_limit`` oldest stored documents, and pairs inside the
-    batch with the ``hot_limit`` documents before each one (:mod:`dedup_store.db.hot` also
-    splits hot band and block buckets by secondary keys).
-    """
-    found = find_keys(conn, schema, groups, hot_limit)
-    return merge(*found_pairs(groups, found, hot_limit))
-
-
 @dataclasses.dataclass(frozen=True)
 class Found:
     """What :func:`find_keys` found per group.
@@ -334,7 +318,7 @@ def key_lookups(s: str, band_count: int, block_count: int, hot_limit: int) -> li
     """One index probe per band and block slot of the query (parameters ``k{kind}_{slot}``).
 
     With ``hot_limit``, a probe keeps the ``hot_limit`` oldest documents of the key, as
-    :func:`~dedup_store.db.lookup.find_candidates` does.
+    :func:`~dedup_store.db.hot.find_candidates` does.
     """
     branches = []
     for kind, count in ((BAND, band_count), (BLOCK, block_count)):
@@ -391,11 +375,6 @@ class NewRows:
     def firsts(self) -> I64:
         """Positions (in ``rows``) of the documents that are the first of their exact group."""
         return np.flatnonzero(self.exact_of == 0)
-
-    def key_groups(self) -> list[KeyGroup]:
-        """The keys of the documents that are the first of their exact group."""
-        firsts = self.firsts
-        return key_groups(self.batch, self.rows[firsts], self.ids[firsts])
 
 
 def new_rows(
