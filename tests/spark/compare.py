@@ -20,9 +20,7 @@ def snapshot(engine: Engine, schema: str) -> dict[str, Any]:
             )
         ).all()
         edges = conn.execute(
-            text(
-                f"SELECT a, b, method, jaccard, containment, hamming FROM {s}.edges ORDER BY a, b"
-            )
+            text(f"SELECT a, b, method, jaccard, containment, hamming FROM {s}.edges ORDER BY a, b")
         ).all()
         samples = conn.execute(
             text(f"SELECT key, doc_id FROM {s}.sample_keys ORDER BY key, doc_id")
