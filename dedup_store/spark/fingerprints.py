@@ -8,7 +8,7 @@ bits, signed), 32-bit ones ``int``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -62,7 +62,7 @@ def fingerprint_dataframe(
     schema = f"{passed}, {columns}" if passed else columns
     settings = params.to_dict()
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         fp_params = FingerprintParams.from_dict(settings)
         for batch in batches:
             yield fingerprint_arrow(batch, fp_params, text_column, kept, full)

@@ -14,7 +14,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import psycopg
@@ -369,7 +369,7 @@ def _with_ids(fingerprints: DataFrame, first: int, empty: np.ndarray) -> DataFra
     """The ids the store's sequence gave, in input order, empty documents left out."""
     schema = StructType([*fingerprints.schema.fields, StructField("id", LongType(), False)])
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             seq = np.asarray(batch.column("seq").to_numpy(), dtype=np.int64)
             ids = first + seq - np.searchsorted(empty, seq)
@@ -448,20 +448,22 @@ class _Stored:
 def _read_stored(spark: SparkSession, dsn: str, query: str, ddl: str, last: int) -> DataFrame:
     """The rows of ``query`` (with ``%(lo)s``/``%(hi)s`` id bounds) for ids up to ``last``,
     read by as many executors as the session has cores, one id range each."""
-    schema = StructType.fromDDL(ddl)
+    schema = cast(StructType, StructType.fromDDL(ddl))
     if last <= 0:
         return spark.createDataFrame([], schema)
     parts = max(1, min(spark.sparkContext.defaultParallelism, last))
     step = last // parts + 1
     arrow_schema = to_arrow_schema(schema)
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         with psycopg.connect(dsn) as conn:
             for batch in batches:
                 for part in batch.column("id").to_pylist():
                     bounds = {"lo": part * step, "hi": (part + 1) * step}
                     rows = conn.execute(query, bounds).fetchall()
-                    columns = list(zip(*rows, strict=True)) if rows else [[] for _ in arrow_schema]
+                    columns: list[Sequence[Any]] = (
+                        list(zip(*rows, strict=True)) if rows else [() for _ in arrow_schema]
+                    )
                     yield pa.RecordBatch.from_arrays(
                         [
                             pa.array(list(c), f.type)
@@ -560,7 +562,7 @@ def _edges(
     )
     settings = params.to_dict()
 
-    def score(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def score(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         fp_params = FingerprintParams.from_dict(settings)
         for batch in batches:
             yield score_batch(batch, fp_params)

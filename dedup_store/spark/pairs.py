@@ -15,7 +15,7 @@ gives.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -74,7 +74,7 @@ def group_pairs(
     return a, b
 
 
-def pairs_of_groups(batches: Iterator[pa.RecordBatch], hot_limit: int) -> Iterator[pa.RecordBatch]:
+def pairs_of_groups(batches: Iterable[pa.RecordBatch], hot_limit: int) -> Iterator[pa.RecordBatch]:
     """``(a, b, kind)`` of every group row ``(kind, ids, batches)``."""
     for batch in batches:
         a: list[int] = []

@@ -7,7 +7,7 @@ are the rows :func:`dedup_store.db.repository.insert_documents` writes.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -111,7 +111,8 @@ def sample_rows(batch: pa.RecordBatch) -> tuple[npt.NDArray[np.int32], npt.NDArr
     firsts = pa.compute.is_null(batch.column("exact_of"))
     chosen = batch.filter(firsts)
     samples = chosen.column("sample_keys")
-    counts = np.diff(np.asarray(samples.offsets.to_numpy(), dtype=np.int64))
+    offsets: npt.NDArray[np.int64] = np.asarray(samples.offsets.to_numpy(), dtype=np.int64)
+    counts = offsets[1:] - offsets[:-1]
     keys = np.asarray(samples.flatten().to_numpy(zero_copy_only=False), dtype=np.int32)
     docs = np.repeat(np.asarray(chosen.column("id").to_numpy(), dtype=np.int64), counts)
     order = np.argsort(keys, kind="stable")
@@ -136,7 +137,7 @@ def edge_payload(batch: pa.RecordBatch) -> bytes:
 
 
 def write_documents(
-    batches: Iterator[pa.RecordBatch], dsn: str, schema: str
+    batches: Iterable[pa.RecordBatch], dsn: str, schema: str
 ) -> Iterator[pa.RecordBatch]:
     """COPY a partition's documents and their sample keys in one transaction."""
     written = 0
@@ -152,7 +153,7 @@ def write_documents(
 
 
 def write_edges(
-    batches: Iterator[pa.RecordBatch], dsn: str, schema: str
+    batches: Iterable[pa.RecordBatch], dsn: str, schema: str
 ) -> Iterator[pa.RecordBatch]:
     """COPY a partition's edges in one transaction."""
     written = 0
