@@ -1,4 +1,4 @@
-"""One local Spark session (two cores) for every Spark test of the session."""
+"""One local Spark session (two cores) for all the Spark tests, stopped after the last one."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def spark() -> Iterator[Any]:
-    """A ``local[2]`` Spark session, stopped at the end of the test session."""
+    """A ``local[2]`` Spark session shared by the Spark tests."""
     from dedup_store.spark import spark_session
 
     session = spark_session("local[2]", "dedup-store-tests")

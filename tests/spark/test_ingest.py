@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import Engine
 from typer.testing import CliRunner
 
-from dedup_store import DedupStore, Status
+from dedup_store import DedupStore, FingerprintParams, Status
 from dedup_store.cli import app
 from dedup_store.inputs import apply_error_policy, read_inputs
 from dedup_store.results import Document
@@ -163,3 +163,20 @@ def test_missing_pyspark_names_the_extra() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "dedup-store[spark]" in out.stdout
+
+
+def test_hot_keys_across_batches(
+    spark: Any, engine: Engine, database_url: str, schema: str, other_schema: str
+) -> None:
+    def word(k: int) -> str:
+        return "".join(chr(97 + (k // 26**p) % 26) for p in range(3)) + "q"
+
+    base = " ".join(word(k) for k in range(120))
+    docs = [(f"v{i:03d}", f"{base} z{word(i)} {word(i + 200) * (i % 3)}") for i in range(90)]
+    docs += [(f"c{i:03d}", base) for i in range(3)]  # exact copies: linked to the first only
+    params = FingerprintParams(hot_key_limit=5, max_excerpt_keys=8)
+    with DedupStore(engine, params, schema=schema) as store:
+        store.ingest(docs, batch_size=20)
+    ingest_records(docs, database_url, other_schema, spark=spark, params=params, batch_size=20)
+    stored = assert_same_store(engine, schema, other_schema)
+    assert len(stored["edges"]) > 90
