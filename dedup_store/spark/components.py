@@ -38,6 +38,17 @@ def connected_components(edges: DataFrame, max_rounds: int = 100) -> DataFrame:
     return pointers.unionByName(roots).groupBy("node").agg(F.min("component").alias("component"))
 
 
+def _digest(edges: DataFrame) -> tuple[int, int, int]:
+    """The number of edges and two sums of their hashes: equal for equal edge sets (a set is
+    deduplicated, and a round that changes an edge changes the sums but for a 2^-128 chance)."""
+    row = edges.agg(
+        F.count(F.lit(1)),
+        F.sum(F.xxhash64("u", "v").cast("decimal(38,0)")),
+        F.sum(F.hash("v", "u").cast("decimal(38,0)")),
+    ).collect()[0]
+    return int(row[0]), int(row[1] or 0), int(row[2] or 0)
+
+
 def _normalized(pairs: DataFrame) -> DataFrame:
     """Edges as ``(u, v)`` with ``u < v``, without loops or repeats."""
     u, v = F.col("u"), F.col("v")

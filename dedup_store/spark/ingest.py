@@ -25,6 +25,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StructField, StructType
 from sqlalchemy import Connection, create_engine, text
 
+from dedup_store.clustering import components
 from dedup_store.config import normalize_url
 from dedup_store.core.fingerprint import DEFAULT_MAX_BYTES
 from dedup_store.core.params import FingerprintParams
@@ -43,6 +44,8 @@ from dedup_store.spark.pairs import BAND, BLOCK, EDGE_SCHEMA, SAMPLE, pairs_of_g
 from dedup_store.spark.session import spark_session
 from dedup_store.spark.writer import conninfo, write_documents, write_edges
 
+#: Merging edges up to this many get their connected components on the driver.
+DRIVER_COMPONENTS = 2_000_000
 #: The stages a load's time is split into (:attr:`SparkIngest.seconds`).
 STAGES = ("prepare", "fingerprint", "group", "verify", "components", "write")
 EMPTY_MESSAGE = "document is empty after canonicalization (no words left)"
@@ -89,6 +92,7 @@ def ingest_records(
     keep_text: bool = False,
     max_bytes: int = DEFAULT_MAX_BYTES,
     on_errors: Callable[[list[RecordError]], None] | None = None,
+    driver_components: int = DRIVER_COMPONENTS,
 ) -> SparkIngest:
     """Load records into the store at ``url`` with Spark; the store is created if needed.
 
@@ -110,6 +114,9 @@ def ingest_records(
         keep_text: store each document's original text too.
         max_bytes: largest accepted text, in UTF-8 bytes.
         on_errors: called with the bad records once they are known.
+        driver_components: when the merging edges are at most this many, their connected
+            components are computed on the driver (the store's union-find; 16 bytes an edge)
+            instead of by rounds of Spark jobs; 0: always in Spark.
 
     Raises:
         DedupStoreError: the first bad record, with ``on_error="stop"``.
@@ -126,7 +133,17 @@ def ingest_records(
         frame = spark.createDataFrame(prepared.table, schema=_LOAD_COLUMNS)
         seconds = {"prepare": time.perf_counter() - started}
         result = _load(
-            spark, frame, url, schema, params, keep_text, prepared, on_error, on_errors, seconds
+            spark,
+            frame,
+            url,
+            schema,
+            params,
+            keep_text,
+            prepared,
+            on_error,
+            on_errors,
+            seconds,
+            driver_components,
         )
     finally:
         engine.dispose()
@@ -140,6 +157,7 @@ def ingest_dataframe(
     *,
     params: FingerprintParams | None = None,
     keep_text: bool = False,
+    driver_components: int = 0,
 ) -> SparkIngest:
     """Load a DataFrame of ``(id, text[, meta])`` into the store at ``url``.
 
@@ -148,6 +166,7 @@ def ingest_dataframe(
     sharing it). An id already stored, or repeated, is skipped (the first row wins); ``meta``,
     when present, is a JSON object string. An invalid text fails the load before anything is
     written; documents empty after canonicalization are left out and reported.
+    ``driver_components`` is that of :func:`ingest_records`.
     """
     url = normalize_url(url)
     started = time.perf_counter()
@@ -187,7 +206,19 @@ def ingest_dataframe(
     )
     prepared = _Prepared(pa.table({}), [], [], total - len(order))
     seconds = {"prepare": time.perf_counter() - started}
-    return _load(spark, frame, url, schema, params, keep_text, prepared, "skip", None, seconds)
+    return _load(
+        spark,
+        frame,
+        url,
+        schema,
+        params,
+        keep_text,
+        prepared,
+        "skip",
+        None,
+        seconds,
+        driver_components,
+    )
 
 
 def _prepare(
@@ -269,6 +300,7 @@ def _load(
     on_error: str,
     on_errors: Callable[[list[RecordError]], None] | None,
     seconds: dict[str, float],
+    driver_components: int,
 ) -> SparkIngest:
     dsn = conninfo(url)
     s = qualified(schema)
@@ -324,7 +356,9 @@ def _load(
 
             clock = time.perf_counter()
             merging = sorted(merging_methods(params))
-            clusters, stored_mapping = _clusters(conn, schema, edges, stored, merging, first)
+            clusters, stored_mapping = _clusters(
+                conn, schema, edges, stored, merging, first, driver_components
+            )
             seconds["components"] = time.perf_counter() - clock
 
             clock = time.perf_counter()
@@ -586,6 +620,7 @@ def _clusters(
     stored: _Stored,
     merging: Sequence[str],
     first: int,
+    driver_components: int,
 ) -> tuple[DataFrame, dict[int, int]]:
     """The new documents' cluster ids, and the relabelling of the stored clusters they merge.
 
@@ -597,9 +632,19 @@ def _clusters(
     merging_edges = edges.where(F.col("method").isin(list(merging))).select("a", "b")
     labels = stored.features().select(F.col("id").alias("a"), F.col("cluster_id").alias("label"))
     graph = merging_edges.join(labels, "a", "left").select(F.coalesce("label", "a").alias("a"), "b")
-    components = connected_components(graph).persist()
+    small = (
+        driver_components > 0 and graph.limit(driver_components + 1).count() <= driver_components
+    )
+    if small:
+        pairs = [(int(a), int(b)) for a, b in graph.collect()]
+        nodes = [node for pair in pairs for node in pair]
+        labelled_nodes = [(n, group[0]) for group in components(nodes, pairs) for n in group]
+        components_frame = spark.createDataFrame(labelled_nodes, "node bigint, component bigint")
+    else:
+        components_frame = connected_components(graph)
+    components_ = components_frame.persist()
     stored_labels = [
-        row[0] for row in components.where(F.col("node") < first).select("node").collect()
+        row[0] for row in components_.where(F.col("node") < first).select("node").collect()
     ]
     sizes: dict[int, int] = {}
     if stored_labels:
@@ -612,7 +657,7 @@ def _clusters(
         )
         sizes = {int(label): int(size) for label, size in found}
     size_frame = spark.createDataFrame(list(sizes.items()), "node bigint, size bigint")
-    ranked = components.join(size_frame, "node", "left").withColumn(
+    ranked = components_.join(size_frame, "node", "left").withColumn(
         "size", F.coalesce("size", F.lit(1).cast("bigint"))
     )
     keepers = ranked.groupBy("component").agg(

@@ -88,7 +88,13 @@ def test_real_documents(
     with DedupStore(engine, schema=schema) as store:
         store.ingest(docs, batch_size=500, on_error="skip")
     result = ingest_records(
-        docs, database_url, other_schema, spark=spark, batch_size=500, on_error="skip"
+        docs,
+        database_url,
+        other_schema,
+        spark=spark,
+        batch_size=500,
+        on_error="skip",
+        driver_components=0,
     )
     stored = assert_same_store(engine, schema, other_schema)
     assert result.edges == len(stored["edges"]) > 500
@@ -108,7 +114,9 @@ def test_append_to_a_stored_corpus(
         store.ingest(tail, batch_size=400)
     with DedupStore(engine, schema=other_schema) as store:
         store.ingest(head, batch_size=400)
-    result = ingest_records(tail, database_url, other_schema, spark=spark, batch_size=400)
+    result = ingest_records(
+        tail, database_url, other_schema, spark=spark, batch_size=400, driver_components=0
+    )
     assert_same_store(engine, schema, other_schema)
     old_new = [e for e in snapshot(engine, other_schema)["edges"] if e[0] <= 1200 < e[1]]
     assert old_new
