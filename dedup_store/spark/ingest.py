@@ -381,8 +381,8 @@ def _load(
     finally:
         engine.dispose()
     summary.seconds = sum(seconds.values())
-    for frame_ in (fingerprints,):
-        frame_.unpersist()
+    for cached in (fingerprints, docs, exact, candidates, edges):
+        cached.unpersist()
     return SparkIngest(summary, [e for _, e in errors], seconds, edge_count)
 
 
