@@ -55,6 +55,13 @@ class OnError(enum.StrEnum):
     skip = "skip"
 
 
+class Engine(enum.StrEnum):
+    """Where ``ingest`` fingerprints and matches documents."""
+
+    local = "local"
+    spark = "spark"
+
+
 class StdinFormat(enum.StrEnum):
     """How ``ingest -`` reads standard input."""
 
@@ -283,6 +290,12 @@ def ingest(
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    engine: Annotated[
+        Engine, typer.Option(help="local: this process; spark: Apache Spark (the spark extra).")
+    ] = Engine.local,
+    spark_master: Annotated[
+        str, typer.Option(help="Spark master URL for --engine spark.")
+    ] = "local[*]",
 ) -> None:
     """Add documents from files, directories, JSONL, CSV or standard input.
 
@@ -297,6 +310,8 @@ def ingest(
         raise typer.BadParameter(
             "names the document of '-' read with --format text", param_hint="--id"
         )
+    if update and engine is Engine.spark:
+        raise typer.BadParameter("is not supported with --engine spark", param_hint="--update")
     settings = settings_of(ctx)
     policy: Literal["stop", "skip"] = "skip" if on_error is OnError.skip else "stop"
     fmt: InputFormat = stdin_format.value
@@ -314,15 +329,28 @@ def ingest(
         )
         documents = repeats.watch(apply_error_policy(records, policy, progress.skip_record))
         try:
-            summary = store.ingest(
-                documents,
-                batch_size=batch_size,
-                update=update,
-                on_error=policy,
-                on_batch=progress.on_batch,
-                on_progress=progress.on_progress,
-                count_clusters=True,
-            )
+            if engine is Engine.spark:
+                from dedup_store.spark import ingest_records
+
+                summary = ingest_records(
+                    documents,
+                    settings.resolve(),
+                    settings.schema,
+                    master=spark_master,
+                    batch_size=batch_size,
+                    on_error=policy,
+                    on_errors=lambda errors: progress.on_batch([], errors),
+                ).summary
+            else:
+                summary = store.ingest(
+                    documents,
+                    batch_size=batch_size,
+                    update=update,
+                    on_error=policy,
+                    on_batch=progress.on_batch,
+                    on_progress=progress.on_progress,
+                    count_clusters=True,
+                )
         except KeyboardInterrupt:
             summary = progress.stored
             interrupted = True

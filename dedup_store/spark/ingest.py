@@ -1,0 +1,706 @@
+"""A whole load with Spark: fingerprint, group keys, verify, label clusters, COPY.
+
+The driver holds the store's writers' lock for the whole load (so no other writer interleaves),
+allocates the ids from the store's sequence, reads what the store already holds on the
+executors (one query per key kind and id range), and relabels the stored clusters the load
+merges. The executors fingerprint, pair, score and write: each writing partition COPYs its rows
+over its own connection and commits them, documents (with sample keys) first, then edges.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
+from typing import Any, Literal, cast
+
+import numpy as np
+import psycopg
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import LongType, StructField, StructType
+from sqlalchemy import Connection, create_engine, text
+
+from dedup_store.config import DEFAULT_SCHEMA, normalize_url
+from dedup_store.core.clustering import components
+from dedup_store.core.fingerprint import DEFAULT_MAX_BYTES
+from dedup_store.core.params import FingerprintParams
+from dedup_store.db import reports
+from dedup_store.db.names import qualified
+from dedup_store.db.scoring import merging_methods
+from dedup_store.db.write import TABLES, allocate_ids, lock_writers, relabel
+from dedup_store.errors import DedupStoreError, EmptyDocumentError
+from dedup_store.pipeline import BATCH_BYTES
+from dedup_store.records import describe, lookup_ids, record_error, validate_document
+from dedup_store.results import Document, IngestSummary, RecordError
+from dedup_store.service import DedupStore
+from dedup_store.spark.components import connected_components
+from dedup_store.spark.fingerprints import fingerprint_dataframe
+from dedup_store.spark.pairs import BAND, BLOCK, EDGE_SCHEMA, SAMPLE, pairs_of_groups, score_batch
+from dedup_store.spark.session import spark_session
+from dedup_store.spark.writer import conninfo, write_documents, write_edges
+
+#: Merging edges up to this many get their connected components on the driver.
+DRIVER_COMPONENTS = 2_000_000
+#: The stages a load's time is split into (:attr:`SparkIngest.seconds`).
+STAGES = ("prepare", "fingerprint", "group", "verify", "components", "write")
+EMPTY_MESSAGE = "document is empty after canonicalization (no words left)"
+_LOAD_COLUMNS = "seq bigint, batch bigint, external_id string, text string, meta string"
+
+
+@dataclasses.dataclass
+class SparkIngest:
+    """What a Spark load did.
+
+    Attributes:
+        summary: the counts the local ingest reports.
+        errors: the bad records (input order), left out of the load.
+        seconds: wall time per stage of :data:`STAGES`.
+        edges: match edges written.
+    """
+
+    summary: IngestSummary
+    errors: list[RecordError]
+    seconds: dict[str, float]
+    edges: int = 0
+
+
+@dataclasses.dataclass
+class _Prepared:
+    """Validated records on the driver: the Arrow table to load, and what was left out."""
+
+    table: pa.Table
+    places: list[tuple[Document, int]]
+    errors: list[tuple[int, RecordError]]
+    skipped: int
+
+
+def ingest_records(
+    records: Iterable[Document | tuple[str, str] | tuple[str, str, Any]],
+    url: str,
+    schema: str = DEFAULT_SCHEMA,
+    *,
+    spark: SparkSession | None = None,
+    master: str = "local[*]",
+    params: FingerprintParams | None = None,
+    batch_size: int = 2000,
+    on_error: Literal["skip", "stop"] = "stop",
+    keep_text: bool = False,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    on_errors: Callable[[list[RecordError]], None] | None = None,
+    driver_components: int = DRIVER_COMPONENTS,
+) -> SparkIngest:
+    """Load records into the store at ``url`` with Spark; the store is created if needed.
+
+    The records are read and validated on the driver, in the batches of ``batch_size`` records
+    the local ingest would use (ids already stored or repeated are skipped, the first copy
+    wins), so the load stores the documents, edges and cluster membership that
+    ``DedupStore.ingest(records, batch_size=batch_size)`` stores.
+
+    Args:
+        records: documents or ``(id, text[, meta])`` tuples, in order.
+        url: the database URL.
+        schema: the store's schema.
+        spark: the session to use (default: one on ``master``).
+        master: the Spark master URL when no session is given.
+        params: fingerprint parameters of a new store (an existing one must agree).
+        batch_size: the local ingest's batch size the load reproduces.
+        on_error: ``stop`` raises the first bad record before anything is written; ``skip``
+            leaves bad records out and reports them.
+        keep_text: store each document's original text too.
+        max_bytes: largest accepted text, in UTF-8 bytes.
+        on_errors: called with the bad records once they are known.
+        driver_components: when the merging edges are at most this many, their connected
+            components are computed on the driver (the store's union-find; 16 bytes an edge)
+            instead of by rounds of Spark jobs; 0: always in Spark.
+
+    Raises:
+        DedupStoreError: the first bad record, with ``on_error="stop"``.
+    """
+    url = normalize_url(url)
+    started = time.perf_counter()
+    with DedupStore(url, params, schema, create=True) as store:
+        params = store.params
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            prepared = _prepare(conn, schema, records, batch_size, max_bytes, on_error)
+        spark = spark or spark_session(master)
+        frame = spark.createDataFrame(prepared.table, schema=_LOAD_COLUMNS)
+        seconds = {"prepare": time.perf_counter() - started}
+        result = _load(
+            spark,
+            frame,
+            url,
+            schema,
+            params,
+            keep_text,
+            prepared,
+            on_error,
+            on_errors,
+            seconds,
+            driver_components,
+        )
+    finally:
+        engine.dispose()
+    return result
+
+
+def ingest_dataframe(
+    df: DataFrame,
+    url: str,
+    schema: str = DEFAULT_SCHEMA,
+    *,
+    params: FingerprintParams | None = None,
+    keep_text: bool = False,
+    driver_components: int = 0,
+) -> SparkIngest:
+    """Load a DataFrame of ``(id, text[, meta])`` into the store at ``url``.
+
+    The rows are taken in the DataFrame's order, each as its own batch (as if added one after
+    the other: a band or block key pairs a document with the ``hot_key_limit`` oldest documents
+    sharing it). An id already stored, or repeated, is skipped (the first row wins); ``meta``,
+    when present, is a JSON object string. An invalid text fails the load before anything is
+    written; documents empty after canonicalization are left out and reported.
+    ``driver_components`` is that of :func:`ingest_records`.
+    """
+    url = normalize_url(url)
+    started = time.perf_counter()
+    with DedupStore(url, params, schema, create=True) as store:
+        params = store.params
+    spark = df.sparkSession
+    meta = F.col("meta") if "meta" in df.columns else F.lit(None).cast("string")
+    numbered = (
+        df.select(F.col("id").cast("string").alias("external_id"), "text", meta.alias("meta"))
+        .rdd.zipWithIndex()
+        .map(lambda pair: (pair[1], *pair[0]))
+        .toDF("position bigint, external_id string, text string, meta string")
+    )
+    dsn = conninfo(url)
+    last = _last_id(url, schema)
+    stored_ids = _read_stored(
+        spark,
+        dsn,
+        f"SELECT external_id FROM {qualified(schema)}.documents WHERE id >= %(lo)s AND id < %(hi)s",
+        "external_id string",
+        last,
+    )
+    first_rows = numbered.groupBy("external_id").agg(F.min("position").alias("position"))
+    kept = (
+        numbered.join(first_rows, ["external_id", "position"])
+        .join(stored_ids, "external_id", "left_anti")
+        .persist()
+    )
+    total = numbered.count()
+    order = kept.select("position").rdd.map(lambda row: row[0]).collect()
+    order.sort()
+    seq_of = spark.createDataFrame(
+        [(p, s) for s, p in enumerate(order)], "position bigint, seq bigint"
+    )
+    frame = kept.join(seq_of, "position").select(
+        "seq", F.col("seq").alias("batch"), "external_id", "text", "meta"
+    )
+    prepared = _Prepared(pa.table({}), [], [], total - len(order))
+    seconds = {"prepare": time.perf_counter() - started}
+    return _load(
+        spark,
+        frame,
+        url,
+        schema,
+        params,
+        keep_text,
+        prepared,
+        "skip",
+        None,
+        seconds,
+        driver_components,
+    )
+
+
+def _prepare(
+    conn: Connection,
+    schema: str,
+    records: Iterable[Document | tuple[Any, ...]],
+    batch_size: int,
+    max_bytes: int,
+    on_error: str,
+) -> _Prepared:
+    """Validate the records in the local ingest's batches; skip stored and repeated ids."""
+    columns: dict[str, list[Any]] = {c: [] for c in ("seq", "batch", "external_id", "text", "meta")}
+    places: list[tuple[Document, int]] = []
+    errors: list[tuple[int, RecordError]] = []
+    seen: set[str] = set()
+    skipped = 0
+    number = 0
+    for batch, chunk in enumerate(_chunks(records, batch_size)):
+        known = reports.find_documents(conn, schema, lookup_ids(chunk))
+        for doc in chunk:
+            number += 1
+            try:
+                validate_document(doc, max_bytes)
+            except DedupStoreError as e:
+                error = record_error(doc, str(e), number)
+                if on_error == "stop":
+                    raise type(e)(describe(error)) from None
+                errors.append((number, error))
+                continue
+            if doc.id in seen or doc.id in known:
+                skipped += 1
+                continue
+            seen.add(doc.id)
+            columns["seq"].append(len(places))
+            columns["batch"].append(batch)
+            columns["external_id"].append(doc.id)
+            columns["text"].append(doc.text)
+            columns["meta"].append(
+                None
+                if doc.meta is None
+                else json.dumps(doc.meta, ensure_ascii=False, separators=(",", ":"))
+            )
+            places.append((doc, number))
+    table = pa.table(
+        {
+            "seq": pa.array(columns["seq"], pa.int64()),
+            "batch": pa.array(columns["batch"], pa.int64()),
+            "external_id": pa.array(columns["external_id"], pa.string()),
+            "text": pa.array(columns["text"], pa.string()),
+            "meta": pa.array(columns["meta"], pa.string()),
+        }
+    )
+    return _Prepared(table, places, errors, skipped)
+
+
+def _chunks(records: Iterable[Any], size: int) -> Iterator[list[Document]]:
+    """The local ingest's batches: ``size`` records, or fewer holding ``BATCH_BYTES`` of text."""
+    chunk: list[Document] = []
+    chars = 0
+    for record in records:
+        document = record if isinstance(record, Document) else Document(*record)
+        chunk.append(document)
+        chars += len(document.text) if isinstance(document.text, str) else 0
+        if len(chunk) >= size or chars >= BATCH_BYTES:
+            yield chunk
+            chunk, chars = [], 0
+    if chunk:
+        yield chunk
+
+
+def _load(
+    spark: SparkSession,
+    frame: DataFrame,
+    url: str,
+    schema: str,
+    params: FingerprintParams,
+    keep_text: bool,
+    prepared: _Prepared,
+    on_error: str,
+    on_errors: Callable[[list[RecordError]], None] | None,
+    seconds: dict[str, float],
+    driver_components: int,
+) -> SparkIngest:
+    dsn = conninfo(url)
+    s = qualified(schema)
+    parallelism = max(2, spark.sparkContext.defaultParallelism)
+    body = F.col("text") if keep_text else F.lit(None).cast("string")
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn, conn.begin():
+            lock_writers(conn, schema)
+            last = int(
+                conn.execute(text(f"SELECT coalesce(max(id), 0) FROM {s}.documents")).scalar_one()
+            )
+
+            clock = time.perf_counter()
+            fingerprints = fingerprint_dataframe(
+                frame.repartition(parallelism * 2, "seq").withColumn("body", body),
+                params,
+                keep=("seq", "batch", "external_id", "meta", "body"),
+            ).persist()
+            empty_rows = fingerprints.where("empty").select("seq").collect()
+            empty = np.array(sorted(row[0] for row in empty_rows), dtype=np.int64)
+            count = fingerprints.count() - len(empty)
+            errors = _errors(prepared, empty)
+            if errors and on_error == "stop":
+                raise EmptyDocumentError(describe(errors[0][1]))
+            if on_errors is not None and errors:
+                on_errors([e for _, e in errors])
+            seconds["fingerprint"] = time.perf_counter() - clock
+
+            clock = time.perf_counter()
+            ids = allocate_ids(conn, schema, count)
+            first = int(ids[0]) if count else last + 1
+            docs = _with_ids(fingerprints.where("NOT empty"), first, empty).persist()
+            stored = _Stored(spark, dsn, schema, last, params)
+            hashes = docs.select("id", "exact_hash").unionByName(stored.exact_hashes())
+            group_first = hashes.groupBy("exact_hash").agg(F.min("id").alias("first"))
+            exact = (
+                docs.select("id", "exact_hash")
+                .join(group_first, "exact_hash")
+                .select(
+                    "id", F.when(F.col("first") != F.col("id"), F.col("first")).alias("exact_of")
+                )
+                .persist()
+            )
+            candidates = _candidates(docs, exact, stored, params.hot_key_limit).persist()
+            candidates.count()
+            seconds["group"] = time.perf_counter() - clock
+
+            clock = time.perf_counter()
+            edges = _edges(docs, exact, candidates, stored, params).persist()
+            edge_count = edges.count()
+            seconds["verify"] = time.perf_counter() - clock
+
+            clock = time.perf_counter()
+            merging = sorted(merging_methods(params))
+            clusters, stored_mapping = _clusters(
+                conn, schema, edges, stored, merging, first, driver_components
+            )
+            seconds["components"] = time.perf_counter() - clock
+
+            clock = time.perf_counter()
+            rows = (
+                docs.join(exact, "id")
+                .join(clusters, "id", "left")
+                .withColumn("cluster_id", F.coalesce("cluster_id", "id"))
+            )
+            rows.mapInArrow(
+                partial(write_documents, dsn=dsn, schema=schema), "rows bigint"
+            ).collect()
+            edges.mapInArrow(partial(write_edges, dsn=dsn, schema=schema), "rows bigint").collect()
+            relabel(conn, schema, stored_mapping)
+            for table in TABLES:
+                conn.execute(text(f"ANALYZE {s}.{table}"))
+            seconds["write"] = time.perf_counter() - clock
+            summary = _summary(edges, merging, first, count, prepared.skipped, len(errors))
+        with DedupStore(url, schema=schema, create=False) as store:
+            summary.clusters = store.stats().clusters
+    finally:
+        engine.dispose()
+    summary.seconds = sum(seconds.values())
+    for cached in (fingerprints, docs, exact, candidates, edges):
+        cached.unpersist()
+    return SparkIngest(summary, [e for _, e in errors], seconds, edge_count)
+
+
+def _errors(prepared: _Prepared, empty: np.ndarray) -> list[tuple[int, RecordError]]:
+    """The bad records found on the driver and the empty ones, in input order."""
+    found = list(prepared.errors)
+    for seq in empty.tolist():
+        if seq < len(prepared.places):
+            doc, number = prepared.places[seq]
+            found.append((number, record_error(doc, EMPTY_MESSAGE, number)))
+        else:  # pragma: no cover - a DataFrame load keeps no places
+            found.append((seq, RecordError(None, None, None, EMPTY_MESSAGE)))
+    found.sort(key=lambda item: item[0])
+    return found
+
+
+def _with_ids(fingerprints: DataFrame, first: int, empty: np.ndarray) -> DataFrame:
+    """The ids the store's sequence gave, in input order, empty documents left out."""
+    schema = StructType([*fingerprints.schema.fields, StructField("id", LongType(), False)])
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            seq = np.asarray(batch.column("seq").to_numpy(), dtype=np.int64)
+            ids = first + seq - np.searchsorted(empty, seq)
+            yield batch.append_column("id", pa.array(ids, pa.int64()))
+
+    return fingerprints.mapInArrow(run, schema)
+
+
+class _Stored:
+    """The store's rows before the load, read on the executors by id ranges."""
+
+    def __init__(
+        self, spark: SparkSession, dsn: str, schema: str, last: int, params: FingerprintParams
+    ) -> None:
+        self.spark, self.dsn, self.s, self.last, self.params = (
+            spark,
+            dsn,
+            qualified(schema),
+            last,
+            params,
+        )
+
+    def _read(
+        self, select: str, table: str, ddl: str, id_column: str = "id", where: str = ""
+    ) -> DataFrame:
+        condition = f"{id_column} >= %(lo)s AND {id_column} < %(hi)s" + (
+            f" AND {where}" if where else ""
+        )
+        return _read_stored(
+            self.spark,
+            self.dsn,
+            f"SELECT {select} FROM {self.s}.{table} WHERE {condition}",
+            ddl,
+            self.last,
+        )
+
+    def exact_hashes(self) -> DataFrame:
+        return self._read(
+            "id, exact_hash", "documents", "id bigint, exact_hash binary", where="exact_of IS NULL"
+        )
+
+    def keys(self) -> DataFrame:
+        """``(kind, slot, key, id, batch)`` of the stored documents' lookup keys."""
+        slotted = self._read(
+            "id, band_keys, block_keys",
+            "documents",
+            "id bigint, band_keys array<bigint>, block_keys array<bigint>",
+            where="exact_of IS NULL",
+        )
+        samples = self._read("doc_id, key", "sample_keys", "doc_id bigint, key int", "doc_id")
+        return _slotted_keys(slotted.withColumn("batch", F.lit(-1).cast("bigint"))).unionByName(
+            samples.select(
+                F.lit(SAMPLE).alias("kind"),
+                F.lit(0).alias("slot"),
+                F.col("key").cast("bigint").alias("key"),
+                F.col("doc_id").alias("id"),
+                F.lit(-1).cast("bigint").alias("batch"),
+            )
+        )
+
+    def features(self) -> DataFrame:
+        signature = ", signature" if self.params.verify != "exact" else ""
+        ddl = (
+            "id bigint, exact_hash binary, simhash bigint, shingle_count int, "
+            "shingles array<int>, cluster_id bigint"
+            + (", signature array<int>" if signature else "")
+        )
+        return self._read(
+            f"id, exact_hash, simhash, shingle_count, shingles, cluster_id{signature}",
+            "documents",
+            ddl,
+            where="exact_of IS NULL",
+        )
+
+
+def _read_stored(spark: SparkSession, dsn: str, query: str, ddl: str, last: int) -> DataFrame:
+    """The rows of ``query`` (with ``%(lo)s``/``%(hi)s`` id bounds) for ids up to ``last``,
+    read by as many executors as the session has cores, one id range each."""
+    schema = cast(StructType, StructType.fromDDL(ddl))
+    if last <= 0:
+        return spark.createDataFrame([], schema)
+    parts = max(1, min(spark.sparkContext.defaultParallelism, last))
+    step = last // parts + 1
+    arrow_schema = to_arrow_schema(schema)
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        with psycopg.connect(dsn) as conn:
+            for batch in batches:
+                for part in batch.column("id").to_pylist():
+                    bounds = {"lo": part * step, "hi": (part + 1) * step}
+                    rows = conn.execute(query, bounds).fetchall()
+                    columns: list[Sequence[Any]] = (
+                        list(zip(*rows, strict=True)) if rows else [() for _ in arrow_schema]
+                    )
+                    yield pa.RecordBatch.from_arrays(
+                        [
+                            pa.array(list(c), f.type)
+                            for c, f in zip(columns, arrow_schema, strict=True)
+                        ],
+                        schema=arrow_schema,
+                    )
+
+    return spark.range(parts, numPartitions=parts).mapInArrow(run, schema)
+
+
+def _last_id(url: str, schema: str) -> int:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            found = conn.execute(
+                text(f"SELECT coalesce(max(id), 0) FROM {qualified(schema)}.documents")
+            )
+            return int(found.scalar_one())
+    finally:
+        engine.dispose()
+
+
+def _slotted_keys(rows: DataFrame) -> DataFrame:
+    """``(kind, slot, key, id, batch)`` of the band and block keys of ``(id, batch, band_keys,
+    block_keys)`` rows."""
+    parts = []
+    for kind, column in ((BAND, "band_keys"), (BLOCK, "block_keys")):
+        parts.append(
+            rows.select("id", "batch", F.posexplode(column).alias("pos", "key")).select(
+                F.lit(kind).alias("kind"),
+                (F.col("pos") + 1).alias("slot"),
+                "key",
+                "id",
+                "batch",
+            )
+        )
+    return parts[0].unionByName(parts[1])
+
+
+def _candidates(docs: DataFrame, exact: DataFrame, stored: _Stored, hot_limit: int) -> DataFrame:
+    """``(a, b, block_only, sampled)``: pairs sharing a key, older first, ``b`` new."""
+    firsts = docs.select("id", "batch", "band_keys", "block_keys", "sample_keys").join(
+        exact.where(F.col("exact_of").isNull()).select("id"), "id"
+    )
+    samples = firsts.select("id", "batch", F.explode("sample_keys").alias("key")).select(
+        F.lit(SAMPLE).alias("kind"),
+        F.lit(0).alias("slot"),
+        F.col("key").cast("bigint").alias("key"),
+        "id",
+        "batch",
+    )
+    keys = _slotted_keys(firsts).unionByName(samples).unionByName(stored.keys())
+    groups = (
+        keys.groupBy("kind", "slot", "key")
+        .agg(
+            F.collect_list(F.struct("id", "batch")).alias("members"),
+            F.max("batch").alias("newest"),
+        )
+        .where((F.size("members") > 1) & (F.col("newest") >= 0))
+        .select(
+            "kind",
+            F.col("members.id").alias("ids"),
+            F.col("members.batch").alias("batches"),
+        )
+    )
+    pairs = groups.mapInArrow(
+        partial(pairs_of_groups, hot_limit=hot_limit), "a bigint, b bigint, kind tinyint"
+    )
+    return pairs.groupBy("a", "b").agg(
+        F.bool_and(F.col("kind") == BLOCK).alias("block_only"),
+        F.bool_or(F.col("kind") == SAMPLE).alias("sampled"),
+    )
+
+
+def _edges(
+    docs: DataFrame,
+    exact: DataFrame,
+    candidates: DataFrame,
+    stored: _Stored,
+    params: FingerprintParams,
+) -> DataFrame:
+    """The verified edges: the candidates' matches, and each exact copy's link to the first
+    document of its group."""
+    columns = ["id", "exact_hash", "simhash", "shingle_count", "shingles"]
+    if params.verify != "exact":
+        columns.append("signature")
+    features = docs.select(*columns).unionByName(stored.features().select(*columns))
+
+    def side(prefix: str) -> DataFrame:
+        names = {"exact_hash": "hash", "shingle_count": "count"}
+        return features.select(*(F.col(c).alias(f"{prefix}_{names.get(c, c)}") for c in columns))
+
+    joined = candidates.join(side("x"), F.col("a") == F.col("x_id")).join(
+        side("y"), F.col("b") == F.col("y_id")
+    )
+    settings = params.to_dict()
+
+    def score(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        fp_params = FingerprintParams.from_dict(settings)
+        for batch in batches:
+            yield score_batch(batch, fp_params)
+
+    matches = joined.mapInArrow(score, EDGE_SCHEMA)
+    copies = exact.where(F.col("exact_of").isNotNull()).select(
+        F.col("exact_of").alias("a"),
+        F.col("id").alias("b"),
+        F.lit("exact").alias("method"),
+        F.lit(1.0).alias("jaccard"),
+        F.lit(1.0).alias("containment"),
+        F.lit(0).cast("smallint").alias("hamming"),
+    )
+    return matches.unionByName(copies)
+
+
+def _clusters(
+    conn: Connection,
+    schema: str,
+    edges: DataFrame,
+    stored: _Stored,
+    merging: Sequence[str],
+    first: int,
+    driver_components: int,
+) -> tuple[DataFrame, dict[int, int]]:
+    """The new documents' cluster ids, and the relabelling of the stored clusters they merge.
+
+    A stored document enters the graph as its cluster's label; the label kept by a merged
+    component is the store's: the largest cluster's (ties: the smallest label), so a load on an
+    empty store labels each cluster by its oldest member.
+    """
+    spark = edges.sparkSession
+    merging_edges = edges.where(F.col("method").isin(list(merging))).select("a", "b")
+    labels = stored.features().select(F.col("id").alias("a"), F.col("cluster_id").alias("label"))
+    graph = merging_edges.join(labels, "a", "left").select(F.coalesce("label", "a").alias("a"), "b")
+    small = (
+        driver_components > 0 and graph.limit(driver_components + 1).count() <= driver_components
+    )
+    if small:
+        pairs = [(int(a), int(b)) for a, b in graph.collect()]
+        nodes = [node for pair in pairs for node in pair]
+        labelled_nodes = [(n, group[0]) for group in components(nodes, pairs) for n in group]
+        components_frame = spark.createDataFrame(labelled_nodes, "node bigint, component bigint")
+    else:
+        components_frame = connected_components(graph)
+    components_ = components_frame.persist()
+    stored_labels = [
+        row[0] for row in components_.where(F.col("node") < first).select("node").collect()
+    ]
+    sizes: dict[int, int] = {}
+    if stored_labels:
+        found = conn.execute(
+            text(
+                f"SELECT cluster_id, count(*) FROM {qualified(schema)}.documents "
+                "WHERE cluster_id = ANY(:labels) GROUP BY cluster_id"
+            ),
+            {"labels": stored_labels},
+        )
+        sizes = {int(label): int(size) for label, size in found}
+    size_frame = spark.createDataFrame(list(sizes.items()), "node bigint, size bigint")
+    ranked = components_.join(size_frame, "node", "left").withColumn(
+        "size", F.coalesce("size", F.lit(1).cast("bigint"))
+    )
+    keepers = ranked.groupBy("component").agg(
+        F.min(F.struct((-F.col("size")).alias("rank"), F.col("node"))).alias("keeper")
+    )
+    labelled = ranked.join(keepers, "component").select("node", F.col("keeper.node").alias("label"))
+    mapping = {
+        int(node): int(label)
+        for node, label in labelled.where(
+            (F.col("node") < first) & (F.col("node") != F.col("label"))
+        ).collect()
+    }
+    clusters = labelled.where(F.col("node") >= first).select(
+        F.col("node").alias("id"), F.col("label").alias("cluster_id")
+    )
+    return clusters, mapping
+
+
+def _summary(
+    edges: DataFrame, merging: Sequence[str], first: int, count: int, skipped: int, errors: int
+) -> IngestSummary:
+    """The local ingest's counts, from the edges of the new documents."""
+    statuses = (
+        edges.where(F.col("b") >= first)
+        .groupBy("b")
+        .agg(
+            F.max((F.col("method") == "exact").cast("int")).alias("exact"),
+            F.max(F.col("method").isin(list(merging)).cast("int")).alias("near"),
+        )
+        .agg(
+            F.sum("exact").alias("exact"),
+            F.sum(((F.col("exact") == 0) & (F.col("near") == 1)).cast("int")).alias("near"),
+            F.sum(((F.col("exact") == 0) & (F.col("near") == 0)).cast("int")).alias("excerpts"),
+        )
+        .collect()[0]
+    )
+    exact, near, excerpts = (int(statuses[k] or 0) for k in ("exact", "near", "excerpts"))
+    return IngestSummary(
+        documents=count + skipped,
+        new=count - exact - near - excerpts,
+        exact_duplicates=exact,
+        near_duplicates=near,
+        skipped=skipped,
+        excerpts=excerpts,
+        errors=errors,
+    )

@@ -1,0 +1,233 @@
+"""Candidate pairs from groups of documents sharing a key, and their scores (pure Python/numpy,
+run on the executors).
+
+The rules are those of the store's batch writer (:mod:`dedup_store.db.candidates`,
+:func:`dedup_store.db.scoring.store_edges`), stated for a whole load at once: each document
+carries the number of the local ingest batch it would belong to (``batch``; stored documents
+have ``-1``), so a load gives the pairs a local ingest of the same input in the same batches
+gives.
+
+* A sample (excerpt) key shared by more than ``hot_limit`` documents up to and including the
+  newer document's batch is ignored for that document.
+* A band or block key pairs a document with the ``hot_limit`` oldest documents of earlier
+  batches sharing it, and with the ``hot_limit`` documents just before it in its own batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dedup_store.core.overlap import intersection_sizes
+from dedup_store.core.params import FingerprintParams
+from dedup_store.db.encoding import BAND, BLOCK, SAMPLE
+
+__all__ = ["BAND", "BLOCK", "SAMPLE", "group_pairs", "score_batch"]
+
+
+def group_pairs(
+    kind: int, ids: Sequence[int], batches: Sequence[int], hot_limit: int
+) -> tuple[list[int], list[int]]:
+    """The (older, newer) pairs one key yields; the newer one is never stored (batch >= 0).
+
+    Args:
+        kind: :data:`BAND`, :data:`BLOCK` or :data:`SAMPLE`.
+        ids: the documents owning the key (a document may own a sample key more than once).
+        batches: each one's batch number (-1: stored before the load).
+        hot_limit: the store's ``hot_key_limit`` (0: no limit).
+    """
+    members = sorted(zip(ids, batches, strict=True))
+    a: list[int] = []
+    b: list[int] = []
+    if kind == SAMPLE:
+        count_through: dict[int, int] = {}
+        for _, batch in members:
+            count_through[batch] = count_through.get(batch, 0) + 1
+        running = 0
+        for batch in sorted(count_through):
+            running += count_through[batch]
+            count_through[batch] = running
+        for i, (newer, batch) in enumerate(members):
+            if batch < 0 or (hot_limit and count_through[batch] > hot_limit):
+                continue
+            for older, _ in members[:i]:
+                if older != newer:
+                    a.append(older)
+                    b.append(newer)
+        return a, b
+    by_batch: dict[int, list[int]] = {}
+    for doc, batch in members:
+        by_batch.setdefault(batch, []).append(doc)
+    oldest = members[:hot_limit] if hot_limit else members
+    for batch, docs in by_batch.items():
+        if batch < 0:
+            continue
+        earlier = [doc for doc, other in oldest if other < batch]
+        for i, newer in enumerate(docs):
+            inside = docs[max(0, i - hot_limit) : i] if hot_limit else docs[:i]
+            for older in (*earlier, *inside):
+                a.append(older)
+                b.append(newer)
+    return a, b
+
+
+def pairs_of_groups(batches: Iterable[pa.RecordBatch], hot_limit: int) -> Iterator[pa.RecordBatch]:
+    """``(a, b, kind)`` of every group row ``(kind, ids, batches)``."""
+    for batch in batches:
+        a: list[int] = []
+        b: list[int] = []
+        kinds: list[int] = []
+        for kind, ids, numbers in zip(
+            batch.column("kind").to_pylist(),
+            batch.column("ids").to_pylist(),
+            batch.column("batches").to_pylist(),
+            strict=True,
+        ):
+            older, newer = group_pairs(kind, ids, numbers, hot_limit)
+            a += older
+            b += newer
+            kinds += [kind] * len(older)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(a, pa.int64()), pa.array(b, pa.int64()), pa.array(kinds, pa.int8())],
+            names=["a", "b", "kind"],
+        )
+
+
+EDGE_SCHEMA = (
+    "a bigint, b bigint, method string, jaccard double, containment double, hamming smallint"
+)
+
+
+def score_batch(batch: pa.RecordBatch, params: FingerprintParams) -> pa.RecordBatch:
+    """The edges among candidate pairs joined with both documents' columns.
+
+    Input columns: ``a, b, block_only, sampled`` and, for ``x`` (document ``a``) and ``y``
+    (document ``b``), ``*_hash, *_simhash, *_count, *_shingles`` (and ``*_signature`` when
+    ``params.verify`` is ``estimate``). The scores and the method are those of
+    :func:`dedup_store.db.scoring.scored_pairs_sql`, computed with the same float64 operations.
+    """
+    a = batch.column("a").to_numpy().astype(np.int64)
+    b = batch.column("b").to_numpy().astype(np.int64)
+    n = len(a)
+    block_only = np.asarray(batch.column("block_only").to_pylist(), dtype=bool)
+    sampled = np.asarray(batch.column("sampled").to_pylist(), dtype=bool)
+    x_simhash = batch.column("x_simhash").to_numpy().astype(np.int64)
+    y_simhash = batch.column("y_simhash").to_numpy().astype(np.int64)
+    hamming = _popcount((x_simhash ^ y_simhash).view(np.uint64))
+    same = np.array(
+        [
+            p == q
+            for p, q in zip(
+                batch.column("x_hash").to_pylist(), batch.column("y_hash").to_pylist(), strict=True
+            )
+        ],
+        dtype=bool,
+    )
+    nx = batch.column("x_count").to_numpy().astype(np.float64)
+    ny = batch.column("y_count").to_numpy().astype(np.float64)
+    keep = ~(block_only & (hamming > params.simhash_k))
+    inter = np.full(n, np.nan)
+    min_ratio = min(params.threshold, params.simhash_min_jaccard)
+    if params.verify == "exact":
+        small, large = np.minimum(nx, ny), np.maximum(nx, ny)
+        # the writer intersects what its size test lets through, and scores what SQL lets in
+        wanted = keep & ~same & (sampled | (small / np.maximum(large, 1) >= min_ratio))
+        wanted &= sampled | (small >= min_ratio * large)
+        rows = np.flatnonzero(wanted)
+        if len(rows):
+            inter[rows] = _intersections(batch, rows).astype(np.float64)
+    else:
+        est = _agreement(batch)
+        inter = np.where(same, np.nan, est / (1 + est) * (nx + ny))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        union = nx + ny - inter
+        jaccard = np.where(union == 0, np.nan, inter / union)
+        small = np.minimum(nx, ny)
+        containment = np.where(small == 0, np.nan, inter / small)
+    jaccard = np.where(same, 1.0, jaccard)
+    containment = np.where(same, 1.0, containment)
+    methods: list[str | None] = []
+    for i in range(n):
+        methods.append(
+            _method(
+                bool(same[i]),
+                float(jaccard[i]),
+                int(hamming[i]),
+                bool(sampled[i]),
+                float(containment[i]),
+                params,
+            )
+            if keep[i]
+            else None
+        )
+    chosen = np.array([m is not None for m in methods], dtype=bool)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(a[chosen], pa.int64()),
+            pa.array(b[chosen], pa.int64()),
+            pa.array([m for m in methods if m is not None], pa.string()),
+            pa.array(jaccard[chosen], pa.float64()),
+            pa.array(containment[chosen], pa.float64()),
+            pa.array(hamming[chosen].astype(np.int16), pa.int16()),
+        ],
+        names=["a", "b", "method", "jaccard", "containment", "hamming"],
+    )
+
+
+def _method(
+    same: bool,
+    jaccard: float,
+    hamming: int,
+    sampled: bool,
+    containment: float,
+    params: FingerprintParams,
+) -> str | None:
+    """The scoring statement's CASE (a NaN score, SQL's NULL, compares false)."""
+    if same:
+        return "exact"
+    if jaccard >= params.threshold:
+        return "minhash"
+    if hamming <= params.simhash_k and jaccard >= params.simhash_min_jaccard:
+        return "simhash"
+    if params.containment > 0 and sampled and containment >= params.containment:
+        return "containment"
+    return None
+
+
+def _popcount(values: Any) -> Any:
+    """Set bits of each uint64."""
+    counts = np.zeros(len(values), dtype=np.int64)
+    for shift in range(0, 64, 8):
+        counts += _BYTE_BITS[((values >> np.uint64(shift)) & np.uint64(0xFF)).astype(np.int64)]
+    return counts
+
+
+_BYTE_BITS = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
+
+
+def _intersections(batch: pa.RecordBatch, rows: Any) -> Any:
+    """``|X ∩ Y|`` of the pairs ``rows``, over the sorted stored shingle values."""
+    xs = batch.column("x_shingles").take(pa.array(rows)).to_pylist()
+    ys = batch.column("y_shingles").take(pa.array(rows)).to_pylist()
+    arrays = [np.sort(np.asarray(v, dtype=np.int32)) for v in (*xs, *ys)]
+    offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
+    np.cumsum([len(v) for v in arrays], out=offsets[1:])
+    values = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int32)
+    left = np.arange(len(rows), dtype=np.int64)
+    return intersection_sizes(values, offsets, left, left + len(rows))
+
+
+def _agreement(batch: pa.RecordBatch) -> Any:
+    """Share of equal MinHash signature positions of each pair (``estimate`` mode)."""
+    xs = batch.column("x_signature").to_pylist()
+    ys = batch.column("y_signature").to_pylist()
+    return np.array(
+        [
+            np.count_nonzero(np.asarray(x) == np.asarray(y)) / len(x)
+            for x, y in zip(xs, ys, strict=True)
+        ],
+        dtype=np.float64,
+    )

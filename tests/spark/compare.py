@@ -1,0 +1,46 @@
+"""What a store holds, in comparable form: documents, edges and cluster membership."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine, text
+
+
+def snapshot(engine: Engine, schema: str) -> dict[str, Any]:
+    """Every document row (id, external id, exact_of, keys, shingles), every edge, and the
+    clusters as sets of external ids."""
+    s = f'"{schema}"'
+    with engine.connect() as conn:
+        documents = conn.execute(
+            text(
+                f"SELECT id, external_id, exact_of, simhash, exact_hash, signature, band_keys, "
+                f"block_keys, shingle_count, token_count, length, language, meta, body, shingles "
+                f"FROM {s}.documents ORDER BY id"
+            )
+        ).all()
+        edges = conn.execute(
+            text(f"SELECT a, b, method, jaccard, containment, hamming FROM {s}.edges ORDER BY a, b")
+        ).all()
+        samples = conn.execute(
+            text(f"SELECT key, doc_id FROM {s}.sample_keys ORDER BY key, doc_id")
+        ).all()
+        members = conn.execute(
+            text(f"SELECT cluster_id, external_id FROM {s}.documents ORDER BY cluster_id")
+        ).all()
+        labels_are_members = conn.execute(
+            text(
+                f"SELECT bool_and(EXISTS (SELECT 1 FROM {s}.documents m WHERE m.id = d.cluster_id"
+                f" AND m.cluster_id = d.cluster_id)) FROM {s}.documents d"
+            )
+        ).scalar_one()
+    clusters: dict[int, set[str]] = {}
+    for label, external_id in members:
+        clusters.setdefault(label, set()).add(external_id)
+    return {
+        "documents": [tuple(row) for row in documents],
+        "edges": [tuple(row) for row in edges],
+        "sample_keys": [tuple(row) for row in samples],
+        "clusters": sorted(sorted(c) for c in clusters.values()),
+        "labels_are_members": labels_are_members in (True, None),
+    }

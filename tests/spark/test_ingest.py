@@ -1,0 +1,197 @@
+"""A Spark load stores what the local ingest of the same input, in the same order, stores."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+from typer.testing import CliRunner
+
+from dedup_store import DedupStore, FingerprintParams, Status
+from dedup_store.cli import app
+from dedup_store.inputs import apply_error_policy, read_inputs
+from dedup_store.results import Document
+from dedup_store.spark import ingest_dataframe, ingest_records
+from tests.conftest import drop_schema
+from tests.spark.compare import snapshot
+from tests.spark.corpora import real_documents
+
+EXAMPLES = str(Path(__file__).resolve().parents[2] / "examples")
+
+
+@pytest.fixture
+def other_schema(engine: Engine) -> Iterator[str]:
+    """A second fresh schema, dropped after the test."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    yield name
+    drop_schema(engine, name)
+
+
+def assert_same_store(engine: Engine, local: str, spark: str) -> dict[str, Any]:
+    expected, actual = snapshot(engine, local), snapshot(engine, spark)
+    assert actual["documents"] == expected["documents"]
+    assert actual["sample_keys"] == expected["sample_keys"]
+    assert actual["edges"] == expected["edges"]
+    assert actual["clusters"] == expected["clusters"]
+    assert actual["labels_are_members"]
+    return actual
+
+
+def test_cli_examples(
+    spark: Any, engine: Engine, database_url: str, schema: str, other_schema: str
+) -> None:
+    runner = CliRunner()
+    local = runner.invoke(
+        app, ["--db-url", database_url, "--schema", schema, "ingest", "-q", EXAMPLES]
+    )
+    assert local.exit_code == 0, local.output
+    argv = [
+        "--db-url",
+        database_url,
+        "--schema",
+        other_schema,
+        "ingest",
+        "-q",
+        "--json",
+        "--engine",
+        "spark",
+        "--spark-master",
+        "local[2]",
+        EXAMPLES,
+    ]
+    loaded = runner.invoke(app, argv)
+    assert loaded.exit_code == 0, loaded.output
+    assert '"near_duplicates"' in loaded.output
+    stored = assert_same_store(engine, schema, other_schema)
+    assert len(stored["edges"]) > 0
+    with DedupStore(engine, schema=other_schema) as store:
+        assert store.stats().documents == len(stored["documents"])
+        assert sum(len(c.members) for c in store.clusters()) > 0
+        assert len(list(store.pairs())) == len(stored["edges"])
+        first = next(store.clusters())
+        assert first.members[0] in {m.external_id for m in store.similar(first.members[1])} | {
+            first.members[1]
+        }
+
+
+def test_real_documents(
+    spark: Any, engine: Engine, database_url: str, schema: str, other_schema: str
+) -> None:
+    docs = real_documents()
+    assert len(docs) > 3000
+    with DedupStore(engine, schema=schema) as store:
+        store.ingest(docs, batch_size=500, on_error="skip")
+    result = ingest_records(
+        docs,
+        database_url,
+        other_schema,
+        spark=spark,
+        batch_size=500,
+        on_error="skip",
+        driver_components=0,
+    )
+    stored = assert_same_store(engine, schema, other_schema)
+    assert result.edges == len(stored["edges"]) > 500
+    assert result.summary.documents == len(docs)
+    with DedupStore(engine, schema=other_schema) as store:
+        assert store.check(docs[0][1]).status is Status.EXACT_DUPLICATE
+        assert result.summary.clusters == store.stats().clusters
+
+
+def test_append_to_a_stored_corpus(
+    spark: Any, engine: Engine, database_url: str, schema: str, other_schema: str
+) -> None:
+    docs = real_documents()[:2400]
+    head, tail = docs[:1200], docs[1200:]
+    with DedupStore(engine, schema=schema) as store:
+        store.ingest(head, batch_size=400)
+        store.ingest(tail, batch_size=400)
+    with DedupStore(engine, schema=other_schema) as store:
+        store.ingest(head, batch_size=400)
+    result = ingest_records(
+        tail, database_url, other_schema, spark=spark, batch_size=400, driver_components=0
+    )
+    assert_same_store(engine, schema, other_schema)
+    old_new = [e for e in snapshot(engine, other_schema)["edges"] if e[0] <= 1200 < e[1]]
+    assert old_new
+    again = ingest_records(tail[:50], database_url, other_schema, spark=spark)
+    assert again.summary.skipped == 50
+    assert result.summary.documents == len(tail)
+
+
+def test_bad_and_empty_records(
+    spark: Any, engine: Engine, database_url: str, schema: str, other_schema: str
+) -> None:
+    records = [
+        Document("a", "the quick brown fox jumps over the lazy dog again and again"),
+        Document("b", "!!! ..."),
+        Document("c", "has a NUL \x00 inside"),
+        Document("a", "a repeated id"),
+        Document("d", "the quick brown fox jumps over the lazy dog again and again"),
+    ]
+    with DedupStore(engine, schema=schema) as store:
+        store.ingest(records, on_error="skip")
+    result = ingest_records(records, database_url, other_schema, spark=spark, on_error="skip")
+    assert_same_store(engine, schema, other_schema)
+    assert [e.line for e in result.errors] == [2, 3]
+    assert result.summary.exact_duplicates == 1 and result.summary.skipped == 1
+    try:
+        with pytest.raises(Exception, match="NUL"):
+            ingest_records(records, database_url, f"{other_schema}_x", spark=spark)
+    finally:
+        drop_schema(engine, f"{other_schema}_x")
+
+
+def test_dataframe_load(
+    spark: Any, engine: Engine, database_url: str, schema: str, other_schema: str
+) -> None:
+    docs = list(apply_error_policy(read_inputs([EXAMPLES]), "stop"))
+    with DedupStore(engine, schema=schema) as store:
+        store.ingest(docs, batch_size=1)  # one batch per document, as a DataFrame load pairs
+    frame = spark.createDataFrame([(d.id, d.text) for d in docs], "id string, text string")
+    ingest_dataframe(frame, database_url, other_schema)
+    actual = snapshot(engine, other_schema)
+    expected = snapshot(engine, schema)
+    assert actual["edges"] == expected["edges"]
+    assert actual["clusters"] == expected["clusters"]
+
+
+def test_missing_pyspark_names_the_extra() -> None:
+    code = (
+        "import sys; sys.modules['pyspark'] = None\n"
+        "import dedup_store\n"
+        "try:\n    import dedup_store.spark\n"
+        "except ImportError as e:\n    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "dedup-store[spark]" in out.stdout
+
+
+def test_hot_keys_across_batches(
+    spark: Any, engine: Engine, database_url: str, schema: str, other_schema: str
+) -> None:
+    def word(k: int) -> str:
+        return "".join(chr(97 + (k // 26**p) % 26) for p in range(3)) + "q"
+
+    base = " ".join(word(k) for k in range(120))
+    docs = [(f"v{i:03d}", f"{base} z{word(i)} {word(i + 200) * (i % 3)}") for i in range(90)]
+    docs += [(f"c{i:03d}", base) for i in range(3)]  # exact copies: linked to the first only
+    params = FingerprintParams(hot_key_limit=5, max_excerpt_keys=8)
+    with DedupStore(engine, params, schema=schema) as store:
+        store.ingest(docs, batch_size=20)
+    ingest_records(docs, database_url, other_schema, spark=spark, params=params, batch_size=20)
+    # the Spark path caps a hot band or block key at its hot_key_limit oldest documents, as
+    # the store did before secondary keys; the local path also splits the bucket by them and
+    # finds more of its pairs: the same documents and clusters, a subset of the edges
+    expected, actual = snapshot(engine, schema), snapshot(engine, other_schema)
+    assert actual["documents"] == expected["documents"]
+    assert actual["sample_keys"] == expected["sample_keys"]
+    assert set(actual["edges"]) < set(expected["edges"])
+    assert actual["clusters"] == expected["clusters"]
+    assert len(actual["edges"]) > 90
