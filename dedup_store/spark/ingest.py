@@ -35,7 +35,7 @@ from dedup_store.db.scoring import merging_methods
 from dedup_store.db.write import TABLES, allocate_ids, lock_writers, relabel
 from dedup_store.errors import DedupStoreError, EmptyDocumentError
 from dedup_store.pipeline import BATCH_BYTES
-from dedup_store.records import describe, lookup_ids, record_error, validate_document
+from dedup_store.records import batches, describe, lookup_ids, record_error, validate_document
 from dedup_store.results import Document, IngestSummary, RecordError
 from dedup_store.service import DedupStore
 from dedup_store.spark.components import connected_components
@@ -135,15 +135,11 @@ def ingest_records(
         result = _load(
             spark,
             frame,
-            url,
-            schema,
-            params,
-            keep_text,
+            _Target(url, schema, params, keep_text, driver_components),
             prepared,
             on_error,
             on_errors,
             seconds,
-            driver_components,
         )
     finally:
         engine.dispose()
@@ -209,15 +205,11 @@ def ingest_dataframe(
     return _load(
         spark,
         frame,
-        url,
-        schema,
-        params,
-        keep_text,
+        _Target(url, schema, params, keep_text, driver_components),
         prepared,
         "skip",
         None,
         seconds,
-        driver_components,
     )
 
 
@@ -236,7 +228,7 @@ def _prepare(
     seen: set[str] = set()
     skipped = 0
     number = 0
-    for batch, chunk in enumerate(_chunks(records, batch_size)):
+    for batch, chunk in enumerate(batches(records, batch_size, BATCH_BYTES)):
         known = reports.find_documents(conn, schema, lookup_ids(chunk))
         for doc in chunk:
             number += 1
@@ -274,34 +266,28 @@ def _prepare(
     return _Prepared(table, places, errors, skipped)
 
 
-def _chunks(records: Iterable[Any], size: int) -> Iterator[list[Document]]:
-    """The local ingest's batches: ``size`` records, or fewer holding ``BATCH_BYTES`` of text."""
-    chunk: list[Document] = []
-    chars = 0
-    for record in records:
-        document = record if isinstance(record, Document) else Document(*record)
-        chunk.append(document)
-        chars += len(document.text) if isinstance(document.text, str) else 0
-        if len(chunk) >= size or chars >= BATCH_BYTES:
-            yield chunk
-            chunk, chars = [], 0
-    if chunk:
-        yield chunk
+@dataclasses.dataclass(frozen=True)
+class _Target:
+    """Where and how a load is written."""
+
+    url: str
+    schema: str
+    params: FingerprintParams
+    keep_text: bool
+    driver_components: int
 
 
 def _load(
     spark: SparkSession,
     frame: DataFrame,
-    url: str,
-    schema: str,
-    params: FingerprintParams,
-    keep_text: bool,
+    target: _Target,
     prepared: _Prepared,
     on_error: str,
     on_errors: Callable[[list[RecordError]], None] | None,
     seconds: dict[str, float],
-    driver_components: int,
 ) -> SparkIngest:
+    url, schema, params = target.url, target.schema, target.params
+    keep_text, driver_components = target.keep_text, target.driver_components
     dsn = conninfo(url)
     s = qualified(schema)
     parallelism = max(2, spark.sparkContext.defaultParallelism)

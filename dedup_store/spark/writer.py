@@ -7,7 +7,7 @@ are the rows :func:`dedup_store.db.write.insert_documents` writes.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -140,28 +140,45 @@ def write_documents(
     batches: Iterable[pa.RecordBatch], dsn: str, schema: str
 ) -> Iterator[pa.RecordBatch]:
     """COPY a partition's documents and their sample keys in one transaction."""
-    written = 0
-    with psycopg.connect(dsn) as conn:
-        for batch in batches:
-            copy_rows(conn, schema, "documents", DOCUMENT_COLUMNS, document_payload(batch))
-            keys, docs = sample_rows(batch)
-            if len(keys):
-                payload = _fixed_rows(keys, docs)
-                copy_rows(conn, schema, "sample_keys", ("key", "doc_id"), payload)
-            written += batch.num_rows
-    yield pa.RecordBatch.from_arrays([pa.array([written], pa.int64())], names=["rows"])
+
+    def write(conn: psycopg.Connection[Any], batch: pa.RecordBatch) -> None:
+        copy_rows(conn, schema, "documents", DOCUMENT_COLUMNS, document_payload(batch))
+        keys, docs = sample_rows(batch)
+        if len(keys):
+            copy_rows(conn, schema, "sample_keys", ("key", "doc_id"), _fixed_rows(keys, docs))
+
+    return _write_partition(batches, dsn, write)
 
 
 def write_edges(
     batches: Iterable[pa.RecordBatch], dsn: str, schema: str
 ) -> Iterator[pa.RecordBatch]:
     """COPY a partition's edges in one transaction."""
+
+    def write(conn: psycopg.Connection[Any], batch: pa.RecordBatch) -> None:
+        copy_rows(conn, schema, "edges", EDGE_COLUMNS, edge_payload(batch))
+
+    return _write_partition(batches, dsn, write)
+
+
+def _write_partition(
+    batches: Iterable[pa.RecordBatch],
+    dsn: str,
+    write: Callable[[psycopg.Connection[Any], pa.RecordBatch], None],
+) -> Iterator[pa.RecordBatch]:
+    """Write every batch of a partition on one connection, in one transaction; yields the
+    number of rows written."""
     written = 0
     with psycopg.connect(dsn) as conn:
         for batch in batches:
-            copy_rows(conn, schema, "edges", EDGE_COLUMNS, edge_payload(batch))
+            write(conn, batch)
             written += batch.num_rows
-    yield pa.RecordBatch.from_arrays([pa.array([written], pa.int64())], names=["rows"])
+    yield _count(written)
+
+
+def _count(rows: int) -> pa.RecordBatch:
+    """The one-row result of a partition's write: how many rows it wrote."""
+    return pa.RecordBatch.from_arrays([pa.array([rows], pa.int64())], names=["rows"])
 
 
 def _fixed_rows(keys: npt.NDArray[np.int32], docs: npt.NDArray[np.int64]) -> bytes:
