@@ -215,13 +215,19 @@ class IngestSummary:
     """Counts of one :meth:`DedupStore.ingest` run."""
 
     documents: int = 0
+    """Records stored or skipped (bad records aside)."""
     new: int = 0
     exact_duplicates: int = 0
     near_duplicates: int = 0
+    """New documents with a merging match (``minhash``, ``simhash``; ``containment`` when the
+    store merges excerpts)."""
     skipped: int = 0
+    """Known ids, not replaced (and ids repeated in the input)."""
     updated: int = 0
     excerpts: int = 0
+    """New documents whose only matches are excerpts."""
     errors: int = 0
+    """Bad records (reported, not stored)."""
     clusters: int | None = None
     """Clusters in the store afterwards, when counted (``ingest(count_clusters=True)``)."""
     seconds: float = 0.0
