@@ -1,4 +1,5 @@
-"""The ingest pipeline: every path that writes batches of documents goes through here.
+"""The ingest pipeline: ``ingest``, ``add_many`` and ``add(update=True)`` write through here
+(the Spark path reuses its batching and the validation of :mod:`dedup_store.records`).
 
 A batch is validated (once per record), fingerprinted, then written in one transaction under
 the writers' lock: its stored ids looked up, the first document of each exact group found, its
