@@ -12,7 +12,7 @@ from sqlalchemy import text as sa_text
 from dedup_store import pipeline
 from dedup_store.core.fingerprint import DEFAULT_MAX_BYTES, fingerprint
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import ddl, migrate, native, reports, scoring, single, write
+from dedup_store.db import ddl, hot, migrate, native, reports, scoring, single, write
 from dedup_store.db.ddl import DEFAULT_SCHEMA
 from dedup_store.db.engine import Bind, Database
 from dedup_store.db.names import validate_schema
@@ -163,6 +163,8 @@ class DedupStore:
             write.lock_writers(conn, self.schema)
             single.promote_pending(conn, self.schema, fp)
 
+        if outcome.rekey:  # it owns hot keys, or makes keys hot: with its secondary keys
+            parameters = {**parameters, **hot.query_parameters(fp)}
         while outcome.rekey:  # the document makes keys hot: split their buckets, then add it
             self._db.run(promote)
             outcome = single.outcome(self._add_rows(statement, parameters))
@@ -257,14 +259,20 @@ class DedupStore:
             InvalidDocumentError, EmptyDocumentError: as :meth:`add`.
         """
         fp = fingerprint(text, self.params)
-        statement, parameters = scoring.check_statement(self.schema, fp)
-        found = self._db.native(lambda raw: native.fetch_all(raw, statement, parameters))
-        if found is None:  # inside a caller's transaction
-            found = self._run(lambda conn: list(conn.execute(sa_text(statement), parameters)))
+        found = self._check_rows(*scoring.check_statement(self.schema, fp))
+        if any(row[0] == -1 for row in found):  # it owns hot keys: with its secondary keys
+            found = self._check_rows(*scoring.check_statement(self.schema, fp, secondary=True))
         rows = [MatchRow(*row) for row in found]
         merging = merging_methods(self.params)
         status = Status.of((r.method for r in rows), merging)
         return CheckResult(status, sorted_matches(rows), joined_cluster(rows, merging))
+
+    def _check_rows(self, statement: str, parameters: dict[str, Any]) -> list[Any]:
+        """The rows of the ``check`` statement."""
+        found = self._db.native(lambda raw: native.fetch_all(raw, statement, parameters))
+        if found is None:  # inside a caller's transaction
+            found = self._run(lambda conn: list(conn.execute(sa_text(statement), parameters)))
+        return list(found)
 
     def similar(self, id: str) -> list[Match]:
         """The stored matches of document ``id`` (older and newer), best first."""

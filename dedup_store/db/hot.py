@@ -329,9 +329,24 @@ def pending_keys_sql(s: str, secondary: tuple[int, int], hot_limit: int) -> str:
     )
 
 
-def query_parameters(fp: Fingerprint) -> dict[str, Any]:
+def query_parameters(fp: Fingerprint, secondary: bool = True) -> dict[str, Any]:
     """The secondary keys of every re-keyed slot of ``fp`` with their kind, slot and primary
-    key (parameters ``sec_kind``, ``sec_slot``, ``sec_primary``, ``sec_key``)."""
+    key (parameters ``sec_kind``, ``sec_slot``, ``sec_primary``, ``sec_key``), and ``fast``.
+
+    Without ``secondary`` none are sent (``fast`` is true): the statements then only tell
+    whether the query owns a hot key (:func:`touched_sql`), which is rare, and the caller runs
+    them again with the secondary keys. Computing and sending the keys of every slot costs
+    more than the rest of a ``check`` of a store without hot keys.
+    """
+    if not secondary:
+        empty = "{}"
+        return {
+            "sec_kind": empty,
+            "sec_slot": empty,
+            "sec_primary": empty,
+            "sec_key": empty,
+            "fast": True,
+        }
     params = fp.params
     kinds: list[int] = []
     slots: list[int] = []
@@ -340,24 +355,36 @@ def query_parameters(fp: Fingerprint) -> dict[str, Any]:
     for kind, owned in ((BAND, fp.band_keys), (BLOCK, fp.block_keys)):
         if not rekey.rekeyed(params, kind):
             continue
-        secondary = rekey.all_secondary_keys(
+        owned_keys = rekey.all_secondary_keys(
             params,
             kind,
             owned[None, :],
             fp.signature[None, :],
             np.array([fp.simhash], dtype=np.uint64),
         )[0]
-        count = secondary.shape[1]
-        kinds += [kind] * secondary.size
+        count = owned_keys.shape[1]
+        kinds += [kind] * owned_keys.size
         slots += np.repeat(np.arange(1, len(owned) + 1), count).tolist()
         primary += np.repeat(owned, count).tolist()
-        keys += secondary.reshape(-1).tolist()
+        keys += owned_keys.reshape(-1).tolist()
     return {
         "sec_kind": array_literal(kinds),
         "sec_slot": array_literal(slots),
         "sec_primary": array_literal(primary),
         "sec_key": array_literal(keys),
+        "fast": False,
     }
+
+
+def touched_sql(s: str) -> str:
+    """SQL: ``(kind, slot, key)`` of the query's band and block keys that are hot, read from the
+    rows ``found`` of :func:`~dedup_store.db.scoring.found_sql`, when the statement was sent
+    without secondary keys (``fast``): it must then run again with them."""
+    return (
+        f"SELECT f.kind, f.slot, f.pkey AS key FROM found f JOIN {s}.hot_keys h "
+        "ON h.kind = f.kind AND h.slot = f.slot AND h.key = f.pkey "
+        "WHERE CAST(:fast AS boolean)"
+    )
 
 
 def delete_secondary(conn: Connection, schema: str, doc_ids: Sequence[int]) -> None:

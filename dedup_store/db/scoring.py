@@ -215,12 +215,27 @@ def matches_sql(
 def _check_statement(
     schema: str, band_count: int, block_count: int, hot_limit: int, secondary: tuple[int, int]
 ) -> TextClause:
-    """The statement of :func:`check_statement` (built once: it is long and parsed for binds)."""
-    return text(matches_sql(schema, band_count, block_count, hot_limit, secondary))
+    """The statement of :func:`check_statement` (built once: it is long and parsed for binds).
+
+    Its matches, and a row of id -1 when it ran without secondary keys and the query owns a hot
+    key (run it again with them).
+    """
+    s = qualified(schema)
+    lookups = found_sql(schema, band_count, block_count, hot_limit, secondary)
+    matches = matches_sql(schema, band_count, block_count, hot_limit, secondary, "found")
+    return text(f"""
+        WITH found AS MATERIALIZED ({lookups})
+        SELECT * FROM ({matches}) m
+        UNION ALL
+        SELECT -1::bigint, NULL::text, NULL::bigint, NULL::text, NULL::float8, NULL::float8,
+               NULL::integer
+        WHERE EXISTS ({hot.touched_sql(s)})
+    """)
 
 
-def fingerprint_parameters(fp: Fingerprint) -> dict[str, Any]:
-    """The bind parameters of :func:`matches_sql` for ``fp``."""
+def fingerprint_parameters(fp: Fingerprint, secondary: bool = False) -> dict[str, Any]:
+    """The bind parameters of :func:`matches_sql` for ``fp``, with its secondary keys or
+    without them (:func:`~dedup_store.db.hot.query_parameters`)."""
     parameters: dict[str, Any] = {
         "exact": fp.exact_hash,
         "simhash": int(np.uint64(fp.simhash).view(np.int64)),
@@ -234,7 +249,7 @@ def fingerprint_parameters(fp: Fingerprint) -> dict[str, Any]:
     }
     for kind, keys in ((BAND, fp.band_keys), (BLOCK, fp.block_keys)):
         parameters.update({f"k{kind}_{i}": key for i, key in enumerate(keys.tolist(), start=1)})
-    parameters.update(hot.query_parameters(fp))
+    parameters.update(hot.query_parameters(fp, secondary))
     return parameters
 
 
@@ -245,9 +260,13 @@ def lookup_shape(fp: Fingerprint) -> tuple[int, int, int, tuple[int, int]]:
     return len(fp.band_keys), len(fp.block_keys), fp.params.hot_key_limit, counts
 
 
-def check_statement(schema: str, fp: Fingerprint) -> tuple[str, dict[str, Any]]:
-    """The statement of ``check`` (:func:`matches_sql`) and its ``:name`` parameters."""
-    return _check_statement(schema, *lookup_shape(fp)).text, fingerprint_parameters(fp)
+def check_statement(
+    schema: str, fp: Fingerprint, secondary: bool = False
+) -> tuple[str, dict[str, Any]]:
+    """The statement of ``check`` (:func:`matches_sql`) and its ``:name`` parameters, with or
+    without the secondary keys of ``fp``."""
+    parameters = fingerprint_parameters(fp, secondary)
+    return _check_statement(schema, *lookup_shape(fp)).text, parameters
 
 
 def store_edges(

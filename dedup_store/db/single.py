@@ -83,7 +83,8 @@ def _statement(
         ),
         found AS MATERIALIZED ({lookups}),
         pending AS MATERIALIZED (
-            SELECT 1 FROM ({hot.pending_keys_sql(s, secondary, hot_limit)}) p
+            SELECT 1 FROM ({hot.pending_keys_sql(s, secondary, hot_limit)}
+                           UNION ALL {hot.touched_sql(s)}) p
             WHERE NOT EXISTS (SELECT 1 FROM known) AND NOT EXISTS (SELECT 1 FROM first) LIMIT 1
         ),
         new_id AS (

@@ -11,7 +11,8 @@ from sqlalchemy import Engine, text
 
 from dedup_store import DedupStore, Document, FingerprintParams
 from dedup_store.core import rekey
-from dedup_store.db import migrate
+from dedup_store.core.fingerprint import fingerprint
+from dedup_store.db import migrate, scoring
 from tests.conftest import drop_schema
 from tests.db.corpus import PlantedCorpus
 
@@ -184,3 +185,28 @@ def test_migration_0004_up_and_down(engine: Engine, schema: str) -> None:
         assert not {"hot_keys", "secondary_keys"} & set(tables)
     migrate.upgrade(engine, schema)
     assert migrate.current(engine, schema) == migrate.head()
+
+
+def test_a_query_owning_a_hot_key_runs_again_with_its_secondary_keys(
+    engine: Engine, schemas: list[str]
+) -> None:
+    # check and add first go without secondary keys (computing and sending them costs more
+    # than the rest of a check of a store without hot keys); a query that owns a hot key is
+    # told so, and runs again with them
+    params = FingerprintParams(hot_key_limit=LIMIT)
+    with DedupStore(engine, params, schema=schemas[0]) as store:
+        store.add_many(_documents(), batch_size=1)
+        probe, cold = _edits(5, 41)[40], PlantedCorpus(9).original()
+
+        def marked(text_: str, secondary: bool) -> bool:
+            fp = fingerprint(text_, store.params)
+            statement, parameters = scoring.check_statement(schemas[0], fp, secondary)
+            with engine.connect() as conn:
+                rows = conn.execute(text(statement), parameters).all()
+            return any(row[0] == -1 for row in rows)
+
+        assert marked(probe, secondary=False)
+        assert not marked(probe, secondary=True)
+        assert not marked(cold, secondary=False)
+        assert len(store.check(probe).matches) >= 35
+        assert len(store.add("probe", probe).matches) >= 35
