@@ -23,8 +23,9 @@ from sqlalchemy import Connection
 from dedup_store.core.fingerprint import FingerprintBatch, fingerprint_valid_texts
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.scripts import guess_language
-from dedup_store.db import hot, lookup, reports, scoring, write
+from dedup_store.db import bulk, hot, lookup, reports, scoring, write
 from dedup_store.db.engine import Database
+from dedup_store.db.lookup import INDEXED, StoredKeys
 from dedup_store.db.scoring import merging_methods
 from dedup_store.errors import DedupStoreError, EmptyDocumentError
 from dedup_store.records import (
@@ -226,8 +227,14 @@ def prepare_batch(
     return PreparedBatch(documents, batch, row_position, dict(known), skipped, errors, update)
 
 
-def write_batch(conn: Connection, dest: Destination, prepared: PreparedBatch) -> BatchOutcome:
-    """Write a prepared batch in the transaction of ``conn``, holding the writers' lock."""
+def write_batch(
+    conn: Connection, dest: Destination, prepared: PreparedBatch, stored: StoredKeys = INDEXED
+) -> BatchOutcome:
+    """Write a prepared batch in the transaction of ``conn``, holding the writers' lock.
+
+    ``stored`` answers the lookups of the keys and exact hashes of stored documents: the
+    store's indexes, or memory during a bulk load.
+    """
     schema, params = dest.schema, dest.params
     dest.db.without_jit(conn)
     write.lock_writers(conn, schema)
@@ -237,10 +244,12 @@ def write_batch(conn: Connection, dest: Destination, prepared: PreparedBatch) ->
         known = {}
     rows = prepared.rows_to_insert(known)
     ids = write.allocate_ids(conn, schema, len(rows))
-    new = lookup.new_rows(conn, schema, prepared.batch, np.asarray(rows, dtype=np.int64), ids)
+    new = lookup.new_rows(
+        conn, schema, prepared.batch, np.asarray(rows, dtype=np.int64), ids, stored
+    )
     firsts = new.firsts  # exact copies have no keys of their own
     found, secondary = hot.find_candidates(
-        conn, schema, prepared.batch, new.rows[firsts], new.ids[firsts]
+        conn, schema, prepared.batch, new.rows[firsts], new.ids[firsts], stored
     )
     docs = [prepared.document_of_row(r) for r in rows]
     write.insert_documents(
@@ -253,6 +262,7 @@ def write_batch(conn: Connection, dest: Destination, prepared: PreparedBatch) ->
         [prepared.language_of_row(r) for r in rows],
         secondary,
     )
+    stored.added(new)
     edges = scoring.store_edges(conn, schema, new, found)
     mapping = write.merge_clusters(conn, schema, edges, params)
     if len(new.ids):
@@ -270,16 +280,115 @@ def ingest(
     on_error: Literal["skip", "stop"],
     on_batch: OnBatch | None,
     on_progress: OnProgress | None,
+    bulk_load: bool = False,
 ) -> IngestSummary:
-    """Stream ``records`` into the store, one transaction per batch (see
-    :meth:`dedup_store.DedupStore.ingest`)."""
+    """Stream ``records`` into the store, one transaction per batch, or all of them in one
+    bulk load (see :meth:`dedup_store.DedupStore.ingest`)."""
+    if bulk_load:
+        if update:
+            raise ValueError("a bulk load adds documents: it cannot update them")
+        return _bulk_ingest(dest, records, batch_size, on_error, on_batch, on_progress)
+    try:
+        return _stream(
+            records,
+            batch_size,
+            on_error,
+            on_batch,
+            on_progress,
+            prepare=lambda chunk, first: _prepare(dest, chunk, update, first),
+            write=lambda prepared: _write(dest, prepared),
+            pipelined=dest.db.connection is None,
+        )
+    except _StoppedAt as stop:
+        raise stop.error from None
+
+
+#: Server settings for the index builds that end a bulk load (for its transaction only).
+BULK_SETTINGS = {"maintenance_work_mem": "1GB", "max_parallel_maintenance_workers": "2"}
+
+
+def _bulk_ingest(
+    dest: Destination,
+    records: Iterable[Record],
+    batch_size: int,
+    on_error: Literal["skip", "stop"],
+    on_batch: OnBatch | None,
+    on_progress: OnProgress | None,
+) -> IngestSummary:
+    """One transaction: drop the lookup indexes, write the batches with lookups in memory,
+    build the indexes, commit (:mod:`dedup_store.db.bulk`).
+
+    A bad record with ``on_error="stop"``, or an interrupt (``KeyboardInterrupt``), ends the
+    load as in the incremental path: the batches written before it are committed (with the
+    indexes built), then the error is raised. Any other error rolls the whole load back.
+    """
+    stopped: BaseException | None = None
+    with dest.db.transaction() as conn:
+        dest.db.without_jit(conn)
+        stored = bulk.begin(conn, dest.schema, dest.params)
+        known = stored.external_ids
+
+        def prepare(chunk: list[Document], first: int) -> PreparedBatch:
+            ids = {d.id: known[d.id] for d in chunk if isinstance(d.id, str) and d.id in known}
+            return prepare_batch(chunk, dest.params, ids, False, dest.max_bytes, first)
+
+        summary = IngestSummary()
+        try:
+            summary = _stream(
+                records,
+                batch_size,
+                on_error,
+                on_batch,
+                on_progress,
+                prepare=prepare,
+                write=lambda prepared: write_batch(conn, dest, prepared, stored),
+                pipelined=True,
+            )
+        except _StoppedAt as stop:
+            stopped = stop.error
+        except KeyboardInterrupt as interrupt:
+            stopped = interrupt
+        seconds = bulk.finish(conn, dest.schema, dest.params, BULK_SETTINGS)
+    if stopped is not None:
+        raise stopped.with_traceback(None)
+    summary.bulk = True
+    summary.index_seconds = seconds["indexes"]
+    summary.seconds += sum(seconds.values())
+    return summary
+
+
+class _StoppedAt(Exception):
+    """A bad record stopped the stream (``on_error="stop"``); the batches before it are
+    written."""
+
+    def __init__(self, error: DedupStoreError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _stream(
+    records: Iterable[Record],
+    batch_size: int,
+    on_error: Literal["skip", "stop"],
+    on_batch: OnBatch | None,
+    on_progress: OnProgress | None,
+    *,
+    prepare: Callable[[list[Document], int], PreparedBatch],
+    write: Callable[[PreparedBatch], BatchOutcome],
+    pipelined: bool,
+) -> IngestSummary:
+    """Prepare and write ``records`` batch by batch.
+
+    With ``pipelined``, batch k+1 is written by a background thread while batch k+2 is
+    fingerprinted here (the writer mostly waits on the server); the first batch is written on
+    the caller's thread.
+
+    Raises:
+        _StoppedAt: a bad record with ``on_error="stop"``.
+    """
     summary = IngestSummary()
     started = time.perf_counter()
     progress = _Progress(on_progress)
-    # With our own engine, batch k+1 is written by a background thread while batch k+2 is
-    # fingerprinted here (the writer mostly waits on the server); the first batch, and every
-    # batch on a caller's Connection, is written on the caller's thread.
-    pipelined = dest.db.connection is None
     with contextlib.ExitStack() as stack:
         writer: ThreadPoolExecutor | None = None
         pending: Future[BatchOutcome] | None = None
@@ -287,20 +396,20 @@ def ingest(
         # a batch being written when the caller is interrupted is still reported
         stack.callback(lambda: _settle(pending, summary, on_batch))
         for chunk in batches(records, batch_size, BATCH_BYTES):
-            prepared = _prepare(dest, chunk, update, first)
+            prepared = prepare(chunk, first)
             first += len(chunk)
             progress.fingerprinted(len(chunk))
             if pending is not None:
                 progress.stored(_report(pending.result(), summary, on_batch))
                 pending = None
             if prepared.errors and on_error == "stop":
-                raise prepared.first_error()
+                raise _StoppedAt(prepared.first_error())
             if writer is None and pipelined and summary.documents + summary.errors > 0:
                 writer = stack.enter_context(ThreadPoolExecutor(max_workers=1))
             if writer is not None:
-                pending = writer.submit(_write, dest, prepared)
+                pending = writer.submit(write, prepared)
             else:
-                progress.stored(_report(_write(dest, prepared), summary, on_batch))
+                progress.stored(_report(write(prepared), summary, on_batch))
         if pending is not None:
             progress.stored(_report(pending.result(), summary, on_batch))
             pending = None

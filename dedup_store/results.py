@@ -231,6 +231,10 @@ class IngestSummary:
     clusters: int | None = None
     """Clusters in the store afterwards, when counted (``ingest(count_clusters=True)``)."""
     seconds: float = 0.0
+    bulk: bool = False
+    """Whether the run was one bulk load (see :meth:`DedupStore.ingest`)."""
+    index_seconds: float = 0.0
+    """Of ``seconds``, the time a bulk load spent building the store's lookup indexes."""
 
     def count(self, result: AddResult) -> None:
         """Add one result to the counts."""

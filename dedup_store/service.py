@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from typing import Any, Literal
 
 from sqlalchemy import Connection
@@ -35,6 +35,9 @@ from dedup_store.results import (
     joined_cluster,
     sorted_matches,
 )
+
+#: A load of at least this many times the documents stored is written in bulk by default.
+BULK_FACTOR = 4
 
 
 class DedupStore:
@@ -215,12 +218,20 @@ class DedupStore:
         on_batch: OnBatch | None = None,
         on_progress: OnProgress | None = None,
         count_clusters: bool = False,
+        bulk: bool | None = None,
     ) -> IngestSummary:
-        """Stream records into the store, one transaction per batch, in bounded memory.
+        """Stream records into the store, one transaction per batch, in bounded memory; or,
+        for a load large against the store, in one bulk load.
 
         Known ids are skipped (``Status.SKIPPED``) unless ``update`` replaces them, so running
         the same input twice is harmless. A bad record raises with ``on_error="stop"`` (nothing
         of its batch is written) or is reported and skipped with ``on_error="skip"``.
+
+        A bulk load (:mod:`dedup_store.db.bulk`) writes the same batches with the same results
+        in one transaction, without maintaining the key lookup indexes, and builds them at the
+        end: several times faster on a large load, but other writers and readers of the store
+        wait until it commits, and an interrupted load leaves the store as it was (run it
+        again). A bad record with ``on_error="stop"`` still commits the batches before it.
 
         Args:
             records: documents, or ``(id, text[, meta])`` tuples.
@@ -234,9 +245,15 @@ class DedupStore:
                 after each batch is fingerprinted and after it is stored.
             count_clusters: also count the store's clusters at the end (a whole-store
                 aggregate); otherwise ``IngestSummary.clusters`` is ``None``.
+            bulk: load in bulk; ``None`` decides: a bulk load when the store holds no
+                documents, or when ``records`` has a length of at least
+                :data:`BULK_FACTOR` times the documents stored; never with ``update`` or inside
+                a caller's Connection (where it must be asked for).
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
+        if bulk is None:
+            bulk = self._bulk_pays(records, update)
         summary = pipeline.ingest(
             self._destination,
             records,
@@ -245,6 +262,7 @@ class DedupStore:
             on_error=on_error,
             on_batch=on_batch,
             on_progress=on_progress,
+            bulk_load=bulk,
         )
         if count_clusters:
             summary.clusters = self.stats().clusters
@@ -346,6 +364,16 @@ class DedupStore:
         return self._db.run(work)
 
     # -- plumbing ---------------------------------------------------------------------------
+
+    def _bulk_pays(self, records: Iterable[Record], update: bool) -> bool:
+        """Whether a load of ``records`` is large against the store (see :meth:`ingest`)."""
+        if update or self._db.connection is not None:
+            return False
+        size = len(records) if isinstance(records, Sized) else 0
+        stored = self._db.read(
+            lambda conn: reports.count_documents(conn, self.schema, size // BULK_FACTOR + 1)
+        )
+        return stored == 0 or stored * BULK_FACTOR <= size
 
     def _run(self, work: Callable[[Connection], Any]) -> Any:
         return self._db.read(work)

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from dedup_store.core.arrays import I32, I64, U64
+from dedup_store.core.arrays import I32, I64, U64, ranges
 from dedup_store.core.fingerprint import FingerprintBatch
 
 #: Kinds of lookup key: LSH band keys, SimHash block keys, excerpt (sample) keys.
@@ -51,15 +51,6 @@ def sparse_excerpt_keys(keys: I32, budget: int) -> I32:
 def top32(values: U64) -> I32:
     """The high 32 bits of 64-bit hashes, as PostgreSQL ``integer``."""
     return (values >> np.uint64(32)).astype(np.uint32).view(np.int32)
-
-
-def ranges(starts: I64, ends: I64) -> I64:
-    """``concatenate([arange(s, e) for s, e in zip(starts, ends)])``, vectorized."""
-    lengths = ends - starts
-    firsts = np.cumsum(lengths) - lengths
-    positions: I64 = np.arange(int(lengths.sum()), dtype=np.int64)
-    positions += np.repeat(starts - firsts, lengths)
-    return positions
 
 
 def array_literal(values: Iterable[int]) -> str:

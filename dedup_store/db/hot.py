@@ -30,7 +30,7 @@ from dedup_store.core.fingerprint import Fingerprint, FingerprintBatch
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import bulk_copy, lookup
 from dedup_store.db.encoding import BAND, BLOCK, array_literal
-from dedup_store.db.lookup import Candidates, KeyGroup, slot_lookup
+from dedup_store.db.lookup import INDEXED, Candidates, KeyGroup, StoredKeys, slot_lookup
 from dedup_store.db.names import qualified
 
 SECONDARY_COLUMNS = ("kind", "slot", "key", "doc_id")
@@ -78,6 +78,7 @@ def find_candidates(
     batch: FingerprintBatch,
     rows: I64,
     ids: I64,
+    stored: StoredKeys = INDEXED,
 ) -> tuple[Candidates, SecondaryRows]:
     """Pairs of (older document, new document) sharing a key, the new ones not yet stored,
     with hot buckets split.
@@ -86,12 +87,13 @@ def find_candidates(
     first of their exact group). Keys that more than ``hot_key_limit`` documents (stored and
     new) share become hot (:func:`promote`); a new document's hot slots are also looked up by
     its secondary keys. Returns the candidates and the new documents' ``secondary_keys`` rows.
+    ``stored`` answers the lookups of keys of stored documents.
     """
     params = batch.params
     hot_limit = params.hot_key_limit
     groups = lookup.key_groups(batch, rows, ids)
     kinds = frozenset(kind for kind in (BAND, BLOCK) if rekey.rekeyed(params, kind))
-    found = lookup.find_keys(conn, schema, groups, hot_limit, kinds)
+    found = stored.find(conn, schema, groups, hot_limit, kinds)
     parts = lookup.found_pairs(groups, found, hot_limit)
     if not kinds or len(ids) == 0:
         return lookup.merge(*parts), SecondaryRows.concat([])
@@ -101,9 +103,9 @@ def find_candidates(
         if group.kind not in kinds:
             continue
         keys = found.uniques[number]
-        stored = lookup.stored_counts(keys, found.keys[number])
+        older = lookup.stored_counts(keys, found.keys[number])
         owners = lookup.stored_counts(keys, group.keys)
-        new_hot = keys[(stored + owners > hot_limit) & ~np.isin(keys, found.hot[number])]
+        new_hot = keys[(older + owners > hot_limit) & ~np.isin(keys, found.hot[number])]
         if len(new_hot):
             pending.append((group.kind, group.slot, new_hot))
         hot_of[number] = np.union1d(found.hot[number], new_hot)
@@ -115,6 +117,7 @@ def find_candidates(
             np.concatenate([np.full(len(k), kind) for kind, _, k in pending]),
             np.concatenate([np.full(len(k), slot) for _, slot, k in pending]),
             np.concatenate([k for _, _, k in pending]),
+            stored,
         )
     secondary, written = _secondary_groups(batch, rows, ids, groups, hot_of)
     a_more, b_more, kind_more = _secondary_pairs(conn, schema, secondary, hot_limit)
@@ -198,7 +201,13 @@ def write_secondary(conn: Connection, schema: str, rows: SecondaryRows) -> None:
 
 
 def promote(
-    conn: Connection, schema: str, params: FingerprintParams, kinds: I64, slots: I64, keys: I64
+    conn: Connection,
+    schema: str,
+    params: FingerprintParams,
+    kinds: I64,
+    slots: I64,
+    keys: I64,
+    stored: StoredKeys = INDEXED,
 ) -> int:
     """Make keys hot: record them and write the secondary keys of their stored documents.
 
@@ -221,32 +230,36 @@ def promote(
     wanted: dict[tuple[int, int], list[int]] = {}
     for kind, slot, key in added:
         wanted.setdefault((int(kind), int(slot)), []).append(int(key))
-    rows = SecondaryRows.concat(
-        [_members_rows(conn, s, params, kind, slot, wanted[kind, slot]) for kind, slot in wanted]
-    )
+    parts = []
+    for (kind, slot), slot_keys in wanted.items():
+        stored.promoted(kind, slot, slot_keys)
+        ids, primary = stored.members(conn, schema, kind, slot, slot_keys)
+        parts.append(_members_rows(conn, s, params, kind, slot, ids, primary))
+    rows = SecondaryRows.concat(parts)
     write_secondary(conn, schema, rows)
     return len(rows)
 
 
 def _members_rows(
-    conn: Connection, s: str, params: FingerprintParams, kind: int, slot: int, keys: list[int]
+    conn: Connection,
+    s: str,
+    params: FingerprintParams,
+    kind: int,
+    slot: int,
+    ids: I64,
+    primary: I64,
 ) -> SecondaryRows:
-    """The secondary keys of the stored documents owning ``keys`` in one slot (one query)."""
-    value = "array_send(o.signature)" if kind == BAND else "int8send(o.simhash)"
-    lookup = slot_lookup(s, kind, slot, "= ANY(CAST(:keys AS bigint[]))")
-    row = conn.execute(
-        text(
-            "SELECT array_agg(f.id ORDER BY f.id), array_agg(f.key ORDER BY f.id), "
-            f"string_agg(f.value, ''::bytea ORDER BY f.id) FROM ("
-            f"SELECT l.id, l.key, {value} AS value FROM ({lookup}) l "
-            f"JOIN {s}.documents o ON o.id = l.id) f"
-        ),
-        {"keys": array_literal(keys)},
-    ).one()
-    if row[0] is None:
+    """The secondary keys of stored documents ``ids`` owning keys ``primary`` in one slot."""
+    if len(ids) == 0:
         return SecondaryRows.concat([])
-    ids, primary = np.array(row[0], dtype=np.int64), np.array(row[1], dtype=np.int64)
-    blob = bytes(row[2])
+    value = "array_send(signature)" if kind == BAND else "int8send(simhash)"
+    blob = conn.execute(
+        text(
+            f"SELECT string_agg({value}, ''::bytea ORDER BY id) FROM {s}.documents "
+            "WHERE id = ANY(CAST(:ids AS bigint[]))"
+        ),
+        {"ids": array_literal(ids.tolist())},
+    ).scalar_one()
     if kind == BAND:
         width = _ARRAY_HEADER + 8 * params.num_perm
         matrix = np.frombuffer(blob, dtype=np.uint8).reshape(len(ids), width)[:, _ARRAY_HEADER:]

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I64
+from dedup_store.core.arrays import I64, ranges
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.mixing import mix64
 from dedup_store.db.encoding import (
@@ -33,7 +34,6 @@ from dedup_store.db.encoding import (
     KEY_COLUMNS,
     SAMPLE,
     array_literal,
-    ranges,
     sample_columns,
 )
 from dedup_store.db.names import qualified
@@ -378,22 +378,104 @@ class NewRows:
 
 
 def new_rows(
-    conn: Connection, schema: str, batch: FingerprintBatch, rows: I64, ids: I64
+    conn: Connection,
+    schema: str,
+    batch: FingerprintBatch,
+    rows: I64,
+    ids: I64,
+    stored: StoredKeys | None = None,
 ) -> NewRows:
     """The batch's ``rows`` to be written with ids ``ids``, each with the first document of its
     exact group (stored, or an earlier row of the batch)."""
     hashes = [batch.exact_hashes[r] for r in rows.tolist()]
-    rows_found = conn.execute(
-        text(
-            f"SELECT exact_hash, id FROM {qualified(schema, 'documents')} "
-            "WHERE exact_hash = ANY(:hashes) AND exact_of IS NULL"
-        ),
-        {"hashes": list(set(hashes))},
-    )
-    first_of: dict[bytes, int] = {bytes(row[0]): int(row[1]) for row in rows_found}
+    first_of = (stored or INDEXED).firsts(conn, schema, list(set(hashes)))
     exact_of = np.zeros(len(rows), dtype=np.int64)
     for position, (digest, doc_id) in enumerate(zip(hashes, ids.tolist(), strict=True)):
         first = first_of.setdefault(digest, doc_id)
         if first != doc_id:
             exact_of[position] = first
     return NewRows(batch, rows, ids, exact_of)
+
+
+class StoredKeys(Protocol):
+    """Where a write finds what the documents stored before it own: the store's indexes
+    (:data:`INDEXED`) or, during a bulk load, memory (:class:`dedup_store.db.bulk.LoadedKeys`).
+    """
+
+    def find(
+        self,
+        conn: Connection,
+        schema: str,
+        groups: list[KeyGroup],
+        hot_limit: int,
+        hot_kinds: frozenset[int],
+    ) -> Found:
+        """What :func:`find_keys` returns."""
+        ...
+
+    def members(
+        self, conn: Connection, schema: str, kind: int, slot: int, keys: list[int]
+    ) -> tuple[I64, I64]:
+        """``(ids, keys)`` of the stored documents owning ``keys`` in one slot, by id."""
+        ...
+
+    def firsts(self, conn: Connection, schema: str, hashes: list[bytes]) -> dict[bytes, int]:
+        """``{exact hash: id}`` of the stored first documents of the exact groups ``hashes``."""
+        ...
+
+    def promoted(self, kind: int, slot: int, keys: list[int]) -> None:
+        """``keys`` of a slot became hot."""
+        ...
+
+    def added(self, new: NewRows) -> None:
+        """The rows of ``new`` were written."""
+        ...
+
+
+class IndexedKeys:
+    """:class:`StoredKeys` answered by the store's tables and indexes."""
+
+    def find(
+        self,
+        conn: Connection,
+        schema: str,
+        groups: list[KeyGroup],
+        hot_limit: int,
+        hot_kinds: frozenset[int],
+    ) -> Found:
+        return find_keys(conn, schema, groups, hot_limit, hot_kinds)
+
+    def members(
+        self, conn: Connection, schema: str, kind: int, slot: int, keys: list[int]
+    ) -> tuple[I64, I64]:
+        probe = slot_lookup(qualified(schema), kind, slot, "= ANY(CAST(:keys AS bigint[]))")
+        rows = conn.execute(
+            text(
+                "SELECT array_agg(l.id ORDER BY l.id), array_agg(l.key ORDER BY l.id) "
+                f"FROM ({probe}) l"
+            ),
+            {"keys": array_literal(keys)},
+        ).one()
+        if rows[0] is None:
+            empty = np.empty(0, dtype=np.int64)
+            return empty, empty
+        return np.array(rows[0], dtype=np.int64), np.array(rows[1], dtype=np.int64)
+
+    def firsts(self, conn: Connection, schema: str, hashes: list[bytes]) -> dict[bytes, int]:
+        rows = conn.execute(
+            text(
+                f"SELECT exact_hash, id FROM {qualified(schema, 'documents')} "
+                "WHERE exact_hash = ANY(:hashes) AND exact_of IS NULL"
+            ),
+            {"hashes": hashes},
+        )
+        return {bytes(row[0]): int(row[1]) for row in rows}
+
+    def promoted(self, kind: int, slot: int, keys: list[int]) -> None:
+        pass  # recorded in hot_keys
+
+    def added(self, new: NewRows) -> None:
+        pass  # the rows' index entries were written with them
+
+
+INDEXED = IndexedKeys()

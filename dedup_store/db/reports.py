@@ -138,3 +138,9 @@ def stats_row(conn: Connection, schema: str, params: FingerprintParams) -> dict[
         "edges": sum(by_method.values()),
         "edges_by_method": by_method,
     }
+
+
+def count_documents(conn: Connection, schema: str, limit: int) -> int:
+    """The number of stored documents, counting no further than ``limit``."""
+    statement = f"SELECT count(*) FROM (SELECT 1 FROM {qualified(schema, 'documents')} LIMIT :n) d"
+    return int(conn.execute(text(statement), {"n": limit}).scalar_one())

@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I64
+from dedup_store.core.arrays import I64, ranges
 from dedup_store.core.clustering import components, merge_labels
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import bulk_copy, hot
-from dedup_store.db.encoding import ranges, sample_columns, top32
+from dedup_store.db.encoding import sample_columns, top32
 from dedup_store.db.lookup import NewRows
 from dedup_store.db.names import qualified
 from dedup_store.db.scoring import merging_methods

@@ -19,7 +19,7 @@ from dedup_store.inputs import apply_error_policy, read_inputs
 from dedup_store.results import Document
 from dedup_store.spark import ingest_dataframe, ingest_records
 from tests.conftest import drop_schema
-from tests.spark.compare import snapshot
+from tests.snapshots import snapshot
 from tests.spark.corpora import real_documents
 
 EXAMPLES = str(Path(__file__).resolve().parents[2] / "examples")

@@ -1,0 +1,87 @@
+"""An in-memory index of keys to documents, for loads that do without the database's indexes.
+
+A bulk load (:mod:`dedup_store.db.bulk`) writes documents without their per-slot key indexes and
+answers its key lookups from here instead. Each lookup only ever needs the ``cap`` oldest
+documents of a key (the store's lookups read at most ``hot_key_limit + 1`` of them), so the
+index keeps no more than that per key and level.
+
+Each group of keys (a key kind and slot) is a short list of levels, each a pair of arrays
+sorted by ``(key, document id)``. Documents arrive in ascending id order, one batch at a time;
+a batch becomes a new level, and the newest levels are merged while the newest is at least half
+the size of the one before it, so a group holds O(log n) levels and each key is moved O(log n)
+times. A lookup is one binary search per level.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+import numpy as np
+
+from dedup_store.core.arrays import I64, ranges
+
+
+class KeyIndex:
+    """Keys of documents added in ascending id order, per group, with lookups of each key's
+    ``cap`` oldest documents (``cap`` 0: all of them)."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._levels: dict[Hashable, list[tuple[I64, I64]]] = {}
+
+    def add(self, group: Hashable, keys: I64, ids: I64) -> None:
+        """Add ``keys[i]`` of document ``ids[i]``; every id must exceed those added before."""
+        if len(keys) == 0:
+            return
+        levels = self._levels.setdefault(group, [])
+        levels.append(self._sorted(keys.astype(np.int64), ids.astype(np.int64)))
+        while len(levels) > 1 and 2 * len(levels[-1][0]) >= len(levels[-2][0]):
+            newer = levels.pop()
+            older = levels.pop()
+            keys = np.concatenate([older[0], newer[0]])
+            ids = np.concatenate([older[1], newer[1]])
+            # the older level comes first, so a stable sort by key keeps ids ascending per key
+            order = np.argsort(keys, kind="stable")
+            levels.append(self._capped(keys[order], ids[order]))
+
+    def find(self, group: Hashable, keys: I64) -> tuple[I64, I64]:
+        """``(ids, keys)``: the ``cap`` oldest documents of each of the distinct, sorted
+        ``keys``, ordered by key then id."""
+        found_ids, found_keys = [], []
+        for level_keys, level_ids in self._levels.get(group, []):
+            lo = np.searchsorted(level_keys, keys, side="left")
+            hi = np.searchsorted(level_keys, keys, side="right")
+            hit = hi > lo
+            if not hit.any():
+                continue
+            at = ranges(lo[hit], hi[hit])
+            found_ids.append(level_ids[at])
+            found_keys.append(level_keys[at])
+        if not found_ids:
+            empty = np.empty(0, dtype=np.int64)
+            return empty, empty
+        ids, keys = np.concatenate(found_ids), np.concatenate(found_keys)
+        if len(found_ids) > 1:
+            order = np.lexsort((ids, keys))
+            ids, keys = self._capped_pair(keys[order], ids[order])
+        return ids, keys
+
+    def size(self) -> int:
+        """Entries held (after capping), over all groups."""
+        return sum(len(keys) for levels in self._levels.values() for keys, _ in levels)
+
+    def _sorted(self, keys: I64, ids: I64) -> tuple[I64, I64]:
+        order = np.lexsort((ids, keys))
+        return self._capped(keys[order], ids[order])
+
+    def _capped(self, keys: I64, ids: I64) -> tuple[I64, I64]:
+        """Sorted ``(keys, ids)`` without the entries past the ``cap`` first of each key."""
+        if not self.cap or len(keys) == 0:
+            return keys, ids
+        rank = np.arange(len(keys)) - np.searchsorted(keys, keys, side="left")
+        keep = rank < self.cap
+        return keys[keep], ids[keep]
+
+    def _capped_pair(self, keys: I64, ids: I64) -> tuple[I64, I64]:
+        keys, ids = self._capped(keys, ids)
+        return ids, keys

@@ -1,0 +1,162 @@
+"""Bulk loads: a load large against the store, written without per-key index maintenance.
+
+A bulk load is one transaction holding the writers' lock. It drops the indexes that only key
+lookups use (the per-slot band and block key indexes, the excerpt keys' index and the exact
+hash index), answers those lookups from memory (:class:`LoadedKeys`, seeded with what the store
+held before), writes its batches as the incremental path does (same batches, same candidates,
+same verification in SQL, same clusters), then builds the dropped indexes in bulk and commits.
+
+So a killed load leaves the store as it was before it (the dropped indexes come back with the
+rollback), and running it again completes it. Until it commits, readers of the store wait on
+its lock (they never see a store without its indexes).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+import numpy as np
+from sqlalchemy import Connection, text
+
+from dedup_store.core.arrays import I64
+from dedup_store.core.keyindex import KeyIndex
+from dedup_store.core.params import FingerprintParams
+from dedup_store.db import ddl, write
+from dedup_store.db.encoding import BAND, BLOCK, SAMPLE, int4_array
+from dedup_store.db.lookup import Found, KeyGroup, NewRows, key_groups
+from dedup_store.db.names import qualified, quote
+
+#: Indexes of the store's tables that only key lookups use: dropped for a bulk load.
+LOOKUP_INDEXES = (("sample_keys", "sample_keys_lookup"), ("documents", "documents_exact_hash"))
+
+
+class LoadedKeys:
+    """The keys, exact hashes and hot keys of the documents stored before a batch, in memory
+    (a :class:`~dedup_store.db.lookup.StoredKeys` for a load without the lookup indexes).
+
+    Attributes:
+        external_ids: ``{external id: id}`` of the documents stored before the load.
+    """
+
+    def __init__(self, params: FingerprintParams) -> None:
+        # a lookup reads at most hot_key_limit + 1 documents of a key, the oldest ones
+        self._index = KeyIndex(params.hot_key_limit + 1 if params.hot_key_limit else 0)
+        self._exact: dict[bytes, int] = {}
+        self._hot: dict[tuple[int, int], set[int]] = {}
+        self.external_ids: dict[str, int] = {}
+
+    def find(
+        self,
+        conn: Connection,
+        schema: str,
+        groups: list[KeyGroup],
+        hot_limit: int,
+        hot_kinds: frozenset[int],
+    ) -> Found:
+        found = Found([], [], [], [])
+        for group in groups:
+            keys = np.unique(group.keys)
+            ids, found_keys = self._index.find((group.kind, group.slot), keys)
+            hot = self._hot.get((group.kind, group.slot), set())
+            hot_keys = np.empty(0, dtype=np.int64)
+            if group.kind in hot_kinds and hot:
+                hot_keys = keys[np.isin(keys, np.fromiter(hot, np.int64, len(hot)))]
+            found.ids.append(ids)
+            found.keys.append(found_keys)
+            found.uniques.append(keys)
+            found.hot.append(hot_keys)
+        return found
+
+    def members(
+        self, conn: Connection, schema: str, kind: int, slot: int, keys: list[int]
+    ) -> tuple[I64, I64]:
+        # a key that is not hot has at most hot_key_limit stored documents: all are found
+        ids, found_keys = self._index.find((kind, slot), np.unique(np.array(keys, np.int64)))
+        order = np.argsort(ids)
+        return ids[order], found_keys[order]
+
+    def firsts(self, conn: Connection, schema: str, hashes: list[bytes]) -> dict[bytes, int]:
+        return {h: self._exact[h] for h in hashes if h in self._exact}
+
+    def promoted(self, kind: int, slot: int, keys: list[int]) -> None:
+        self._hot.setdefault((kind, slot), set()).update(keys)
+
+    def added(self, new: NewRows) -> None:
+        firsts = new.firsts
+        rows, ids = new.rows[firsts], new.ids[firsts]
+        for group in key_groups(new.batch, rows, ids):
+            self._index.add((group.kind, group.slot), group.keys, group.docs)
+        hashes = new.batch.exact_hashes
+        self._exact.update(zip((hashes[r] for r in rows.tolist()), ids.tolist(), strict=True))
+
+    def load(self, conn: Connection, schema: str) -> None:
+        """Read what the store holds: its first documents' keys and exact hashes, its excerpt
+        keys, its hot keys and its external ids (one scan of each table)."""
+        s = qualified(schema)
+        rows = conn.execute(
+            text(
+                f"SELECT id, exact_hash, band_keys, block_keys, exact_of IS NULL, external_id "
+                f"FROM {s}.documents ORDER BY id"
+            )
+        ).all()
+        firsts = [row for row in rows if row[4]]
+        self.external_ids = {row[5]: int(row[0]) for row in rows}
+        if firsts:
+            ids = np.array([row[0] for row in firsts], dtype=np.int64)
+            self._exact = {bytes(row[1]): int(row[0]) for row in firsts}
+            for kind, column in ((BAND, 2), (BLOCK, 3)):
+                matrix = np.array([row[column] for row in firsts], dtype=np.int64)
+                for slot in range(matrix.shape[1]):
+                    self._index.add((kind, slot + 1), matrix[:, slot], ids)
+        samples = conn.execute(
+            text(
+                f"SELECT array_send(array_agg(key ORDER BY doc_id)), "
+                f"array_agg(doc_id ORDER BY doc_id) FROM {s}.sample_keys"
+            )
+        ).one()
+        if samples[1] is not None:
+            keys = int4_array(samples[0]).astype(np.int64)
+            self._index.add((SAMPLE, 0), keys, np.array(samples[1], dtype=np.int64))
+        for kind, slot, key in conn.execute(text(f"SELECT kind, slot, key FROM {s}.hot_keys")):
+            self._hot.setdefault((int(kind), int(slot)), set()).add(int(key))
+
+
+def begin(conn: Connection, schema: str, params: FingerprintParams) -> LoadedKeys:
+    """Start a bulk load in the transaction of ``conn``: lock out other writers, drop the
+    lookup indexes, and read what the store holds into memory."""
+    write.lock_writers(conn, schema)
+    for _table, name in LOOKUP_INDEXES:
+        conn.execute(text(f"DROP INDEX IF EXISTS {qualified(schema, name)}"))
+    for name, _column, _slot in ddl.key_indexes(params):
+        conn.execute(text(f"DROP INDEX IF EXISTS {qualified(schema, name)}"))
+    loaded = LoadedKeys(params)
+    loaded.load(conn, schema)
+    return loaded
+
+
+def finish(
+    conn: Connection, schema: str, params: FingerprintParams, settings: Mapping[str, str]
+) -> dict[str, float]:
+    """Build the indexes :func:`begin` dropped and refresh the planner's statistics.
+
+    Args:
+        settings: server settings for the rest of the transaction (``SET LOCAL``), such as
+            ``maintenance_work_mem``.
+
+    Returns:
+        Seconds spent building the indexes (``indexes``) and analyzing (``analyze``).
+    """
+    for name, value in settings.items():
+        conn.execute(text("SELECT set_config(:name, :value, true)"), {"name": name, "value": value})
+    started = time.perf_counter()
+    metadata = ddl.build_metadata(schema)
+    for table, name in LOOKUP_INDEXES:
+        index = next(i for i in metadata.tables[f"{schema}.{table}"].indexes if i.name == name)
+        index.create(conn)
+    ddl.create_key_indexes(conn, schema, ddl.key_indexes(params))
+    built = time.perf_counter()
+    s = qualified(schema)
+    for table in write.TABLES:
+        conn.execute(text(f"ANALYZE {s}.{quote(table)}"))
+    return {"indexes": built - started, "analyze": time.perf_counter() - built}

@@ -1,0 +1,227 @@
+"""Bulk loads: the same store as the incremental path, indexes rebuilt, all or nothing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, text
+
+from dedup_store import AddResult, DedupStore, Document, FingerprintParams
+from dedup_store.errors import EmptyDocumentError
+from dedup_store.inputs import read_inputs
+from tests.conftest import drop_schema
+from tests.db.corpus import PlantedCorpus
+from tests.db.test_hot_keys import _edits
+from tests.snapshots import snapshot
+from tests.spark.corpora import real_documents
+
+EXAMPLES = str(Path(__file__).resolve().parents[2] / "examples")
+
+
+@pytest.fixture
+def other_schema(engine: Engine) -> Iterator[str]:
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    yield name
+    drop_schema(engine, name)
+
+
+def _load(
+    engine: Engine, schema: str, docs: list[Any], bulk: bool, params: FingerprintParams, **kw: Any
+) -> list[AddResult]:
+    results: list[AddResult] = []
+    with DedupStore(engine, params, schema=schema) as store:
+        summary = store.ingest(
+            docs, bulk=bulk, on_batch=lambda done, _errors: results.extend(done), **kw
+        )
+    assert summary.bulk is bulk
+    return results
+
+
+def _tables(engine: Engine, schema: str) -> dict[str, Any]:
+    """What a snapshot leaves out: hot keys, secondary keys, and the indexes with their
+    definitions (schema name removed)."""
+    s = f'"{schema}"'
+    with engine.connect() as conn:
+        hot = conn.execute(text(f"SELECT * FROM {s}.hot_keys ORDER BY 1, 2, 3")).all()
+        secondary = conn.execute(
+            text(f"SELECT * FROM {s}.secondary_keys ORDER BY 1, 2, 3, 4")
+        ).all()
+        indexes = conn.execute(
+            text("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = :s ORDER BY 1"),
+            {"s": schema},
+        ).all()
+    return {
+        "hot": [tuple(r) for r in hot],
+        "secondary": [tuple(r) for r in secondary],
+        "indexes": [(name, d.replace(schema, "S")) for name, d in indexes],
+    }
+
+
+def _assert_same(engine: Engine, incremental: str, bulk: str) -> dict[str, Any]:
+    expected, actual = snapshot(engine, incremental), snapshot(engine, bulk)
+    for part in ("documents", "sample_keys", "edges", "clusters"):
+        assert actual[part] == expected[part], part
+    assert actual["labels_are_members"]
+    assert _tables(engine, bulk) == _tables(engine, incremental)
+    return actual
+
+
+def _hot_documents() -> list[Document]:
+    """120 edits of one text (hot band and block keys at a limit of 5) among 60 others."""
+    docs = [Document(f"e{i}", t) for i, t in enumerate(_edits(11, 120))]
+    corpus = PlantedCorpus(12)
+    docs += [Document(f"d{i}", corpus.original()) for i in range(60)]
+    docs += corpus.families(20, prefix="f")
+    return corpus.shuffled(docs)
+
+
+@pytest.mark.parametrize(
+    ("corpus", "params", "batch_size"),
+    [
+        ("examples", FingerprintParams(), 7),
+        ("real", FingerprintParams(), 500),
+        ("hot", FingerprintParams(hot_key_limit=5), 16),
+        ("hot", FingerprintParams(hot_key_limit=0), 16),
+    ],
+)
+def test_a_bulk_load_stores_what_the_incremental_path_stores(
+    engine: Engine,
+    schema: str,
+    other_schema: str,
+    corpus: str,
+    params: FingerprintParams,
+    batch_size: int,
+) -> None:
+    docs: list[Any] = {
+        "examples": lambda: list(read_inputs([EXAMPLES])),
+        "real": real_documents,
+        "hot": _hot_documents,
+    }[corpus]()
+    kw = {"batch_size": batch_size, "on_error": "skip"}
+    one_by_one = _load(engine, schema, docs, False, params, **kw)
+    in_bulk = _load(engine, other_schema, docs, True, params, **kw)
+    assert in_bulk == one_by_one
+    stored = _assert_same(engine, schema, other_schema)
+    assert len(stored["edges"]) > 10
+    if params.hot_key_limit:
+        assert _tables(engine, other_schema)["secondary"] or corpus != "hot"
+
+
+def test_a_bulk_load_into_a_stored_corpus_meets_the_stored_documents(
+    engine: Engine, schema: str, other_schema: str
+) -> None:
+    docs: list[Any] = _hot_documents()
+    params = FingerprintParams(hot_key_limit=5)
+    head, tail = docs[:70], docs[70:]
+    for name, bulk in ((schema, False), (other_schema, True)):
+        _load(engine, name, head, False, params, batch_size=16)
+        _load(engine, name, tail + head[:5], bulk, params, batch_size=16)
+    _assert_same(engine, schema, other_schema)
+    with DedupStore(engine, schema=other_schema) as store:
+        assert store.check(docs[3].text).matches
+
+
+def test_ingest_chooses_a_bulk_load_for_a_load_large_against_the_store(
+    engine: Engine, schema: str
+) -> None:
+    corpus = PlantedCorpus(3)
+    docs = [Document(f"d{i}", corpus.original()) for i in range(50)]
+    with DedupStore(engine, schema=schema) as store:
+        assert store.ingest(docs[:5]).bulk  # empty store
+        assert not store.ingest(docs[5:10]).bulk  # twice the store
+        assert not store.ingest(docs[:10], update=True).bulk
+        assert store.ingest(docs[10:50]).bulk  # four times the store
+        assert not store.ingest(iter(docs[:3])).bulk  # size unknown, store not empty
+        assert store.stats().documents == 50
+
+
+def test_a_bad_record_stops_a_bulk_load_after_committing_the_batches_before_it(
+    engine: Engine, schema: str, other_schema: str
+) -> None:
+    corpus = PlantedCorpus(4)
+    docs = [Document(f"d{i}", corpus.original()) for i in range(30)]
+    docs.insert(25, Document("bad", "... !!! ..."))
+    for name, bulk in ((schema, False), (other_schema, True)):
+        with DedupStore(engine, schema=name) as store, pytest.raises(EmptyDocumentError):
+            store.ingest(docs, batch_size=10, bulk=bulk)
+    _assert_same(engine, schema, other_schema)
+    with DedupStore(engine, schema=other_schema) as store:
+        assert store.stats().documents == 20
+        assert store.check(docs[4].text).matches[0].external_id == "d4"
+
+
+KILLED_LOAD = textwrap.dedent(
+    """
+    import os, signal, sys
+    from dedup_store import DedupStore
+    from tests.spark.corpora import real_documents
+
+    url, schema, after = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+    def progress(fingerprinted, stored):
+        if stored >= after:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    with DedupStore(url, schema=schema) as store:
+        store.ingest(real_documents(), batch_size=300, on_error="skip", bulk=True,
+                     on_progress=progress)
+    """
+)
+
+
+def test_a_killed_bulk_load_leaves_the_store_as_it_was_and_a_rerun_completes_it(
+    engine: Engine, database_url: str, schema: str, other_schema: str
+) -> None:
+    docs: list[Any] = real_documents()
+    head = docs[:400]
+    for name in (schema, other_schema):
+        _load(engine, name, head, False, FingerprintParams(), batch_size=300)
+    before = _tables(engine, schema)
+    root = Path(__file__).resolve().parents[2]
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_LOAD, database_url, schema, "1500"],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert _tables(engine, schema) == before  # the indexes dropped by the load are back
+    with DedupStore(engine, schema=schema) as store:
+        assert store.stats().documents == len(head)
+        assert store.check(head[0][1]).matches
+        summary = store.ingest(docs, batch_size=300, on_error="skip", bulk=True)
+    assert summary.skipped == len(head)
+    _load(engine, other_schema, docs, True, FingerprintParams(), batch_size=300, on_error="skip")
+    # the killed load drew ids from the store's sequence: compare by external id
+    assert _by_external_id(engine, schema) == _by_external_id(engine, other_schema)
+
+
+def _by_external_id(engine: Engine, schema: str) -> dict[str, Any]:
+    s = f'"{schema}"'
+    with engine.connect() as conn:
+        edges = conn.execute(
+            text(
+                f"SELECT x.external_id, y.external_id, e.method, e.jaccard, e.hamming "
+                f"FROM {s}.edges e JOIN {s}.documents x ON x.id = e.a "
+                f"JOIN {s}.documents y ON y.id = e.b ORDER BY 1, 2"
+            )
+        ).all()
+        documents = conn.execute(
+            text(f"SELECT external_id, simhash, exact_of IS NULL FROM {s}.documents ORDER BY 1")
+        ).all()
+    return {
+        "edges": [tuple(r) for r in edges],
+        "documents": [tuple(r) for r in documents],
+        "clusters": snapshot(engine, schema)["clusters"],
+    }
