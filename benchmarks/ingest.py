@@ -1,29 +1,32 @@
-"""Bulk ingest into PostgreSQL: throughput, ``check`` latency, storage, against datasketch.
+"""Bulk and incremental ingest into PostgreSQL: throughput, ``check`` latency, storage, against
+datasketch.
 
-One run, on one seeded corpus (:mod:`benchmarks.ingest_corpus`):
+One run, on one seeded corpus (:mod:`benchmarks.ingest_corpus`) of ``--docs`` documents plus
+``--append`` more:
 
 1. The documents are generated into a temporary file before any timer starts (printed as
-   ``generated before timing``); the timed ingest reads that file line by line, as an ingest of
+   ``generated before timing``); the timed ingests read that file line by line, as an ingest of
    a dump would (``reading the file alone``: a tenth of a second per 100k short documents).
-2. ``DedupStore.ingest`` writes them into a fresh schema of the test database (default
-   parameters, ``keep_text`` off): fingerprints, band, block and excerpt keys, edges, clusters.
-   The rate is documents over the wall time of that one call; each batch's completion is
-   timestamped (``on_batch``) to give the rate of every 10 % slice of the documents.
-3. ``check`` latency over ``--check-queries`` texts (half near-duplicates of documents at random
-   positions of the store, half new documents), 50 untimed warm-up calls first. Each latency is
-   one ``DedupStore.check`` call: fingerprinting the raw text and the one SQL statement. It is
-   timed on the store as the ingest left it (200 queries), then after ``ANALYZE`` of its tables
-   (all queries; ``--no-analyze`` skips this): without autovacuum the planner has no statistics
-   of the new tables. The server's ``autovacuum`` setting is printed.
-4. Storage: ``pg_total_relation_size`` (heap, TOAST, indexes) of the fingerprint tables divided
+2. **Load**: ``DedupStore.ingest`` of the first ``--docs`` documents into a fresh schema of the
+   test database (default parameters, ``keep_text`` off). On an empty store this is a bulk load
+   (``--no-bulk`` forces the incremental path): fingerprints, keys, edges, clusters, and the
+   lookup indexes built, so ``check`` is ready when the call returns. The rate is documents
+   over the wall time of that one call; each batch's completion is timestamped (``on_batch``)
+   to give the rate of every 10 % slice.
+3. **Append**: the next ``--append`` documents, incrementally (``bulk=False``), into that store.
+4. ``check`` latency over ``--check-queries`` texts (half near-duplicates of documents at random
+   positions of the store, half new documents), 50 untimed warm-up calls first, on the store as
+   the ingests left it, then after ``ANALYZE`` (``--no-analyze`` skips this).
+5. Storage: ``pg_total_relation_size`` (heap, TOAST, indexes) of the fingerprint tables divided
    by the number of documents (``documents.body`` is NULL: ``keep_text`` is off).
-5. Peers, on the first ``--peer-docs`` documents of the same file: datasketch ``MinHashLSH(
-   threshold=0.8, num_perm=84)`` in memory and with its Redis storage. Timed for inserts:
-   ``MinHash.bulk`` over the documents' shingles (chunks of 5,000) plus ``insert`` of every
-   MinHash in an ``insertion_session`` (closing the session, which flushes Redis, included).
-   Timed for queries: ``MinHash.update_batch`` over the query's shingles plus ``query``. Not
-   timed: the peers' input, the same canonical tokens as ours cut into ``shingle_size``-word
-   shingles as UTF-8 bytes (printed as ``peer input``); our figures include that work.
+6. **Incremental baseline**: the first ``--incremental-docs`` documents into another fresh
+   schema with ``bulk=False`` (one transaction per batch, indexes maintained per row): the rate
+   the load is compared with, and the rate into an empty store the append is compared with.
+7. Peers, on the first ``--peer-docs`` documents: datasketch ``MinHashLSH(threshold=0.8,
+   num_perm=84)`` in memory (and with its Redis storage unless ``--no-redis``). End to end:
+   shingling (lower-cased words split on white space, ``shingle_size``-word shingles as UTF-8
+   bytes), ``MinHash.bulk`` (chunks of 5,000) and ``insert`` in an ``insertion_session``. Queries:
+   shingling, ``MinHash.update_batch`` and ``query``.
 
 Run it as ``python -m benchmarks.ingest`` (see ``--help``).
 """
@@ -45,7 +48,6 @@ from typing import Any
 import numpy as np
 import sqlalchemy as sa
 
-from benchmarks.fingerprint import word_shingles
 from benchmarks.ingest_corpus import GeneratedFile, IngestCorpus, read_documents
 from dedup_store import (
     AddResult,
@@ -57,7 +59,7 @@ from dedup_store import (
     pipeline,
 )
 from dedup_store.config import normalize_url
-from dedup_store.core import FingerprintParams, canonical_tokens
+from dedup_store.core import FingerprintParams
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
 TABLES = ("documents", "sample_keys", "edges")
@@ -101,8 +103,11 @@ class IngestRun:
         return rows
 
 
-def ingest(store: DedupStore, path: Path, batch_size: int) -> IngestRun:
-    """Ingest the file into the store, timing the call and each batch."""
+def ingest(
+    store: DedupStore, path: Path, batch_size: int, span: tuple[int, int], bulk: bool | None
+) -> IngestRun:
+    """Ingest ``span`` = ``(first, count)`` documents of the file, timing the call and each
+    batch (``bulk``: as :meth:`DedupStore.ingest`)."""
     marks: list[tuple[int, float]] = []
     count = 0
 
@@ -111,13 +116,24 @@ def ingest(store: DedupStore, path: Path, batch_size: int) -> IngestRun:
         count += len(results) + len(errors)
         marks.append((count, time.perf_counter() - started))
 
-    records = (Document(i, text) for i, text in read_documents(path))
+    first, limit = span
+    records = (Document(i, text) for i, text in read_documents(path, limit, first))
     started = time.perf_counter()
-    summary = store.ingest(records, batch_size=batch_size, on_batch=on_batch, count_clusters=True)
-    return IngestRun(time.perf_counter() - started, summary, marks)
+    summary = store.ingest(records, batch_size=batch_size, on_batch=on_batch, bulk=bulk)
+    seconds = time.perf_counter() - started
+    marks.append((count, seconds))
+    summary.clusters = store.stats().clusters  # not timed: a whole-store aggregate
+    return IngestRun(seconds, summary, marks)
 
 
-def profiled_ingest(store: DedupStore, path: Path, batch_size: int, lines: int) -> IngestRun:
+def profiled_ingest(
+    store: DedupStore,
+    path: Path,
+    batch_size: int,
+    span: tuple[int, int],
+    bulk: bool | None,
+    lines: int,
+) -> IngestRun:
     """:func:`ingest` under pyinstrument, printing the call trees of both threads.
 
     ``DedupStore.ingest`` fingerprints on the calling thread while a writer thread runs the SQL
@@ -138,7 +154,7 @@ def profiled_ingest(store: DedupStore, path: Path, batch_size: int, lines: int) 
     pipeline.write_batch = profiled_write  # the writer thread's per-batch call
     main.start()
     try:
-        run = ingest(store, path, batch_size)
+        run = ingest(store, path, batch_size, span, bulk)
     finally:
         main.stop()
         pipeline.write_batch = write_batch
@@ -254,19 +270,23 @@ class PeerRun:
     query_latencies: dict[str, list[float]] = dataclasses.field(default_factory=dict)
 
     def insert_rate(self, backend: str) -> float:
-        """Documents per second: MinHash computation plus inserts."""
-        return self.documents / (self.minhash_seconds + self.insert_seconds[backend])
+        """Documents per second end to end: shingling, MinHash computation and inserts."""
+        seconds = self.prep_seconds + self.minhash_seconds + self.insert_seconds[backend]
+        return self.documents / seconds
 
     def query_rate(self, backend: str) -> float:
-        """Queries per second: MinHash computation plus the LSH query."""
+        """Queries per second: shingling, MinHash computation and the LSH query."""
         return 1000 * self.queries / sum(self.query_latencies[backend])
 
 
-def _shingles(texts: Sequence[str], params: FingerprintParams) -> list[list[bytes]]:
-    return [
-        [s.encode("utf-8") for s in word_shingles(canonical_tokens(t, params), params.shingle_size)]
-        for t in texts
-    ]
+def _shingles(texts: Sequence[str], size: int) -> list[list[bytes]]:
+    """What a datasketch user feeds it: ``size``-word shingles of the lower-cased words."""
+    shingles = []
+    for text in texts:
+        words = text.lower().split()
+        count = max(1, len(words) - size + 1)
+        shingles.append([" ".join(words[i : i + size]).encode("utf-8") for i in range(count)])
+    return shingles
 
 
 class _Clock(dict[str, float]):
@@ -317,7 +337,7 @@ def run_peers(
         }
         for chunk in _chunks(read_documents(path, count), PEER_CHUNK):
             now = time.perf_counter()
-            shingles = _shingles([text for _, text in chunk], params)
+            shingles = _shingles([text for _, text in chunk], params.shingle_size)
             now = clock.add("prep", now)
             minhashes = MinHash.bulk(shingles, num_perm=84)
             now = clock.add("minhash", now)
@@ -335,18 +355,17 @@ def run_peers(
         {name: clock[name] for name in indexes},
         len(queries),
     )
-    query_shingles = _shingles(queries, params)
     for name, lsh in indexes.items():
-        run.query_latencies[name] = [_query_ms(lsh, s) for s in query_shingles]
+        run.query_latencies[name] = [_query_ms(lsh, q, params.shingle_size) for q in queries]
     return run
 
 
-def _query_ms(lsh: Any, shingles: list[bytes]) -> float:
+def _query_ms(lsh: Any, text: str, size: int) -> float:
     from datasketch import MinHash
 
     started = time.perf_counter()
     minhash = MinHash(num_perm=84)
-    minhash.update_batch(shingles)
+    minhash.update_batch(_shingles([text], size)[0])
     lsh.query(minhash)
     return (time.perf_counter() - started) * 1000
 
@@ -405,25 +424,27 @@ def revision() -> str:
     return commit + (" with uncommitted changes in dedup_store" if dirty else "")
 
 
-def print_ingest(run: IngestRun, generated: GeneratedFile, read_seconds: float) -> None:
-    """Throughput, slices and statuses of the ingest."""
+def print_ingest(title: str, run: IngestRun, generated: GeneratedFile, read_seconds: float) -> None:
+    """Throughput, slices and statuses of an ingest."""
     n, s = run.summary.documents, run.summary
-    print(f"\n== ingest: {n:,} documents in {run.seconds:.1f} s = {n / run.seconds:,.0f} docs/s ==")
+    kind = f"bulk, index build {s.index_seconds:.1f} s" if s.bulk else "incremental"
+    print(
+        f"\n== {title} ({kind}): {n:,} documents in {run.seconds:.1f} s = "
+        f"{n / run.seconds:,.0f} docs/s =="
+    )
     print(
         f"statuses: new {s.new:,}, exact duplicates {s.exact_duplicates:,}, near duplicates "
-        f"{s.near_duplicates:,}, errors {s.errors}; clusters {s.clusters:,}"
+        f"{s.near_duplicates:,}, errors {s.errors}; clusters in the store {s.clusters:,}"
     )
     print(
         f"generated before timing: {generated.seconds:.1f} s ({generated.bytes / 2**20:.0f} MiB, "
         f"{generated.near_duplicates:,} edited copies); reading the file alone: "
-        f"{read_seconds:.2f} s (inside the timed call)"
+        f"{read_seconds:.2f} s"
     )
     print(f"{'slice':<8}{'documents':>22}{'seconds':>10}{'docs/s':>10}")
     for k, (first, count, seconds) in enumerate(run.slices()):
         label = f"{first:,}-{first + count:,}"
         print(f"{k + 1:<8}{label:>22}{seconds:>10.2f}{count / seconds:>10,.0f}")
-    first, count, seconds = run.slices()[-1]
-    print(f"last slice ({count / n:.0%} of the documents): {count / seconds:,.0f} docs/s")
 
 
 def print_checks(runs: Sequence[tuple[str, CheckRun]], documents: int, notes: str) -> None:
@@ -465,7 +486,10 @@ def print_storage(rows: list[tuple[str, int, int]], documents: int) -> None:
 
 def print_peers(peer: PeerRun, ours: IngestRun, checks: CheckRun) -> None:
     """datasketch's rates next to ours on the same subset, with ratios ours/theirs."""
-    done, seconds = ours.time_at(peer.documents)
+    whole = peer.documents >= ours.summary.documents
+    done, seconds = (
+        (ours.summary.documents, ours.seconds) if whole else ours.time_at(peer.documents)
+    )
     our_insert = done / seconds
     our_query = 1000 * len(checks.latencies) / sum(checks.latencies)
     print(
@@ -473,12 +497,14 @@ def print_peers(peer: PeerRun, ours: IngestRun, checks: CheckRun) -> None:
         f"documents =="
     )
     print(
-        f"peer input (canonical tokens -> shingle bytes, not timed): {peer.prep_seconds:.1f} s; "
-        f"MinHash.bulk: {peer.minhash_seconds:.1f} s (timed, in both insert rates)"
+        f"end to end: shingling {peer.prep_seconds:.1f} s, MinHash.bulk "
+        f"{peer.minhash_seconds:.1f} s, inserts "
+        + ", ".join(f"{k} {v:.1f} s" for k, v in peer.insert_seconds.items())
     )
     print(
-        f"ours on the same documents: the first {done:,} of the ingest above took "
-        f"{seconds:.1f} s = {our_insert:,.0f} docs/s (store of {done:,}); check "
+        f"ours on the same documents: the first {done:,} of the load above took "
+        f"{seconds:.1f} s = {our_insert:,.0f} docs/s (persisted, indexes "
+        f"{'built' if whole else 'not yet built: batch marks'}); check "
         f"{our_query:,.0f} queries/s (store of {ours.summary.documents:,})"
     )
     print(
@@ -502,7 +528,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command-line options."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     add = parser.add_argument
-    add("--docs", type=int, default=100_000, help="documents to ingest")
+    add("--docs", type=int, default=100_000, help="documents of the load into an empty store")
+    add("--append", type=int, default=100_000, help="documents added incrementally afterwards")
+    add(
+        "--incremental-docs",
+        type=int,
+        default=100_000,
+        help="documents of the incremental baseline into an empty store (0: none)",
+    )
+    add(
+        "--bulk",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="force (or refuse) a bulk load; default: the store decides (empty: bulk)",
+    )
     add("--words", type=int, default=40, help="mean words per document (±25%%)")
     add("--dup-rate", type=float, default=0.2, help="share of edited copies of recent documents")
     add("--edit-rate", type=float, default=0.02, help="share of a copy's words replaced (min 1)")
@@ -526,9 +565,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=True,
         help="also run datasketch in memory and on Redis",
     )
-    add("--peer-docs", type=int, default=100_000, help="documents given to datasketch")
+    add("--peer-docs", type=int, default=None, help="documents given to datasketch (--docs)")
     add("--no-redis", dest="redis", action="store_false", help="datasketch in memory only")
-    add("--profile", action="store_true", help="ingest under pyinstrument, print the call trees")
+    add("--profile", action="store_true", help="load under pyinstrument, print the call trees")
     add("--profile-lines", type=int, default=60, help="lines of each call tree printed")
     add("--keep", action="store_true", help="keep the schema (bench_ingest_<pid>) afterwards")
     add("--tmp", type=Path, default=None, help="directory of the generated file")
@@ -536,20 +575,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def run(args: argparse.Namespace, workdir: Path) -> None:
-    """Generate, ingest, check, measure storage, run the peers; print everything."""
+    """Generate, load, append, check, measure storage, run the baseline and the peers."""
     params = FingerprintParams()
     schema = f"bench_ingest_{os.getpid()}"
     print(
-        f"{args.docs:,} documents of ~{args.words} words, dup-rate {args.dup_rate}, edit-rate "
-        f"{args.edit_rate}, batch {args.batch_size}, seed {args.seed}; default params "
-        f"(num_perm {params.num_perm}, bands {params.bands}, shingle {params.shingle_size}, "
-        f"verify {params.verify}); schema {schema}"
+        f"{args.docs:,} documents (+{args.append:,} appended) of ~{args.words} words, dup-rate "
+        f"{args.dup_rate}, edit-rate {args.edit_rate}, batch {args.batch_size}, seed {args.seed}; "
+        f"default params (num_perm {params.num_perm}, bands {params.bands}, shingle "
+        f"{params.shingle_size}, verify {params.verify}); schema {schema}"
     )
     print(f"revision {revision()}; start: {load()}")
     corpus = IngestCorpus(args.seed, args.words, args.dup_rate, args.edit_rate)
+    total = args.docs + args.append
     near = args.check_queries // 2
-    positions = sorted(np.random.default_rng(args.seed + 2).choice(args.docs, near).tolist())
-    generated = corpus.write(workdir / "corpus.tsv", args.docs, keep=positions)
+    positions = sorted(np.random.default_rng(args.seed + 2).choice(total, near).tolist())
+    generated = corpus.write(workdir / "corpus.tsv", total, keep=positions)
     started = time.perf_counter()
     sum(1 for _ in read_documents(generated.path))
     read_seconds = time.perf_counter() - started
@@ -558,24 +598,97 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
     drop_schema(engine, schema)
     try:
         with DedupStore(args.url, params, schema=schema) as store:
+            span = (0, args.docs)
             if args.profile:
-                ours = profiled_ingest(store, generated.path, args.batch_size, args.profile_lines)
+                ours = profiled_ingest(
+                    store, generated.path, args.batch_size, span, args.bulk, args.profile_lines
+                )
             else:
-                ours = ingest(store, generated.path, args.batch_size)
+                ours = ingest(store, generated.path, args.batch_size, span, args.bulk)
+            print_ingest("load", ours, generated, read_seconds)
+            appended = None
+            if args.append:
+                appended = ingest(
+                    store, generated.path, args.batch_size, (args.docs, args.append), False
+                )
+                print_ingest("append", appended, generated, read_seconds)
             print(f"after ingest: {load()}")
             phases, notes = check_phases(store, engine, queries, corpus, args.analyze)
             checks = phases[-1][1]
-        print_ingest(ours, generated, read_seconds)
-        print_checks(phases, ours.summary.documents, notes)
-        print_storage(storage(engine, schema), ours.summary.documents)
+        print_checks(phases, ours.summary.documents + args.append, notes)
+        print_storage(storage(engine, schema), ours.summary.documents + args.append)
     finally:
         if not args.keep:
             drop_schema(engine, schema)
-        engine.dispose()
+    baseline = None
+    if args.incremental_docs:
+        baseline = incremental_baseline(args, engine, generated.path)
+        print_ingest("incremental baseline", baseline, generated, read_seconds)
+    engine.dispose()
+    peer = None
     if args.peers:
-        run_peer_section(args, generated, [t for t, _ in queries], params, ours, checks)
+        peer = run_peer_section(args, generated, [t for t, _ in queries], params, ours, checks)
+    print_verdict(ours, appended, baseline, checks, peer)
     print(f"\nend: {load()}")
     print(subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip())
+
+
+def incremental_baseline(args: argparse.Namespace, engine: sa.Engine, path: Path) -> IngestRun:
+    """The first ``--incremental-docs`` documents into an empty store with ``bulk=False``."""
+    schema = f"bench_ingest_incremental_{os.getpid()}"
+    drop_schema(engine, schema)
+    try:
+        with DedupStore(args.url, FingerprintParams(), schema=schema) as store:
+            return ingest(store, path, args.batch_size, (0, args.incremental_docs), False)
+    finally:
+        drop_schema(engine, schema)
+
+
+def print_verdict(
+    load_run: IngestRun,
+    appended: IngestRun | None,
+    baseline: IngestRun | None,
+    checks: CheckRun,
+    peer: PeerRun | None,
+) -> None:
+    """The figures side by side: load against the incremental path and datasketch, append
+    against an empty store, ``check`` latency."""
+    rate = load_run.summary.documents / load_run.seconds
+    kind = "bulk" if load_run.summary.bulk else "incremental"
+    print("\n== summary ==")
+    print(
+        f"load ({kind}, {load_run.summary.documents:,} documents, text to persisted clusters "
+        f"and built indexes): {rate:,.0f} docs/s in {load_run.seconds:.1f} s "
+        f"(index build {load_run.summary.index_seconds:.1f} s)"
+    )
+    if baseline is not None:
+        base = baseline.summary.documents / baseline.seconds
+        print(
+            f"incremental path into an empty store ({baseline.summary.documents:,} documents): "
+            f"{base:,.0f} docs/s; load / incremental: {ratio(rate, base)}"
+        )
+        if appended is not None:
+            added = appended.summary.documents / appended.seconds
+            first, seconds = baseline.time_at(appended.summary.documents)
+            empty = first / seconds
+            print(
+                f"append ({appended.summary.documents:,} documents, incremental) into the "
+                f"{load_run.summary.documents:,}-document store: {added:,.0f} docs/s; the "
+                f"first {first:,} into an empty store: {empty:,.0f} docs/s; "
+                f"append / empty: {added / empty:.2f}"
+            )
+    lat = checks.latencies
+    print(
+        f"check: p50 {percentile(lat, 50):.2f} ms, p99 {percentile(lat, 99):.2f} ms "
+        f"({len(lat):,} queries)"
+    )
+    if peer is not None:
+        theirs = peer.insert_rate("memory")
+        print(
+            f"datasketch in memory, end to end ({peer.documents:,} documents): "
+            f"{theirs:,.0f} docs/s; ours / datasketch: {ratio(rate, theirs)}"
+            + ("" if peer.documents == load_run.summary.documents else " (not the same count)")
+        )
 
 
 def check_phases(
@@ -615,9 +728,9 @@ def run_peer_section(
     params: FingerprintParams,
     ours: IngestRun,
     checks: CheckRun,
-) -> None:
+) -> PeerRun:
     """datasketch on the first ``--peer-docs`` documents; its Redis keys are removed after."""
-    count = min(args.peer_docs, generated.documents)
+    count = min(args.peer_docs or args.docs, args.docs)
     basename = f"dedup_bench_{os.getpid()}_{time.time_ns()}".encode() if args.redis else None
     try:
         peer = run_peers(generated.path, count, queries, params, basename)
@@ -625,6 +738,7 @@ def run_peer_section(
         if basename is not None:
             clean_redis(basename)
     print_peers(peer, ours, checks)
+    return peer
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -180,11 +180,16 @@ class IngestCorpus:
         return [self.text(self.edit(doc, self._fresh_rng)) for doc in sources]
 
 
-def read_documents(path: Path, limit: int | None = None) -> Iterator[tuple[str, str]]:
-    """The ``(id, text)`` records of a file written by :meth:`IngestCorpus.write`."""
+def read_documents(
+    path: Path, limit: int | None = None, start: int = 0
+) -> Iterator[tuple[str, str]]:
+    """The ``(id, text)`` records of a file written by :meth:`IngestCorpus.write`: ``limit``
+    of them (default all) from position ``start``."""
     with path.open(encoding="utf-8") as lines:
         for number, line in enumerate(lines):
-            if limit is not None and number >= limit:
+            if number < start:
+                continue
+            if limit is not None and number >= start + limit:
                 return
             external_id, text = line.rstrip("\n").split("\t", 1)
             yield external_id, text

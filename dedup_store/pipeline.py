@@ -238,7 +238,7 @@ def write_batch(
     schema, params = dest.schema, dest.params
     dest.db.without_jit(conn)
     write.lock_writers(conn, schema)
-    known = reports.find_documents(conn, schema, prepared.candidate_ids())
+    known = stored.documents(conn, schema, prepared.candidate_ids())
     if prepared.update and known:
         write.delete_documents(conn, schema, list(known.values()), params)
         known = {}
@@ -262,8 +262,8 @@ def write_batch(
         [prepared.language_of_row(r) for r in rows],
         secondary,
     )
-    stored.added(new)
-    edges = scoring.store_edges(conn, schema, new, found)
+    stored.added(new, [d.id for d in docs])
+    edges = scoring.store_edges(conn, schema, new, found, stored)
     mapping = write.merge_clusters(conn, schema, edges, params)
     if len(new.ids):
         write.refresh_statistics(conn, schema, int(new.ids[-1]))

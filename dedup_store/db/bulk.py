@@ -19,12 +19,13 @@ from collections.abc import Mapping
 import numpy as np
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I64
+from dedup_store.core.arrays import I32, I64, ranges
+from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.keyindex import KeyIndex
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import ddl, write
-from dedup_store.db.encoding import BAND, BLOCK, SAMPLE, int4_array
-from dedup_store.db.lookup import Found, KeyGroup, NewRows, key_groups
+from dedup_store.db.encoding import BAND, BLOCK, SAMPLE, int4_array, top32
+from dedup_store.db.lookup import INDEXED, Found, KeyGroup, NewRows, key_groups
 from dedup_store.db.names import qualified, quote
 
 #: Indexes of the store's tables that only key lookups use: dropped for a bulk load.
@@ -36,7 +37,8 @@ class LoadedKeys:
     (a :class:`~dedup_store.db.lookup.StoredKeys` for a load without the lookup indexes).
 
     Attributes:
-        external_ids: ``{external id: id}`` of the documents stored before the load.
+        external_ids: ``{external id: id}`` of the stored documents (before and during the
+            load).
     """
 
     def __init__(self, params: FingerprintParams) -> None:
@@ -44,6 +46,7 @@ class LoadedKeys:
         self._index = KeyIndex(params.hot_key_limit + 1 if params.hot_key_limit else 0)
         self._exact: dict[bytes, int] = {}
         self._hot: dict[tuple[int, int], set[int]] = {}
+        self._shingles = ShingleChunks()
         self.external_ids: dict[str, int] = {}
 
     def find(
@@ -79,16 +82,33 @@ class LoadedKeys:
     def firsts(self, conn: Connection, schema: str, hashes: list[bytes]) -> dict[bytes, int]:
         return {h: self._exact[h] for h in hashes if h in self._exact}
 
+    def sizes(self, conn: Connection, schema: str, ids: list[int]) -> dict[int, int]:
+        known, rest = self._shingles.find(ids)
+        found = {doc: len(values) for doc, values in known.items()}
+        found.update(INDEXED.sizes(conn, schema, rest))
+        return found
+
+    def shingles(self, conn: Connection, schema: str, ids: list[int]) -> dict[int, I32]:
+        known, rest = self._shingles.find(ids)
+        known.update(INDEXED.shingles(conn, schema, rest))
+        return known
+
     def promoted(self, kind: int, slot: int, keys: list[int]) -> None:
         self._hot.setdefault((kind, slot), set()).update(keys)
 
-    def added(self, new: NewRows) -> None:
+    def documents(self, conn: Connection, schema: str, external_ids: list[str]) -> dict[str, int]:
+        known = self.external_ids
+        return {e: known[e] for e in external_ids if e in known}
+
+    def added(self, new: NewRows, external_ids: list[str]) -> None:
+        self.external_ids.update(zip(external_ids, new.ids.tolist(), strict=True))
         firsts = new.firsts
         rows, ids = new.rows[firsts], new.ids[firsts]
         for group in key_groups(new.batch, rows, ids):
             self._index.add((group.kind, group.slot), group.keys, group.docs)
         hashes = new.batch.exact_hashes
         self._exact.update(zip((hashes[r] for r in rows.tolist()), ids.tolist(), strict=True))
+        self._shingles.add(new.batch, rows, ids)
 
     def load(self, conn: Connection, schema: str) -> None:
         """Read what the store holds: its first documents' keys and exact hashes, its excerpt
@@ -120,6 +140,46 @@ class LoadedKeys:
             self._index.add((SAMPLE, 0), keys, np.array(samples[1], dtype=np.int64))
         for kind, slot, key in conn.execute(text(f"SELECT kind, slot, key FROM {s}.hot_keys")):
             self._hot.setdefault((int(kind), int(slot)), set()).add(int(key))
+
+
+class ShingleChunks:
+    """The stored (32-bit, sorted) shingles of the documents a load wrote, one chunk per batch,
+    so that verifying a candidate pair does not read them back from the table."""
+
+    def __init__(self) -> None:
+        self._firsts: list[int] = []
+        self._chunks: list[tuple[I64, I64, I32]] = []  # ids, offsets, values
+
+    def add(self, batch: FingerprintBatch, rows: I64, ids: I64) -> None:
+        """Keep the shingles of ``rows`` of ``batch``, written with ascending ``ids``."""
+        if len(ids) == 0:
+            return
+        starts, ends = batch.shingle_offsets[rows], batch.shingle_offsets[rows + 1]
+        counts = ends - starts
+        values = top32(batch.shingles[ranges(starts, ends)])
+        owner = np.repeat(np.arange(len(rows)), counts)
+        values = values[np.lexsort((values, owner))]
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self._firsts.append(int(ids[0]))
+        self._chunks.append((ids.astype(np.int64), offsets, values))
+
+    def find(self, ids: list[int]) -> tuple[dict[int, I32], list[int]]:
+        """``({id: shingles}, ids not kept here)``."""
+        wanted = np.asarray(sorted(ids), dtype=np.int64)
+        found: dict[int, I32] = {}
+        if not self._chunks or len(wanted) == 0:
+            return found, list(ids)
+        chunk_of = np.searchsorted(np.asarray(self._firsts), wanted, side="right") - 1
+        missing: list[int] = wanted[chunk_of < 0].tolist()
+        for chunk in np.unique(chunk_of[chunk_of >= 0]).tolist():
+            docs = wanted[chunk_of == chunk]
+            chunk_ids, offsets, values = self._chunks[chunk]
+            at = np.minimum(np.searchsorted(chunk_ids, docs), len(chunk_ids) - 1)
+            hit = chunk_ids[at] == docs
+            missing += docs[~hit].tolist()
+            for doc, row in zip(docs[hit].tolist(), at[hit].tolist(), strict=True):
+                found[doc] = values[offsets[row] : offsets[row + 1]]
+        return found, missing
 
 
 def begin(conn: Connection, schema: str, params: FingerprintParams) -> LoadedKeys:

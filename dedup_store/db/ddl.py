@@ -146,7 +146,7 @@ def create_key_indexes(conn: Connection, schema: str, indexes: list[tuple[str, s
         conn.execute(
             text(
                 f"CREATE INDEX {quote(name)} ON {qualified(schema, 'documents')} "
-                f"USING hash (({quote(column)}[{int(slot)}])) WHERE exact_of IS NULL"
+                f"USING btree (({quote(column)}[{int(slot)}])) WHERE exact_of IS NULL"
             )
         )
 

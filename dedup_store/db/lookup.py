@@ -18,14 +18,14 @@ are split by secondary keys (:mod:`dedup_store.db.hot`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I64, ranges
+from dedup_store.core.arrays import I32, I64, ranges
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.mixing import mix64
 from dedup_store.db.encoding import (
@@ -34,6 +34,7 @@ from dedup_store.db.encoding import (
     KEY_COLUMNS,
     SAMPLE,
     array_literal,
+    int4_array,
     sample_columns,
 )
 from dedup_store.db.names import qualified
@@ -397,6 +398,18 @@ def new_rows(
     return NewRows(batch, rows, ids, exact_of)
 
 
+def find_documents(conn: Connection, schema: str, external_ids: Sequence[str]) -> dict[str, int]:
+    """``{external id: internal id}`` for the stored ones among ``external_ids``."""
+    rows = conn.execute(
+        text(
+            f"SELECT external_id, id FROM {qualified(schema, 'documents')} "
+            "WHERE external_id = ANY(:ids)"
+        ),
+        {"ids": list(external_ids)},
+    )
+    return {row[0]: row[1] for row in rows}
+
+
 class StoredKeys(Protocol):
     """Where a write finds what the documents stored before it own: the store's indexes
     (:data:`INDEXED`) or, during a bulk load, memory (:class:`dedup_store.db.bulk.LoadedKeys`).
@@ -423,12 +436,24 @@ class StoredKeys(Protocol):
         """``{exact hash: id}`` of the stored first documents of the exact groups ``hashes``."""
         ...
 
+    def documents(self, conn: Connection, schema: str, external_ids: list[str]) -> dict[str, int]:
+        """``{external id: id}`` of the stored documents among ``external_ids``."""
+        ...
+
+    def sizes(self, conn: Connection, schema: str, ids: list[int]) -> dict[int, int]:
+        """``{id: shingle count}`` of stored documents ``ids``."""
+        ...
+
+    def shingles(self, conn: Connection, schema: str, ids: list[int]) -> dict[int, I32]:
+        """``{id: sorted shingles as stored}`` of stored documents ``ids``."""
+        ...
+
     def promoted(self, kind: int, slot: int, keys: list[int]) -> None:
         """``keys`` of a slot became hot."""
         ...
 
-    def added(self, new: NewRows) -> None:
-        """The rows of ``new`` were written."""
+    def added(self, new: NewRows, external_ids: list[str]) -> None:
+        """The rows of ``new`` were written, with their ``external_ids``."""
         ...
 
 
@@ -471,10 +496,37 @@ class IndexedKeys:
         )
         return {bytes(row[0]): int(row[1]) for row in rows}
 
+    def sizes(self, conn: Connection, schema: str, ids: list[int]) -> dict[int, int]:
+        if not ids:
+            return {}
+        rows = conn.execute(
+            text(
+                f"SELECT id, shingle_count FROM {qualified(schema, 'documents')} WHERE id = ANY(:i)"
+            ),
+            {"i": list(ids)},
+        )
+        return {row[0]: row[1] for row in rows}
+
+    def shingles(self, conn: Connection, schema: str, ids: list[int]) -> dict[int, I32]:
+        # read in PostgreSQL's binary array form
+        if not ids:
+            return {}
+        rows = conn.execute(
+            text(
+                f"SELECT id, array_send(shingles) FROM {qualified(schema, 'documents')} "
+                "WHERE id = ANY(:i)"
+            ),
+            {"i": list(ids)},
+        )
+        return {row[0]: np.sort(int4_array(row[1])) for row in rows}
+
     def promoted(self, kind: int, slot: int, keys: list[int]) -> None:
         pass  # recorded in hot_keys
 
-    def added(self, new: NewRows) -> None:
+    def documents(self, conn: Connection, schema: str, external_ids: list[str]) -> dict[str, int]:
+        return find_documents(conn, schema, external_ids)
+
+    def added(self, new: NewRows, external_ids: list[str]) -> None:
         pass  # the rows' index entries were written with them
 
 

@@ -9,6 +9,7 @@ from sqlalchemy import Connection, text
 
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import hot
+from dedup_store.db.lookup import find_documents as find_documents
 from dedup_store.db.names import qualified
 from dedup_store.results import MatchRow
 
@@ -31,18 +32,6 @@ def stored_matches(conn: Connection, schema: str, doc_id: int) -> list[MatchRow]
         {"id": doc_id},
     )
     return [MatchRow(*row) for row in rows]
-
-
-def find_documents(conn: Connection, schema: str, external_ids: Sequence[str]) -> dict[str, int]:
-    """``{external id: internal id}`` for the stored ones among ``external_ids``."""
-    rows = conn.execute(
-        text(
-            f"SELECT external_id, id FROM {qualified(schema, 'documents')} "
-            "WHERE external_id = ANY(:ids)"
-        ),
-        {"ids": list(external_ids)},
-    )
-    return {row[0]: row[1] for row in rows}
 
 
 def cluster_ids(conn: Connection, schema: str, doc_ids: Sequence[int]) -> dict[int, int]:

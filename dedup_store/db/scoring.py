@@ -22,7 +22,6 @@ in one statement (:func:`matches_sql`, for ``check`` and ``add``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -39,11 +38,17 @@ from dedup_store.db.encoding import (
     BAND,
     BLOCK,
     array_literal,
-    int4_array,
     sparse_excerpt_keys,
     top32,
 )
-from dedup_store.db.lookup import Candidates, NewRows, key_lookups, sample_lookup
+from dedup_store.db.lookup import (
+    INDEXED,
+    Candidates,
+    NewRows,
+    StoredKeys,
+    key_lookups,
+    sample_lookup,
+)
 from dedup_store.db.names import qualified
 from dedup_store.results import MatchRow
 
@@ -270,7 +275,11 @@ def check_statement(
 
 
 def store_edges(
-    conn: Connection, schema: str, new: NewRows, candidates: Candidates
+    conn: Connection,
+    schema: str,
+    new: NewRows,
+    candidates: Candidates,
+    stored: StoredKeys = INDEXED,
 ) -> list[MatchRow]:
     """Verify and store the matches of the new documents with older documents.
 
@@ -307,7 +316,7 @@ def store_edges(
                 RETURNING a, b, method, jaccard, containment, hamming)
         SELECT ins.*, d.external_id, d.cluster_id FROM ins JOIN {s}.documents d ON d.id = ins.a
     """
-    inter, possible = batch_intersections(conn, schema, new, candidates)
+    inter, possible = batch_intersections(conn, schema, new, candidates, stored)
     inter = inter[possible]
     parameters = {
         "ids": new.ids.tolist(),
@@ -324,7 +333,11 @@ def store_edges(
 
 
 def batch_intersections(
-    conn: Connection, schema: str, new: NewRows, candidates: Candidates
+    conn: Connection,
+    schema: str,
+    new: NewRows,
+    candidates: Candidates,
+    stored: StoredKeys = INDEXED,
 ) -> tuple[I64, npt.NDArray[np.bool_]]:
     """``|X ∩ Y|`` of the candidate pairs the scoring needs it for, computed here (-1: none),
     and whether each pair can still be a match.
@@ -344,7 +357,7 @@ def batch_intersections(
     counts = np.diff(new.batch.shingle_offsets)[new.rows]
     sizes = dict(zip(new.ids.tolist(), counts.tolist(), strict=True))
     stored_ids = sorted(set(candidates.a.tolist()) - set(sizes))
-    sizes.update(_stored_sizes(conn, schema, stored_ids))
+    sizes.update(stored.sizes(conn, schema, stored_ids))
     a_sizes = np.array([sizes[a] for a in candidates.a.tolist()], dtype=np.float64)
     b_sizes = np.array([sizes[b] for b in candidates.b.tolist()], dtype=np.float64)
     ratio = np.minimum(a_sizes, b_sizes) / np.maximum(np.maximum(a_sizes, b_sizes), 1)
@@ -352,7 +365,7 @@ def batch_intersections(
     wanted = np.flatnonzero(candidates.sampled | (ratio >= min_jaccard))
     ends = sorted(set(candidates.a[wanted].tolist()) | set(candidates.b[wanted].tolist()))
     arrays = _new_shingles(new, set(ends))
-    arrays.update(_stored_shingles(conn, schema, [e for e in ends if e not in arrays]))
+    arrays.update(stored.shingles(conn, schema, [e for e in ends if e not in arrays]))
     offsets = np.zeros(len(ends) + 1, dtype=np.int64)
     np.cumsum([len(arrays[e]) for e in ends], out=offsets[1:])
     values = np.concatenate([arrays[e] for e in ends]) if ends else np.empty(0, dtype=np.int32)
@@ -378,25 +391,3 @@ def _new_shingles(new: NewRows, ids: set[int]) -> dict[int, I32]:
         for doc_id, row in zip(new.ids.tolist(), new.rows.tolist(), strict=True)
         if doc_id in ids
     }
-
-
-def _stored_sizes(conn: Connection, schema: str, ids: Sequence[int]) -> dict[int, int]:
-    rows = conn.execute(
-        text(f"SELECT id, shingle_count FROM {qualified(schema, 'documents')} WHERE id = ANY(:i)"),
-        {"i": list(ids)},
-    )
-    return {row[0]: row[1] for row in rows}
-
-
-def _stored_shingles(conn: Connection, schema: str, ids: Sequence[int]) -> dict[int, I32]:
-    """Sorted shingle arrays of stored documents, read in PostgreSQL's binary array form."""
-    if not ids:
-        return {}
-    rows = conn.execute(
-        text(
-            f"SELECT id, array_send(shingles) FROM {qualified(schema, 'documents')} "
-            "WHERE id = ANY(:i)"
-        ),
-        {"i": list(ids)},
-    )
-    return {row[0]: np.sort(int4_array(row[1])) for row in rows}
