@@ -1254,6 +1254,178 @@ done:
     return result;
 }
 
+/* ---- key multimap ---------------------------------------------------------------------- */
+
+/* An open-addressing table of (key, id) entries with linear probing: uint64 keys, int64 ids,
+   an id of 0 marks an empty slot, the size is a power of two and the caller keeps it at most
+   3/4 full. There are no deletions, so the entries of a key lie between its home slot and the
+   next empty slot, in the order they were inserted. */
+
+static int get_table(PyObject *keys_obj, PyObject *ids_obj, Py_buffer *keys, Py_buffer *ids)
+{
+    if (get_items(keys_obj, keys, 8, "table keys") < 0) {
+        return -1;
+    }
+    if (get_items(ids_obj, ids, 8, "table ids") < 0) {
+        PyBuffer_Release(keys);
+        return -1;
+    }
+    Py_ssize_t size = keys->len / 8;
+    if (ids->len != keys->len || size == 0 || (size & (size - 1)) != 0) {
+        PyErr_SetString(PyExc_ValueError, "table: keys and ids must have one power-of-two size");
+    } else if (keys->readonly || ids->readonly) {
+        PyErr_SetString(PyExc_ValueError, "table: buffers are read-only");
+    } else {
+        return 0;
+    }
+    PyBuffer_Release(ids);
+    PyBuffer_Release(keys);
+    return -1;
+}
+
+PyDoc_STRVAR(multimap_insert_doc,
+"multimap_insert(table_keys, table_ids, keys, ids, cap) -> int\n\n"
+"Insert each entry (keys[i], ids[i]) (uint64, int64 > 0) into the table unless it holds cap\n"
+"entries of that key already (cap 0: no limit). Returns the number inserted; the caller\n"
+"keeps the table at most 3/4 full (an insert into a full table fails).");
+
+static PyObject *multimap_insert(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *tk_obj, *ti_obj, *k_obj, *i_obj, *result = NULL;
+    long long cap;
+    Py_buffer tk, ti, k, i;
+    if (!PyArg_ParseTuple(args, "OOOOL", &tk_obj, &ti_obj, &k_obj, &i_obj, &cap)) {
+        return NULL;
+    }
+    if (get_table(tk_obj, ti_obj, &tk, &ti) < 0) {
+        return NULL;
+    }
+    if (get_items(k_obj, &k, 8, "keys") < 0) {
+        goto release_table;
+    }
+    if (get_items(i_obj, &i, 8, "ids") < 0) {
+        goto release_keys;
+    }
+    uint64_t *table_keys = tk.buf;
+    int64_t *table_ids = ti.buf;
+    const uint64_t *keys = k.buf;
+    const int64_t *ids = i.buf;
+    Py_ssize_t n = k.len / 8;
+    size_t mask = (size_t)(tk.len / 8) - 1;
+    int valid = i.len == k.len;
+    for (Py_ssize_t e = 0; valid && e < n; e++) {
+        valid = ids[e] > 0;
+    }
+    if (!valid) {
+        PyErr_SetString(PyExc_ValueError, "multimap_insert: one positive id per key");
+        goto release_ids;
+    }
+    long long inserted = 0;
+    int full = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t e = 0; e < n && !full; e++) {
+        size_t slot = (size_t)mix64(keys[e]) & mask, probes = 0;
+        long long seen = 0;
+        while (table_ids[slot] != 0 && probes <= mask) {
+            seen += table_keys[slot] == keys[e];
+            slot = (slot + 1) & mask;
+            probes++;
+        }
+        if (probes > mask) {
+            full = 1;
+        } else if (cap == 0 || seen < cap) {
+            table_keys[slot] = keys[e];
+            table_ids[slot] = ids[e];
+            inserted++;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (full) {
+        PyErr_SetString(PyExc_ValueError, "multimap_insert: the table is full");
+    } else {
+        result = PyLong_FromLongLong(inserted);
+    }
+release_ids:
+    PyBuffer_Release(&i);
+release_keys:
+    PyBuffer_Release(&k);
+release_table:
+    PyBuffer_Release(&ti);
+    PyBuffer_Release(&tk);
+    return result;
+}
+
+PyDoc_STRVAR(multimap_find_doc,
+"multimap_find(table_keys, table_ids, keys) -> (bytes, bytes)\n\n"
+"Every entry of each of the distinct keys (uint64), as int64 ids and uint64 keys, key by key\n"
+"in the order of keys, a key's entries in the order they were inserted.");
+
+static PyObject *multimap_find(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *tk_obj, *ti_obj, *k_obj, *result = NULL;
+    Py_buffer tk, ti, k;
+    if (!PyArg_ParseTuple(args, "OOO", &tk_obj, &ti_obj, &k_obj)) {
+        return NULL;
+    }
+    if (get_table(tk_obj, ti_obj, &tk, &ti) < 0) {
+        return NULL;
+    }
+    if (get_items(k_obj, &k, 8, "keys") < 0) {
+        PyBuffer_Release(&ti);
+        PyBuffer_Release(&tk);
+        return NULL;
+    }
+    const uint64_t *table_keys = tk.buf, *keys = k.buf;
+    const int64_t *table_ids = ti.buf;
+    Py_ssize_t n = k.len / 8;
+    size_t mask = (size_t)(tk.len / 8) - 1, found = 0, room = (size_t)n + 16;
+    int64_t *out_ids = PyMem_Malloc(room * 8);
+    uint64_t *out_keys = PyMem_Malloc(room * 8);
+    for (Py_ssize_t e = 0; e < n && out_ids != NULL && out_keys != NULL; e++) {
+        size_t slot = (size_t)mix64(keys[e]) & mask, probes = 0;
+        while (table_ids[slot] != 0 && probes <= mask) {
+            if (table_keys[slot] == keys[e]) {
+                if (found == room) {
+                    room *= 2;
+                    int64_t *more_ids = PyMem_Realloc(out_ids, room * 8);
+                    uint64_t *more_keys = more_ids ? PyMem_Realloc(out_keys, room * 8) : NULL;
+                    if (more_ids == NULL || more_keys == NULL) {
+                        out_ids = more_ids ? more_ids : out_ids;
+                        PyMem_Free(out_ids);
+                        PyMem_Free(out_keys);
+                        out_ids = NULL;
+                        out_keys = NULL;
+                        break;
+                    }
+                    out_ids = more_ids;
+                    out_keys = more_keys;
+                }
+                out_ids[found] = table_ids[slot];
+                out_keys[found] = keys[e];
+                found++;
+            }
+            slot = (slot + 1) & mask;
+            probes++;
+        }
+    }
+    if (out_ids == NULL || out_keys == NULL) {
+        PyMem_Free(out_ids);
+        PyMem_Free(out_keys);
+        PyErr_NoMemory();
+    } else {
+        result = Py_BuildValue("(y#y#)", (const char *)out_ids, (Py_ssize_t)(found * 8),
+                               (const char *)out_keys, (Py_ssize_t)(found * 8));
+        PyMem_Free(out_ids);
+        PyMem_Free(out_keys);
+    }
+    PyBuffer_Release(&k);
+    PyBuffer_Release(&ti);
+    PyBuffer_Release(&tk);
+    return result;
+}
+
 /* ---- module ---------------------------------------------------------------------------- */
 
 static PyMethodDef kernel_methods[] = {
@@ -1267,6 +1439,8 @@ static PyMethodDef kernel_methods[] = {
     {"simhash_majority", simhash_majority, METH_VARARGS, simhash_majority_doc},
     {"winnow", winnow, METH_VARARGS, winnow_doc},
     {"intersection_sizes", intersection_sizes, METH_VARARGS, intersection_sizes_doc},
+    {"multimap_insert", multimap_insert, METH_VARARGS, multimap_insert_doc},
+    {"multimap_find", multimap_find, METH_VARARGS, multimap_find_doc},
     {NULL, NULL, 0, NULL},
 };
 

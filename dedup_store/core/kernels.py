@@ -151,6 +151,22 @@ class CompiledBackend:
         counts = self.module.intersection_sizes(values, offsets, left, right)
         return np.frombuffer(counts, dtype=np.int64).copy()
 
+    def multimap_insert(
+        self, table_keys: U64, table_ids: I64, keys: U64, ids: I64, cap: int
+    ) -> int:
+        """Insert ``(keys[i], ids[i])`` into an open-addressing table unless it holds ``cap``
+        entries of the key (0: no limit); returns how many were inserted (see
+        :class:`dedup_store.core.keyindex.HashedKeys`)."""
+        inserted: int = self.module.multimap_insert(
+            table_keys, table_ids, _u64(keys), _i64(ids), cap
+        )
+        return inserted
+
+    def multimap_find(self, table_keys: U64, table_ids: I64, keys: U64) -> tuple[I64, U64]:
+        """Every ``(id, key)`` entry of the distinct ``keys``, key by key, in insertion order."""
+        ids, found = self.module.multimap_find(table_keys, table_ids, _u64(keys))
+        return np.frombuffer(ids, dtype=np.int64), np.frombuffer(found, dtype=np.uint64)
+
 
 def _u64(values: U64) -> U64:
     return np.ascontiguousarray(values, dtype=np.uint64)

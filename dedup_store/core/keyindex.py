@@ -3,13 +3,15 @@
 A bulk load (:mod:`dedup_store.db.bulk`) writes documents without their per-slot key indexes and
 answers its key lookups from here instead. Each lookup only ever needs the ``cap`` oldest
 documents of a key (the store's lookups read at most ``hot_key_limit + 1`` of them), so the
-index keeps no more than that per key and level.
+index keeps no more than that per key. Documents arrive in ascending id order, one batch at a
+time, and a key's documents are found oldest first.
 
-Each group of keys (a key kind and slot) is a short list of levels, each a pair of arrays
-sorted by ``(key, document id)``. Documents arrive in ascending id order, one batch at a time;
-a batch becomes a new level, and the newest levels are merged while the newest is at least half
-the size of the one before it, so a group holds O(log n) levels and each key is moved O(log n)
-times. A lookup is one binary search per level.
+Two structures give the same answers. With the compiled kernels, :class:`HashedKeys`: per
+group of keys (a key kind and slot), an open-addressing hash table of ``(key, id)`` entries, one
+probe sequence per key (16 bytes an entry, at most 3/4 full). Otherwise :class:`LevelKeys`: per
+group, a short list of levels, each a pair of arrays sorted by ``(key, id)``; a batch becomes a
+new level and the newest levels are merged while the newest is at least half the size of the one
+before it, so a group holds O(log n) levels and a lookup is one binary search per level.
 """
 
 from __future__ import annotations
@@ -18,12 +20,68 @@ from collections.abc import Hashable
 
 import numpy as np
 
-from dedup_store.core.arrays import I64, ranges
+from dedup_store.core import kernels
+from dedup_store.core.arrays import I64, U64, ranges
 
 
-class KeyIndex:
-    """Keys of documents added in ascending id order, per group, with lookups of each key's
-    ``cap`` oldest documents (``cap`` 0: all of them)."""
+def key_index(cap: int) -> HashedKeys | LevelKeys:
+    """The index for this installation: hashed with the compiled kernels, levels otherwise."""
+    if isinstance(kernels.backend, kernels.CompiledBackend):
+        return HashedKeys(cap, kernels.backend)
+    return LevelKeys(cap)
+
+
+class HashedKeys:
+    """Keys of documents added in ascending id order, per group, in hash tables, with lookups
+    of each key's ``cap`` oldest documents (``cap`` 0: all of them)."""
+
+    def __init__(self, cap: int, backend: kernels.CompiledBackend) -> None:
+        self.cap = cap
+        self._backend = backend
+        self._tables: dict[Hashable, tuple[U64, I64, int]] = {}  # keys, ids, entries
+
+    def add(self, group: Hashable, keys: I64, ids: I64) -> None:
+        """Add ``keys[i]`` of document ``ids[i]``; every id must exceed those added before."""
+        if len(keys) == 0:
+            return
+        table_keys, table_ids, entries = self._room(group, len(keys))
+        entries += self._backend.multimap_insert(
+            table_keys, table_ids, keys.view(np.uint64), ids.astype(np.int64), self.cap
+        )
+        self._tables[group] = (table_keys, table_ids, entries)
+
+    def find(self, group: Hashable, keys: I64) -> tuple[I64, I64]:
+        """``(ids, keys)``: the ``cap`` oldest documents of each of the distinct, sorted
+        ``keys``, ordered by key then id."""
+        if group not in self._tables:
+            empty = np.empty(0, dtype=np.int64)
+            return empty, empty
+        table_keys, table_ids, _ = self._tables[group]
+        ids, found = self._backend.multimap_find(table_keys, table_ids, keys.view(np.uint64))
+        return ids, found.view(np.int64)
+
+    def size(self) -> int:
+        """Entries held (after capping), over all groups."""
+        return sum(entries for _, _, entries in self._tables.values())
+
+    def _room(self, group: Hashable, more: int) -> tuple[U64, I64, int]:
+        """The group's table, grown (and filled again in id order) to take ``more`` entries."""
+        table_keys, table_ids, entries = self._tables.get(
+            group, (np.empty(0, np.uint64), np.empty(0, np.int64), 0)
+        )
+        if 4 * (entries + more) <= 3 * len(table_keys):
+            return table_keys, table_ids, entries
+        size = 1 << max(4, int(2 * (entries + more) - 1).bit_length())
+        used = np.flatnonzero(table_ids)
+        order = used[np.argsort(table_ids[used], kind="stable")]
+        grown_keys, grown_ids = np.zeros(size, np.uint64), np.zeros(size, np.int64)
+        self._backend.multimap_insert(grown_keys, grown_ids, table_keys[order], table_ids[order], 0)
+        return grown_keys, grown_ids, entries
+
+
+class LevelKeys:
+    """Keys of documents added in ascending id order, per group, in sorted levels, with lookups
+    of each key's ``cap`` oldest documents (``cap`` 0: all of them)."""
 
     def __init__(self, cap: int) -> None:
         self.cap = cap

@@ -21,7 +21,7 @@ from sqlalchemy import Connection, text
 
 from dedup_store.core.arrays import I32, I64, ranges
 from dedup_store.core.fingerprint import FingerprintBatch
-from dedup_store.core.keyindex import KeyIndex
+from dedup_store.core.keyindex import key_index
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import ddl, write
 from dedup_store.db.encoding import BAND, BLOCK, SAMPLE, int4_array, top32
@@ -43,7 +43,7 @@ class LoadedKeys:
 
     def __init__(self, params: FingerprintParams) -> None:
         # a lookup reads at most hot_key_limit + 1 documents of a key, the oldest ones
-        self._index = KeyIndex(params.hot_key_limit + 1 if params.hot_key_limit else 0)
+        self._index = key_index(params.hot_key_limit + 1 if params.hot_key_limit else 0)
         self._exact: dict[bytes, int] = {}
         self._hot: dict[tuple[int, int], set[int]] = {}
         self._shingles = ShingleChunks()
