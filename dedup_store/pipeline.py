@@ -150,16 +150,21 @@ class PreparedBatch:
             external_id: twin_clusters.get(doc_id)
             for external_id, doc_id in {**self.known_before, **known}.items()
         }
+        merging = merging_methods(self.batch.params)
         for row, doc_id in zip(self.rows_to_insert(known), ids, strict=True):
             position = self.row_position[row]
             external_id = self.documents[position].id
-            found = matches.get(doc_id, [])
-            replaced = self.update and external_id in self.known_before
-            merging = merging_methods(self.batch.params)
-            status = Status.UPDATED if replaced else Status.of((e.method for e in found), merging)
             cluster = mapping.get(doc_id, doc_id)
             cluster_of_id[external_id] = cluster
-            results[position] = AddResult(external_id, status, sorted_matches(found), cluster)
+            found = matches.get(doc_id)
+            if self.update and external_id in self.known_before:
+                status = Status.UPDATED
+            elif found is None:  # most documents: nothing to sort
+                results[position] = AddResult(external_id, Status.NEW, [], cluster)
+                continue
+            else:
+                status = Status.of((e.method for e in found), merging)
+            results[position] = AddResult(external_id, status, sorted_matches(found or []), cluster)
         not_inserted = [p for p in self.row_position + self.skipped if p not in results]
         for position in not_inserted:
             external_id = self.documents[position].id
@@ -236,8 +241,9 @@ def write_batch(
     store's indexes, or memory during a bulk load.
     """
     schema, params = dest.schema, dest.params
-    dest.db.without_jit(conn)
-    write.lock_writers(conn, schema)
+    if not stored.holds_lock:
+        dest.db.without_jit(conn)
+        write.lock_writers(conn, schema)
     known = stored.documents(conn, schema, prepared.candidate_ids())
     if prepared.update and known:
         write.delete_documents(conn, schema, list(known.values()), params)

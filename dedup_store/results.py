@@ -61,7 +61,10 @@ class Method(enum.StrEnum):
     @property
     def rank(self) -> int:
         """Position in the order of preference (0: exact)."""
-        return list(Method).index(self)
+        return _METHOD_RANK[self]
+
+
+_METHOD_RANK = {method: rank for rank, method in enumerate(Method)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,7 +178,7 @@ class MatchRow:
     @property
     def rank(self) -> tuple[int, float, str]:
         """Sort key, best first: by method, then by decreasing Jaccard, then by id."""
-        return (Method(self.method).rank, -self.jaccard, self.external_id)
+        return (_METHOD_RANK[Method(self.method)], -self.jaccard, self.external_id)
 
     def match(self) -> Match:
         """The match as the caller sees it."""

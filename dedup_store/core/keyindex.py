@@ -72,8 +72,11 @@ class HashedKeys:
         if 4 * (entries + more) <= 3 * len(table_keys):
             return table_keys, table_ids, entries
         size = 1 << max(4, int(2 * (entries + more) - 1).bit_length())
+        # walked from an empty slot round the table, each key's entries come in the order
+        # they were inserted (a probe sequence never crosses an empty slot)
         used = np.flatnonzero(table_ids)
-        order = used[np.argsort(table_ids[used], kind="stable")]
+        empty = int(np.argmin(table_ids != 0)) if len(table_ids) else 0
+        order = np.concatenate([used[used > empty], used[used < empty]])
         grown_keys, grown_ids = np.zeros(size, np.uint64), np.zeros(size, np.int64)
         self._backend.multimap_insert(grown_keys, grown_ids, table_keys[order], table_ids[order], 0)
         return grown_keys, grown_ids, entries

@@ -19,12 +19,12 @@ from collections.abc import Mapping
 import numpy as np
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I32, I64, ranges
+from dedup_store.core.arrays import I32, I64
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.keyindex import key_index
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import ddl, write
-from dedup_store.db.encoding import BAND, BLOCK, SAMPLE, int4_array, top32
+from dedup_store.db.encoding import BAND, BLOCK, SAMPLE, int4_array, sorted_top32
 from dedup_store.db.lookup import INDEXED, Found, KeyGroup, NewRows, key_groups
 from dedup_store.db.names import qualified, quote
 
@@ -40,6 +40,8 @@ class LoadedKeys:
         external_ids: ``{external id: id}`` of the stored documents (before and during the
             load).
     """
+
+    holds_lock = True
 
     def __init__(self, params: FingerprintParams) -> None:
         # a lookup reads at most hot_key_limit + 1 documents of a key, the oldest ones
@@ -154,12 +156,7 @@ class ShingleChunks:
         """Keep the shingles of ``rows`` of ``batch``, written with ascending ``ids``."""
         if len(ids) == 0:
             return
-        starts, ends = batch.shingle_offsets[rows], batch.shingle_offsets[rows + 1]
-        counts = ends - starts
-        values = top32(batch.shingles[ranges(starts, ends)])
-        owner = np.repeat(np.arange(len(rows)), counts)
-        values = values[np.lexsort((values, owner))]
-        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        offsets, values = sorted_top32(batch, rows)
         self._firsts.append(int(ids[0]))
         self._chunks.append((ids.astype(np.int64), offsets, values))
 

@@ -53,6 +53,20 @@ def top32(values: U64) -> I32:
     return (values >> np.uint64(32)).astype(np.uint32).view(np.int32)
 
 
+def sorted_top32(batch: FingerprintBatch, rows: I64) -> tuple[I64, I32]:
+    """The shingles of ``rows`` as stored (:func:`top32`), each row's sorted:
+    ``(offsets, values)``, row ``i`` being ``values[offsets[i]:offsets[i + 1]]``."""
+    starts, ends = batch.shingle_offsets[rows], batch.shingle_offsets[rows + 1]
+    counts = ends - starts
+    owner = np.repeat(np.arange(len(rows), dtype=np.int64), counts)
+    # one sort of (row, value as an order-preserving unsigned number)
+    flipped = top32(batch.shingles[ranges(starts, ends)]).view(np.uint32) ^ np.uint32(2**31)
+    combined = np.sort((owner << np.int64(32)) | flipped.astype(np.int64))
+    values = (combined.astype(np.uint32) ^ np.uint32(2**31)).view(np.int32)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return offsets, values
+
+
 def array_literal(values: Iterable[int]) -> str:
     """Integers as a PostgreSQL array literal, for ``CAST(:param AS bigint[])``.
 

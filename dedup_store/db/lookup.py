@@ -413,7 +413,13 @@ def find_documents(conn: Connection, schema: str, external_ids: Sequence[str]) -
 class StoredKeys(Protocol):
     """Where a write finds what the documents stored before it own: the store's indexes
     (:data:`INDEXED`) or, during a bulk load, memory (:class:`dedup_store.db.bulk.LoadedKeys`).
+
+    Attributes:
+        holds_lock: the writers' lock is held for the whole transaction already (a bulk load
+            takes it once).
     """
+
+    holds_lock: bool
 
     def find(
         self,
@@ -459,6 +465,8 @@ class StoredKeys(Protocol):
 
 class IndexedKeys:
     """:class:`StoredKeys` answered by the store's tables and indexes."""
+
+    holds_lock = False
 
     def find(
         self,

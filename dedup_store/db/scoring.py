@@ -38,6 +38,7 @@ from dedup_store.db.encoding import (
     BAND,
     BLOCK,
     array_literal,
+    sorted_top32,
     sparse_excerpt_keys,
     top32,
 )
@@ -385,9 +386,10 @@ def batch_intersections(
 
 def _new_shingles(new: NewRows, ids: set[int]) -> dict[int, I32]:
     """The sorted stored form (top 32 bits) of the shingles of the new documents ``ids``."""
-    offsets = new.batch.shingle_offsets
+    wanted = np.flatnonzero(np.isin(new.ids, np.fromiter(ids, np.int64, len(ids))))
+    offsets, values = sorted_top32(new.batch, new.rows[wanted])
+    bounds = offsets.tolist()
     return {
-        doc_id: np.sort(top32(new.batch.shingles[offsets[row] : offsets[row + 1]]))
-        for doc_id, row in zip(new.ids.tolist(), new.rows.tolist(), strict=True)
-        if doc_id in ids
+        doc_id: values[bounds[i] : bounds[i + 1]]
+        for i, doc_id in enumerate(new.ids[wanted].tolist())
     }
