@@ -296,6 +296,16 @@ def ingest(
     spark_master: Annotated[
         str, typer.Option(help="Spark master URL for --engine spark.")
     ] = "local[*]",
+    bulk: Annotated[
+        bool | None,
+        typer.Option(
+            "--bulk/--no-bulk",
+            help="Load in one transaction without maintaining the lookup indexes, building "
+            "them at the end (default: when the store is empty). Other readers and writers "
+            "wait until it commits.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Add documents from files, directories, JSONL, CSV or standard input.
 
@@ -312,6 +322,8 @@ def ingest(
         )
     if update and engine is Engine.spark:
         raise typer.BadParameter("is not supported with --engine spark", param_hint="--update")
+    if update and bulk:
+        raise typer.BadParameter("a bulk load adds documents: drop --update", param_hint="--bulk")
     settings = settings_of(ctx)
     policy: Literal["stop", "skip"] = "skip" if on_error is OnError.skip else "stop"
     fmt: InputFormat = stdin_format.value
@@ -350,6 +362,7 @@ def ingest(
                     on_batch=progress.on_batch,
                     on_progress=progress.on_progress,
                     count_clusters=True,
+                    bulk=bulk,
                 )
         except KeyboardInterrupt:
             summary = progress.stored

@@ -234,6 +234,7 @@ def print_ingest_summary(
         Output(OutputFormat.json).record(data)
         return
     data["seconds"] = round(summary.seconds, 2)
+    data["index_seconds"] = round(summary.index_seconds, 2)
     data["documents_per_second"] = round(summary.documents_per_second)
     Output(OutputFormat.table).record(data, title="ingest summary")
 

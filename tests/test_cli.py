@@ -18,6 +18,7 @@ from typer.testing import CliRunner, Result
 from dedup_store.cli import app
 
 pytestmark = pytest.mark.db
+EXAMPLES_DIR = str(Path(__file__).resolve().parents[1] / "examples")
 
 VOCABULARY = [f"term{i}" for i in range(5000)]
 
@@ -371,3 +372,14 @@ def test_init_compares_only_the_options_given(cli: CliHelper) -> None:
     refused = cli("init", "--hot-key-limit", "30")
     assert refused.exit_code == 3
     assert "hot_key_limit: 20 != 30" in refused.stderr
+
+
+def test_ingest_loads_an_empty_store_in_bulk_unless_told_not_to(cli: CliHelper) -> None:
+    first = json.loads(cli.ok("ingest", "-q", "--json", EXAMPLES_DIR).stdout)
+    assert first["bulk"] is True and first["index_seconds"] > 0 and first["new"] > 0
+    again = json.loads(cli.ok("ingest", "-q", "--json", "--bulk", EXAMPLES_DIR).stdout)
+    assert again["bulk"] is True and again["skipped"] == first["documents"]
+    refused = cli("ingest", "--bulk", "--update", EXAMPLES_DIR)
+    assert refused.exit_code == 2 and "--update" in refused.stderr
+    stats = cli.json("stats")
+    assert stats["documents"] == first["documents"] - first["errors"]

@@ -1,7 +1,7 @@
 """Candidate pairs: documents that share a band, block or sample key.
 
 A document's band keys and SimHash block keys are two ``bigint[]`` columns of its ``documents``
-row, and every slot (band ``i``, block combination ``i``) has its own hash index on
+row, and every slot (band ``i``, block combination ``i``) has its own index on
 ``band_keys[i]`` / ``block_keys[i]``. A key therefore costs one index entry and no row of its
 own, and equal keys of different slots never meet. Sample keys (the excerpt index) vary in number
 per document and live in ``sample_keys``.
@@ -327,7 +327,7 @@ def key_lookups(s: str, band_count: int, block_count: int, hot_limit: int) -> li
         for slot in range(1, count + 1):
             lookup = slot_lookup(s, kind, slot, f"= CAST(:k{kind}_{slot} AS bigint)")
             if hot_limit:
-                # OFFSET 0 keeps the key's hash index scan: without it the planner may walk
+                # OFFSET 0 keeps the key's index scan: without it the planner may walk
                 # the primary key in id order and filter every row
                 lookup = f"SELECT * FROM ({lookup} OFFSET 0) l ORDER BY id LIMIT {int(hot_limit)}"
             branches.append(
