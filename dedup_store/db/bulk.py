@@ -180,9 +180,17 @@ class ShingleChunks:
 
 
 def begin(conn: Connection, schema: str, params: FingerprintParams) -> LoadedKeys:
-    """Start a bulk load in the transaction of ``conn``: lock out other writers, drop the
-    lookup indexes, and read what the store holds into memory."""
+    """Start a bulk load in the transaction of ``conn``: lock out other writers, give the
+    tables of an empty store new files, drop the lookup indexes, and read what the store holds
+    into memory."""
     write.lock_writers(conn, schema)
+    s = qualified(schema)
+    if conn.execute(text(f"SELECT NOT EXISTS (SELECT 1 FROM {s}.documents)")).scalar_one():
+        # new files for the tables: on a server with wal_level = minimal (the embedded one)
+        # what this transaction writes into them skips the WAL
+        conn.execute(
+            text(f"TRUNCATE {s}.documents, {s}.edges, {s}.sample_keys, {s}.secondary_keys")
+        )
     for _table, name in LOOKUP_INDEXES:
         conn.execute(text(f"DROP INDEX IF EXISTS {qualified(schema, name)}"))
     for name, _column, _slot in ddl.key_indexes(params):
