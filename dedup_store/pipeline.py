@@ -309,10 +309,6 @@ def ingest(
         raise stop.error from None
 
 
-#: Server settings for the index builds that end a bulk load (for its transaction only).
-BULK_SETTINGS = {"maintenance_work_mem": "1GB", "max_parallel_maintenance_workers": "2"}
-
-
 def _bulk_ingest(
     dest: Destination,
     records: Iterable[Record],
@@ -354,7 +350,7 @@ def _bulk_ingest(
             stopped = stop.error
         except KeyboardInterrupt as interrupt:
             stopped = interrupt
-        seconds = bulk.finish(conn, dest.schema, dest.params, BULK_SETTINGS)
+        seconds = bulk.finish(conn, dest.schema, dest.params, bulk.BUILD_SETTINGS)
     if stopped is not None:
         raise stopped.with_traceback(None)
     summary.bulk = True

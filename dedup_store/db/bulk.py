@@ -191,13 +191,23 @@ def begin(conn: Connection, schema: str, params: FingerprintParams) -> LoadedKey
         conn.execute(
             text(f"TRUNCATE {s}.documents, {s}.edges, {s}.sample_keys, {s}.secondary_keys")
         )
+    drop_lookup_indexes(conn, schema, params)
+    loaded = LoadedKeys(params)
+    loaded.load(conn, schema)
+    return loaded
+
+
+def drop_lookup_indexes(conn: Connection, schema: str, params: FingerprintParams) -> None:
+    """Drop the indexes only key lookups use (:data:`LOOKUP_INDEXES` and the per-slot key
+    indexes) for the rest of the transaction; :func:`finish` builds them again."""
     for _table, name in LOOKUP_INDEXES:
         conn.execute(text(f"DROP INDEX IF EXISTS {qualified(schema, name)}"))
     for name, _column, _slot in ddl.key_indexes(params):
         conn.execute(text(f"DROP INDEX IF EXISTS {qualified(schema, name)}"))
-    loaded = LoadedKeys(params)
-    loaded.load(conn, schema)
-    return loaded
+
+
+#: Server settings for the index builds that end a bulk load (for its transaction only).
+BUILD_SETTINGS = {"maintenance_work_mem": "1GB", "max_parallel_maintenance_workers": "2"}
 
 
 def finish(

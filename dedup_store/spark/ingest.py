@@ -4,7 +4,9 @@ The driver holds the store's writers' lock for the whole load (so no other write
 allocates the ids from the store's sequence, reads what the store already holds on the
 executors (one query per key kind and id range), and relabels the stored clusters the load
 merges. The executors fingerprint, pair, score and write: each writing partition COPYs its rows
-over its own connection and commits them, documents (with sample keys) first, then edges.
+into the load's staging tables over its own connection, documents (with sample keys) first, then
+edges. The driver then publishes them in its one transaction, building the lookup indexes in
+bulk (:mod:`dedup_store.spark.staging`): the load becomes visible all at once, or not at all.
 """
 
 from __future__ import annotations
@@ -14,14 +16,12 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import numpy as np
-import psycopg
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StructField, StructType
 from sqlalchemy import Connection, create_engine, text
 
@@ -32,7 +32,7 @@ from dedup_store.core.params import FingerprintParams
 from dedup_store.db import reports
 from dedup_store.db.names import qualified
 from dedup_store.db.scoring import merging_methods
-from dedup_store.db.write import TABLES, allocate_ids, lock_writers, relabel
+from dedup_store.db.write import allocate_ids, lock_writers, relabel
 from dedup_store.errors import DedupStoreError, EmptyDocumentError
 from dedup_store.pipeline import BATCH_BYTES
 from dedup_store.records import batches, describe, lookup_ids, record_error, validate_document
@@ -40,14 +40,18 @@ from dedup_store.results import Document, IngestSummary, RecordError
 from dedup_store.service import DedupStore
 from dedup_store.spark.components import connected_components
 from dedup_store.spark.fingerprints import fingerprint_dataframe
-from dedup_store.spark.pairs import BAND, BLOCK, EDGE_SCHEMA, SAMPLE, pairs_of_groups, score_batch
+from dedup_store.spark.pairs import BLOCK, EDGE_SCHEMA, SAMPLE, pairs_of_groups, score_batch
 from dedup_store.spark.session import spark_session
+from dedup_store.spark.staging import Staging, clean, publish
+from dedup_store.spark.stored import StoredRows, last_id, read_stored, slotted_keys
 from dedup_store.spark.writer import conninfo, write_documents, write_edges
 
 #: Merging edges up to this many get their connected components on the driver.
 DRIVER_COMPONENTS = 2_000_000
 #: The stages a load's time is split into (:attr:`SparkIngest.seconds`).
-STAGES = ("prepare", "fingerprint", "group", "verify", "components", "write")
+STAGES = (
+    "prepare", "fingerprint", "group", "verify", "components", "write", "publish", "indexes"
+)  # fmt: skip
 EMPTY_MESSAGE = "document is empty after canonicalization (no words left)"
 _LOAD_COLUMNS = "seq bigint, batch bigint, external_id string, text string, meta string"
 
@@ -177,8 +181,8 @@ def ingest_dataframe(
         .toDF("position bigint, external_id string, text string, meta string")
     )
     dsn = conninfo(url)
-    last = _last_id(url, schema)
-    stored_ids = _read_stored(
+    last = last_id(url, schema)
+    stored_ids = read_stored(
         spark,
         dsn,
         f"SELECT external_id FROM {qualified(schema)}.documents WHERE id >= %(lo)s AND id < %(hi)s",
@@ -293,7 +297,12 @@ def _load(
     parallelism = max(2, spark.sparkContext.defaultParallelism)
     body = F.col("text") if keep_text else F.lit(None).cast("string")
     engine = create_engine(url)
+    staging: Staging | None = None
     try:
+        with engine.begin() as conn:
+            lock_writers(conn, schema)  # so that no other load's staging tables are dropped
+            clean(conn, schema)
+            staging = Staging.create(conn, schema)
         with engine.connect() as conn, conn.begin():
             lock_writers(conn, schema)
             last = int(
@@ -320,7 +329,7 @@ def _load(
             ids = allocate_ids(conn, schema, count)
             first = int(ids[0]) if count else last + 1
             docs = _with_ids(fingerprints.where("NOT empty"), first, empty).persist()
-            stored = _Stored(spark, dsn, schema, last, params)
+            stored = StoredRows(spark, dsn, schema, last, params)
             hashes = docs.select("id", "exact_hash").unionByName(stored.exact_hashes())
             group_first = hashes.groupBy("exact_hash").agg(F.min("id").alias("first"))
             exact = (
@@ -353,18 +362,23 @@ def _load(
                 .join(clusters, "id", "left")
                 .withColumn("cluster_id", F.coalesce("cluster_id", "id"))
             )
-            rows.mapInArrow(
-                partial(write_documents, dsn=dsn, schema=schema), "rows bigint"
-            ).collect()
-            edges.mapInArrow(partial(write_edges, dsn=dsn, schema=schema), "rows bigint").collect()
-            relabel(conn, schema, stored_mapping)
-            for table in TABLES:
-                conn.execute(text(f"ANALYZE {s}.{table}"))
+            tables = staging.tables
+            write = partial(write_documents, dsn=dsn, schema=schema, tables=tables)
+            rows.mapInArrow(write, "rows bigint").collect()
+            write = partial(write_edges, dsn=dsn, schema=schema, tables=tables)
+            edges.mapInArrow(write, "rows bigint").collect()
             seconds["write"] = time.perf_counter() - clock
+            clock = time.perf_counter()
+            relabel(conn, schema, stored_mapping)
+            seconds["indexes"] = publish(conn, staging, params)["indexes"]
+            seconds["publish"] = time.perf_counter() - clock - seconds["indexes"]
             summary = _summary(edges, merging, first, count, prepared.skipped, len(errors))
         with DedupStore(url, schema=schema, create=False) as store:
             summary.clusters = store.stats().clusters
     finally:
+        if staging is not None:  # published: already gone; failed: dropped here
+            with engine.begin() as conn:
+                staging.drop(conn)
         engine.dispose()
     summary.seconds = sum(seconds.values())
     for cached in (fingerprints, docs, exact, candidates, edges):
@@ -398,133 +412,7 @@ def _with_ids(fingerprints: DataFrame, first: int, empty: np.ndarray) -> DataFra
     return fingerprints.mapInArrow(run, schema)
 
 
-class _Stored:
-    """The store's rows before the load, read on the executors by id ranges."""
-
-    def __init__(
-        self, spark: SparkSession, dsn: str, schema: str, last: int, params: FingerprintParams
-    ) -> None:
-        self.spark, self.dsn, self.s, self.last, self.params = (
-            spark,
-            dsn,
-            qualified(schema),
-            last,
-            params,
-        )
-
-    def _read(
-        self, select: str, table: str, ddl: str, id_column: str = "id", where: str = ""
-    ) -> DataFrame:
-        condition = f"{id_column} >= %(lo)s AND {id_column} < %(hi)s" + (
-            f" AND {where}" if where else ""
-        )
-        return _read_stored(
-            self.spark,
-            self.dsn,
-            f"SELECT {select} FROM {self.s}.{table} WHERE {condition}",
-            ddl,
-            self.last,
-        )
-
-    def exact_hashes(self) -> DataFrame:
-        return self._read(
-            "id, exact_hash", "documents", "id bigint, exact_hash binary", where="exact_of IS NULL"
-        )
-
-    def keys(self) -> DataFrame:
-        """``(kind, slot, key, id, batch)`` of the stored documents' lookup keys."""
-        slotted = self._read(
-            "id, band_keys, block_keys",
-            "documents",
-            "id bigint, band_keys array<bigint>, block_keys array<bigint>",
-            where="exact_of IS NULL",
-        )
-        samples = self._read("doc_id, key", "sample_keys", "doc_id bigint, key int", "doc_id")
-        return _slotted_keys(slotted.withColumn("batch", F.lit(-1).cast("bigint"))).unionByName(
-            samples.select(
-                F.lit(SAMPLE).alias("kind"),
-                F.lit(0).alias("slot"),
-                F.col("key").cast("bigint").alias("key"),
-                F.col("doc_id").alias("id"),
-                F.lit(-1).cast("bigint").alias("batch"),
-            )
-        )
-
-    def features(self) -> DataFrame:
-        signature = ", signature" if self.params.verify != "exact" else ""
-        ddl = (
-            "id bigint, exact_hash binary, simhash bigint, shingle_count int, "
-            "shingles array<int>, cluster_id bigint"
-            + (", signature array<int>" if signature else "")
-        )
-        return self._read(
-            f"id, exact_hash, simhash, shingle_count, shingles, cluster_id{signature}",
-            "documents",
-            ddl,
-            where="exact_of IS NULL",
-        )
-
-
-def _read_stored(spark: SparkSession, dsn: str, query: str, ddl: str, last: int) -> DataFrame:
-    """The rows of ``query`` (with ``%(lo)s``/``%(hi)s`` id bounds) for ids up to ``last``,
-    read by as many executors as the session has cores, one id range each."""
-    schema = cast(StructType, StructType.fromDDL(ddl))
-    if last <= 0:
-        return spark.createDataFrame([], schema)
-    parts = max(1, min(spark.sparkContext.defaultParallelism, last))
-    step = last // parts + 1
-    arrow_schema = to_arrow_schema(schema)
-
-    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        with psycopg.connect(dsn) as conn:
-            for batch in batches:
-                for part in batch.column("id").to_pylist():
-                    bounds = {"lo": part * step, "hi": (part + 1) * step}
-                    rows = conn.execute(query, bounds).fetchall()
-                    columns: list[Sequence[Any]] = (
-                        list(zip(*rows, strict=True)) if rows else [() for _ in arrow_schema]
-                    )
-                    yield pa.RecordBatch.from_arrays(
-                        [
-                            pa.array(list(c), f.type)
-                            for c, f in zip(columns, arrow_schema, strict=True)
-                        ],
-                        schema=arrow_schema,
-                    )
-
-    return spark.range(parts, numPartitions=parts).mapInArrow(run, schema)
-
-
-def _last_id(url: str, schema: str) -> int:
-    engine = create_engine(url)
-    try:
-        with engine.connect() as conn:
-            found = conn.execute(
-                text(f"SELECT coalesce(max(id), 0) FROM {qualified(schema)}.documents")
-            )
-            return int(found.scalar_one())
-    finally:
-        engine.dispose()
-
-
-def _slotted_keys(rows: DataFrame) -> DataFrame:
-    """``(kind, slot, key, id, batch)`` of the band and block keys of ``(id, batch, band_keys,
-    block_keys)`` rows."""
-    parts = []
-    for kind, column in ((BAND, "band_keys"), (BLOCK, "block_keys")):
-        parts.append(
-            rows.select("id", "batch", F.posexplode(column).alias("pos", "key")).select(
-                F.lit(kind).alias("kind"),
-                (F.col("pos") + 1).alias("slot"),
-                "key",
-                "id",
-                "batch",
-            )
-        )
-    return parts[0].unionByName(parts[1])
-
-
-def _candidates(docs: DataFrame, exact: DataFrame, stored: _Stored, hot_limit: int) -> DataFrame:
+def _candidates(docs: DataFrame, exact: DataFrame, stored: StoredRows, hot_limit: int) -> DataFrame:
     """``(a, b, block_only, sampled)``: pairs sharing a key, older first, ``b`` new."""
     firsts = docs.select("id", "batch", "band_keys", "block_keys", "sample_keys").join(
         exact.where(F.col("exact_of").isNull()).select("id"), "id"
@@ -536,7 +424,7 @@ def _candidates(docs: DataFrame, exact: DataFrame, stored: _Stored, hot_limit: i
         "id",
         "batch",
     )
-    keys = _slotted_keys(firsts).unionByName(samples).unionByName(stored.keys())
+    keys = slotted_keys(firsts).unionByName(samples).unionByName(stored.keys())
     groups = (
         keys.groupBy("kind", "slot", "key")
         .agg(
@@ -563,7 +451,7 @@ def _edges(
     docs: DataFrame,
     exact: DataFrame,
     candidates: DataFrame,
-    stored: _Stored,
+    stored: StoredRows,
     params: FingerprintParams,
 ) -> DataFrame:
     """The verified edges: the candidates' matches, and each exact copy's link to the first
@@ -603,7 +491,7 @@ def _clusters(
     conn: Connection,
     schema: str,
     edges: DataFrame,
-    stored: _Stored,
+    stored: StoredRows,
     merging: Sequence[str],
     first: int,
     driver_components: int,

@@ -1,13 +1,14 @@
 """COPY from the executors: every partition writes its rows over its own connection.
 
-The rows are encoded with the store's binary COPY helpers (:mod:`dedup_store.db.copy`), so they
-are the rows :func:`dedup_store.db.write.insert_documents` writes.
+The rows are encoded with the store's binary COPY helpers (:mod:`dedup_store.db.bulk_copy`), so
+they are the rows :func:`dedup_store.db.write.insert_documents` writes; they go into the load's
+staging tables (:mod:`dedup_store.spark.staging`).
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -137,26 +138,29 @@ def edge_payload(batch: pa.RecordBatch) -> bytes:
 
 
 def write_documents(
-    batches: Iterable[pa.RecordBatch], dsn: str, schema: str
+    batches: Iterable[pa.RecordBatch], dsn: str, schema: str, tables: Mapping[str, str]
 ) -> Iterator[pa.RecordBatch]:
-    """COPY a partition's documents and their sample keys in one transaction."""
+    """COPY a partition's documents and their sample keys in one transaction, into the tables
+    ``tables["documents"]`` and ``tables["sample_keys"]``."""
 
     def write(conn: psycopg.Connection[Any], batch: pa.RecordBatch) -> None:
-        copy_rows(conn, schema, "documents", DOCUMENT_COLUMNS, document_payload(batch))
+        payload = document_payload(batch)
+        copy_rows(conn, schema, tables["documents"], DOCUMENT_COLUMNS, payload)
         keys, docs = sample_rows(batch)
         if len(keys):
-            copy_rows(conn, schema, "sample_keys", ("key", "doc_id"), _fixed_rows(keys, docs))
+            rows = _fixed_rows(keys, docs)
+            copy_rows(conn, schema, tables["sample_keys"], ("key", "doc_id"), rows)
 
     return _write_partition(batches, dsn, write)
 
 
 def write_edges(
-    batches: Iterable[pa.RecordBatch], dsn: str, schema: str
+    batches: Iterable[pa.RecordBatch], dsn: str, schema: str, tables: Mapping[str, str]
 ) -> Iterator[pa.RecordBatch]:
-    """COPY a partition's edges in one transaction."""
+    """COPY a partition's edges in one transaction, into the table ``tables["edges"]``."""
 
     def write(conn: psycopg.Connection[Any], batch: pa.RecordBatch) -> None:
-        copy_rows(conn, schema, "edges", EDGE_COLUMNS, edge_payload(batch))
+        copy_rows(conn, schema, tables["edges"], EDGE_COLUMNS, edge_payload(batch))
 
     return _write_partition(batches, dsn, write)
 

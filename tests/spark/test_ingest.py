@@ -10,14 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 from typer.testing import CliRunner
 
 from dedup_store import DedupStore, FingerprintParams, Status
 from dedup_store.cli import app
 from dedup_store.inputs import apply_error_policy, read_inputs
 from dedup_store.results import Document
-from dedup_store.spark import ingest_dataframe, ingest_records
+from dedup_store.spark import ingest as spark_ingest
+from dedup_store.spark import ingest_dataframe, ingest_records, staging
 from tests.conftest import drop_schema
 from tests.snapshots import snapshot
 from tests.spark.corpora import real_documents
@@ -195,3 +196,34 @@ def test_hot_keys_across_batches(
     assert set(actual["edges"]) < set(expected["edges"])
     assert actual["clusters"] == expected["clusters"]
     assert len(actual["edges"]) > 90
+
+
+def test_a_failed_load_leaves_the_store_as_it_was(
+    spark: Any, engine: Engine, database_url: str, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = real_documents()[:600]
+    with DedupStore(engine, schema=schema) as store:
+        store.ingest(docs[:200], batch_size=100)
+    before = snapshot(engine, schema)
+    with engine.begin() as conn:  # what a killed load leaves behind
+        leftover = staging.Staging.create(conn, schema)
+
+    def fail(*args: Any) -> dict[str, float]:
+        raise RuntimeError("the server went away")
+
+    monkeypatch.setattr(spark_ingest, "publish", fail)
+    with pytest.raises(RuntimeError):
+        ingest_records(docs, database_url, schema, spark=spark, batch_size=100)
+    assert snapshot(engine, schema) == before
+    with engine.connect() as conn:
+        tables = conn.execute(
+            text("SELECT tablename FROM pg_tables WHERE schemaname = :s"), {"s": schema}
+        ).scalars()
+        assert not [t for t in tables if t.startswith(staging.PREFIX)]
+    assert set(leftover.tables.values()).isdisjoint(tables)
+    monkeypatch.undo()
+    result = ingest_records(docs, database_url, schema, spark=spark, batch_size=100)
+    assert result.summary.skipped == 200 and result.seconds["indexes"] > 0
+    with DedupStore(engine, schema=schema) as store:
+        assert store.stats().documents == len(docs)
+        assert store.check(docs[450][1]).status is Status.EXACT_DUPLICATE

@@ -1,0 +1,91 @@
+"""Staging tables: the executors write a load where readers cannot see it.
+
+The executors COPY a load's documents, excerpt keys and edges into unlogged tables of the
+store's schema, each partition over its own connection. The driver then moves them into the
+store in its one transaction (:func:`publish`): it drops the lookup indexes, inserts the staged
+rows set-wise, builds the indexes in bulk and drops the staging tables, so the load becomes
+visible all at once, or (killed at any point) not at all. A killed load's staging tables are
+dropped by the next load of the store (:func:`clean`), which holds the writers' lock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+
+from sqlalchemy import Connection, text
+
+from dedup_store.core.params import FingerprintParams
+from dedup_store.db import bulk
+from dedup_store.db.names import qualified, quote
+from dedup_store.db.write import DOCUMENT_COLUMNS
+
+PREFIX = "spark_load_"
+#: The store's tables a load writes, with the columns the executors fill.
+STAGED = {
+    "documents": DOCUMENT_COLUMNS,
+    "sample_keys": ("key", "doc_id"),
+    "edges": ("a", "b", "method", "jaccard", "containment", "hamming"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Staging:
+    """The staging tables of one load: ``tables[store table]`` is its staging table's name."""
+
+    schema: str
+    tables: dict[str, str]
+
+    @classmethod
+    def create(cls, conn: Connection, schema: str) -> Staging:
+        """Create empty staging tables shaped like the store's (commit before the executors
+        write into them)."""
+        token = uuid.uuid4().hex[:12]
+        tables = {table: f"{PREFIX}{token}_{table}" for table in STAGED}
+        for table, staged in tables.items():
+            conn.execute(
+                text(
+                    f"CREATE UNLOGGED TABLE {qualified(schema, staged)} "
+                    f"(LIKE {qualified(schema, table)} INCLUDING DEFAULTS)"
+                )
+            )
+        return cls(schema, tables)
+
+    def drop(self, conn: Connection) -> None:
+        """Drop the staging tables."""
+        for staged in self.tables.values():
+            conn.execute(text(f"DROP TABLE IF EXISTS {qualified(self.schema, staged)}"))
+
+
+def clean(conn: Connection, schema: str) -> int:
+    """Drop the staging tables killed loads left in ``schema``; returns how many."""
+    names = conn.execute(
+        text(
+            "SELECT tablename FROM pg_tables WHERE schemaname = :s "
+            "AND starts_with(tablename, :prefix)"
+        ),
+        {"s": schema, "prefix": PREFIX},
+    ).scalars()
+    dropped = 0
+    for name in list(names):
+        conn.execute(text(f"DROP TABLE IF EXISTS {qualified(schema, name)}"))
+        dropped += 1
+    return dropped
+
+
+def publish(conn: Connection, staging: Staging, params: FingerprintParams) -> dict[str, float]:
+    """Move the staged rows into the store in the transaction of ``conn`` (which holds the
+    writers' lock): drop the lookup indexes, insert set-wise, build the indexes, drop the
+    staging tables. Returns the seconds of the index build and of ``ANALYZE``."""
+    schema = staging.schema
+    bulk.drop_lookup_indexes(conn, schema, params)
+    for table, columns in STAGED.items():
+        names = ", ".join(quote(c) for c in columns)
+        conn.execute(
+            text(
+                f"INSERT INTO {qualified(schema, table)} ({names}) "
+                f"SELECT {names} FROM {qualified(schema, staging.tables[table])}"
+            )
+        )
+    staging.drop(conn)
+    return bulk.finish(conn, schema, params, bulk.BUILD_SETTINGS)
