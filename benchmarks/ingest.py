@@ -552,6 +552,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=os.environ.get("DEDUP_STORE_TEST_URL", DEFAULT_URL),
         help="PostgreSQL URL (default $DEDUP_STORE_TEST_URL or %(default)s)",
     )
+    add(
+        "--embedded",
+        action="store_true",
+        help="run against the embedded server (the default of dedup-store; --url is ignored)",
+    )
     add("--check-queries", type=int, default=2000, help="check calls to time")
     add(
         "--analyze",
@@ -744,6 +749,11 @@ def run_peer_section(
 def main(argv: Sequence[str] | None = None) -> None:
     """Parse the options and run the benchmark in a temporary directory."""
     args = parse_args(argv)
+    if args.embedded:
+        from dedup_store.db import embedded
+
+        args.url = embedded.start()
+        print(f"embedded server: {embedded.status().data_dir}")
     with tempfile.TemporaryDirectory(prefix="dedup-ingest-", dir=args.tmp) as workdir:
         run(args, Path(workdir))
 

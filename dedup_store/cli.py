@@ -582,6 +582,37 @@ def db_stop() -> None:
     typer.echo("embedded server stopped" if stopped else "embedded server was not running")
 
 
+@db_app.command("tune")
+def db_tune(
+    memory: Annotated[
+        str | None,
+        typer.Option(help="The server machine's memory, e.g. 16GB. Default: this machine's."),
+    ] = None,
+    cores: Annotated[
+        int | None,
+        typer.Option(min=1, help="The server machine's cores. Default: this machine's."),
+    ] = None,
+) -> None:
+    """Print postgresql.conf settings for a server of your own, sized for its machine."""
+    from dedup_store.db import tuning
+
+    here_memory, here_cores = tuning.machine()
+    try:
+        size = here_memory if memory is None else tuning.parse_size(memory)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--memory") from None
+    count = cores or here_cores
+    described = memory or "this machine's"
+    heading = (
+        f"dedup_store: settings for a server with {described} memory and {count} cores.\n"
+        "Add them to postgresql.conf, or run ALTER SYSTEM SET name = 'value' for each;"
+        " then restart the server.\nOn a server without replicas or a WAL archive, "
+        "wal_level = 'minimal' with max_wal_senders = '0' also lets a bulk load into a new"
+        " store skip the WAL."
+    )
+    typer.echo(tuning.conf_text(tuning.server_settings(size, count), heading), nl=False)
+
+
 @db_app.command("upgrade")
 def db_upgrade(ctx: typer.Context) -> None:
     """Create the schema, or upgrade it to the newest revision."""

@@ -95,6 +95,7 @@ class PreparedBatch:
     skipped: list[int]
     errors: list[tuple[int, RecordError, type[DedupStoreError]]]
     update: bool
+    _tails: list[bytes] | None = dataclasses.field(default=None, repr=False)
 
     def first_error(self) -> DedupStoreError:
         """The exception to raise for the first bad record."""
@@ -116,6 +117,20 @@ class PreparedBatch:
     def document_of_row(self, row: int) -> Document:
         """The record of fingerprint row ``row``."""
         return self.documents[self.row_position[row]]
+
+    def encoded_tails(self, keep_text: bool) -> list[bytes]:
+        """The COPY fields of each row's document that need no id (:func:`write.encode_tails`),
+        computed on the first call: call it while the batch before is being written."""
+        if self._tails is None:
+            docs = [self.document_of_row(r) for r in range(len(self.row_position))]
+            self._tails = write.encode_tails(
+                self.batch,
+                [d.id for d in docs],
+                [d.meta for d in docs],
+                [d.text if keep_text else None for d in docs],
+                [self.language_of_row(r) for r in range(len(docs))],
+            )
+        return self._tails
 
     def language_of_row(self, row: int) -> str:
         """A best-effort language guess from the script of the canonical text."""
@@ -232,16 +247,35 @@ def prepare_batch(
     return PreparedBatch(documents, batch, row_position, dict(known), skipped, errors, update)
 
 
+@dataclasses.dataclass
+class WrittenBatch:
+    """A written batch: what its per-record results are made of (:meth:`outcome`), on the
+    caller's thread while the writer goes on with the next batch."""
+
+    prepared: PreparedBatch
+    ids: list[int]
+    edges: list[MatchRow]
+    mapping: dict[int, int]
+    known: dict[str, int]
+    twin_clusters: dict[int, int]
+
+    def outcome(self) -> BatchOutcome:
+        """The batch's results and bad records (:meth:`PreparedBatch.outcome`)."""
+        return self.prepared.outcome(
+            self.ids, self.edges, self.mapping, self.known, self.twin_clusters
+        )
+
+
 def write_batch(
     conn: Connection, dest: Destination, prepared: PreparedBatch, stored: StoredKeys = INDEXED
-) -> BatchOutcome:
+) -> WrittenBatch:
     """Write a prepared batch in the transaction of ``conn``, holding the writers' lock.
 
     ``stored`` answers the lookups of the keys and exact hashes of stored documents: the
     store's indexes, or memory during a bulk load.
     """
     schema, params = dest.schema, dest.params
-    if not stored.holds_lock:
+    if not stored.bulk_load:
         dest.db.without_jit(conn)
         write.lock_writers(conn, schema)
     known = stored.documents(conn, schema, prepared.candidate_ids())
@@ -257,24 +291,15 @@ def write_batch(
     found, secondary = hot.find_candidates(
         conn, schema, prepared.batch, new.rows[firsts], new.ids[firsts], stored
     )
-    docs = [prepared.document_of_row(r) for r in rows]
-    write.insert_documents(
-        conn,
-        schema,
-        new,
-        [d.id for d in docs],
-        [d.meta for d in docs],
-        [d.text if dest.keep_text else None for d in docs],
-        [prepared.language_of_row(r) for r in rows],
-        secondary,
-    )
-    stored.added(new, [d.id for d in docs])
+    tails = prepared.encoded_tails(dest.keep_text)
+    write.insert_documents(conn, schema, new, [tails[r] for r in rows], secondary)
+    stored.added(new, [prepared.document_of_row(r).id for r in rows])
     edges = scoring.store_edges(conn, schema, new, found, stored)
     mapping = write.merge_clusters(conn, schema, edges, params)
-    if len(new.ids):
+    if len(new.ids) and not stored.bulk_load:
         write.refresh_statistics(conn, schema, int(new.ids[-1]))
     twin_clusters = reports.cluster_ids(conn, schema, prepared.twin_ids(known))
-    return prepared.outcome(new.ids.tolist(), edges, mapping, known, twin_clusters)
+    return WrittenBatch(prepared, new.ids.tolist(), edges, mapping, known, twin_clusters)
 
 
 def ingest(
@@ -332,7 +357,9 @@ def _bulk_ingest(
 
         def prepare(chunk: list[Document], first: int) -> PreparedBatch:
             ids = {d.id: known[d.id] for d in chunk if isinstance(d.id, str) and d.id in known}
-            return prepare_batch(chunk, dest.params, ids, False, dest.max_bytes, first)
+            prepared = prepare_batch(chunk, dest.params, ids, False, dest.max_bytes, first)
+            prepared.encoded_tails(dest.keep_text)  # here, while the writer works
+            return prepared
 
         summary = IngestSummary()
         try:
@@ -376,7 +403,7 @@ def _stream(
     on_progress: OnProgress | None,
     *,
     prepare: Callable[[list[Document], int], PreparedBatch],
-    write: Callable[[PreparedBatch], BatchOutcome],
+    write: Callable[[PreparedBatch], WrittenBatch],
     pipelined: bool,
 ) -> IngestSummary:
     """Prepare and write ``records`` batch by batch.
@@ -393,7 +420,7 @@ def _stream(
     progress = _Progress(on_progress)
     with contextlib.ExitStack() as stack:
         writer: ThreadPoolExecutor | None = None
-        pending: Future[BatchOutcome] | None = None
+        pending: Future[WrittenBatch] | None = None
         first = 1
         # a batch being written when the caller is interrupted is still reported
         stack.callback(lambda: _settle(pending, summary, on_batch))
@@ -425,16 +452,18 @@ def _prepare(
     """Validate and fingerprint a batch (ids already stored are not fingerprinted)."""
     ids = lookup_ids(documents)
     known = dest.db.run(lambda conn: reports.find_documents(conn, dest.schema, ids))
-    return prepare_batch(documents, dest.params, known, update, dest.max_bytes, first)
+    prepared = prepare_batch(documents, dest.params, known, update, dest.max_bytes, first)
+    prepared.encoded_tails(dest.keep_text)  # here, while the writer works
+    return prepared
 
 
-def _write(dest: Destination, prepared: PreparedBatch) -> BatchOutcome:
+def _write(dest: Destination, prepared: PreparedBatch) -> WrittenBatch:
     """Write a prepared batch in one transaction (retried on serialization failures)."""
     return dest.db.run(lambda conn: write_batch(conn, dest, prepared))
 
 
 def _settle(
-    pending: Future[BatchOutcome] | None, summary: IngestSummary, on_batch: OnBatch | None
+    pending: Future[WrittenBatch] | None, summary: IngestSummary, on_batch: OnBatch | None
 ) -> None:
     """Report a batch still being written when ``ingest`` stops early (its result is lost if
     the write itself failed: the error that stopped ``ingest`` is the one raised)."""
@@ -442,8 +471,9 @@ def _settle(
         _report(pending.result(), summary, on_batch)
 
 
-def _report(outcome: BatchOutcome, summary: IngestSummary, on_batch: OnBatch | None) -> int:
+def _report(written: WrittenBatch, summary: IngestSummary, on_batch: OnBatch | None) -> int:
     """Count a written batch into ``summary``; returns the number of records it held."""
+    outcome = written.outcome()
     for result in outcome.results:
         summary.count(result)
     summary.errors += len(outcome.errors)

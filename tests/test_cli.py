@@ -383,3 +383,18 @@ def test_ingest_loads_an_empty_store_in_bulk_unless_told_not_to(cli: CliHelper) 
     assert refused.exit_code == 2 and "--update" in refused.stderr
     stats = cli.json("stats")
     assert stats["documents"] == first["documents"] - first["errors"]
+
+
+def test_db_tune_prints_settings_sized_for_the_named_machine(cli: CliHelper) -> None:
+    conf = cli.ok("db", "tune", "--memory", "64GB", "--cores", "16").stdout
+    settings = dict(
+        line.split("#")[0].strip().split(" = ")
+        for line in conf.splitlines()
+        if not line.startswith("#")
+    )
+    assert settings["shared_buffers"] == "'8GB'"
+    assert settings["maintenance_work_mem"] == "'2GB'"
+    assert settings["max_parallel_maintenance_workers"] == "'4'"
+    assert "wal_level" not in settings  # only the embedded server, which has no replicas
+    refused = cli("db", "tune", "--memory", "lots")
+    assert refused.exit_code == 2 and "not a size" in refused.stderr

@@ -49,6 +49,7 @@ def test_every_command_is_found() -> None:
         "db",
         "db status",
         "db stop",
+        "db tune",
         "db upgrade",
         "db current",
     } == set(COMMAND_IDS)

@@ -14,7 +14,7 @@ import psutil
 import pytest
 import sqlalchemy as sa
 
-from dedup_store.db import embedded
+from dedup_store.db import embedded, tuning
 from dedup_store.errors import DatabaseError
 
 ATTACH_SCRIPT = """
@@ -80,6 +80,25 @@ def test_start_connect_attach_stop(data_dir: Path) -> None:
     assert embedded.status().running is False
     assert not (data_dir / "pgdata" / "postmaster.pid").exists()
     assert embedded.stop() is False
+
+
+def test_server_is_sized_for_the_machine_and_bulk_loads(data_dir: Path) -> None:
+    url = embedded.start()
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            show = {
+                name: conn.execute(sa.text(f"SHOW {name}")).scalar_one()
+                for name in ("wal_level", "max_wal_size", "checkpoint_timeout", "shared_buffers")
+            }
+    finally:
+        engine.dispose()
+    assert show["wal_level"] == "minimal"  # a bulk load into a new store skips the WAL
+    assert show["max_wal_size"] == "8GB" and show["checkpoint_timeout"] == "30min"
+    memory, _cores = tuning.machine()
+    expected = next(s for s in tuning.server_settings(memory, 1) if s.name == "shared_buffers")
+    assert show["shared_buffers"] == expected.value
+    assert (data_dir / "pgdata" / tuning.CONF_NAME).exists()
 
 
 def test_server_outlives_the_process_that_started_it(data_dir: Path) -> None:

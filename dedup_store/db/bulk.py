@@ -41,7 +41,7 @@ class LoadedKeys:
             load).
     """
 
-    holds_lock = True
+    bulk_load = True
 
     def __init__(self, params: FingerprintParams) -> None:
         # a lookup reads at most hot_key_limit + 1 documents of a key, the oldest ones

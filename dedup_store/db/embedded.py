@@ -8,7 +8,10 @@ hash of where this installation's server binaries are (:func:`installation_key`)
 and every installation (virtualenv) has its own server, and a server is only ever run by the
 binaries that created its cluster. The server listens on a Unix socket only, with trust
 authentication for the local user, and keeps running after the process that started it exits, so
-the next command attaches to it; :func:`stop` shuts it down. :func:`start` refuses to attach to a
+the next command attaches to it; :func:`stop` shuts it down. Each start sizes the server for
+this machine (:mod:`dedup_store.db.tuning`: memory for the key indexes and index builds, fewer
+checkpoints, no WAL for bulk loads into a new store); a running server takes new sizes when it
+starts again. :func:`start` refuses to attach to a
 server run by another installation's binaries (possible when two installations share
 ``DEDUP_STORE_DATA_DIR``).
 
@@ -42,6 +45,7 @@ import platformdirs
 import psutil
 
 from dedup_store.config import ENV_DATA_DIR
+from dedup_store.db import tuning
 from dedup_store.errors import DatabaseError
 
 __all__ = [
@@ -348,6 +352,8 @@ def _start_locked(pgdata: Path) -> str:
         _clear_stale_lock(pgdata)
         try:
             server = _server(pgdata)
+            server.ensure_pgdata_inited()  # initdb, the first time
+            tuning.write_embedded_conf(pgdata)
             server.start()
             return _url(_require_running(pgdata))
         except (subprocess.SubprocessError, OSError, AssertionError, RuntimeError) as e:

@@ -415,11 +415,11 @@ class StoredKeys(Protocol):
     (:data:`INDEXED`) or, during a bulk load, memory (:class:`dedup_store.db.bulk.LoadedKeys`).
 
     Attributes:
-        holds_lock: the writers' lock is held for the whole transaction already (a bulk load
-            takes it once).
+        bulk_load: a bulk load answers: it holds the writers' lock for its whole transaction
+            already, and refreshes the planner's statistics once, at its end.
     """
 
-    holds_lock: bool
+    bulk_load: bool
 
     def find(
         self,
@@ -466,7 +466,7 @@ class StoredKeys(Protocol):
 class IndexedKeys:
     """:class:`StoredKeys` answered by the store's tables and indexes."""
 
-    holds_lock = False
+    bulk_load = False
 
     def find(
         self,

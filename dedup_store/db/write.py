@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I64, ranges
+from dedup_store.core.arrays import I64
 from dedup_store.core.clustering import components, merge_labels
+from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import bulk_copy, hot
 from dedup_store.db.encoding import sample_columns, top32
@@ -62,17 +63,46 @@ def allocate_ids(conn: Connection, schema: str, count: int) -> I64:
     return np.arange(first, first + count, dtype=np.int64)
 
 
-def insert_documents(
-    conn: Connection,
-    schema: str,
-    new: NewRows,
+def encode_tails(
+    batch: FingerprintBatch,
     external_ids: Sequence[str],
     metas: Sequence[Mapping[str, Any] | None],
     bodies: Sequence[str | None],
     languages: Sequence[str],
+) -> list[bytes]:
+    """Per fingerprint row of ``batch`` (other arguments per row too), the binary COPY fields
+    of its document row that depend neither on its id nor on what the store holds: external id,
+    language, meta, body and shingles. Computed while the batch before is being written."""
+    offsets = batch.shingle_offsets
+    shingle_fields = bulk_copy.int4_array_fields(top32(batch.shingles), offsets)
+    field, jsonb = bulk_copy.field, bulk_copy.jsonb
+    return [
+        b"".join(
+            (
+                field(external_ids[i].encode("utf-8")),
+                field(languages[i].encode("utf-8")),
+                field(jsonb(metas[i])),
+                field(_utf8(bodies[i])),
+                shingle_fields[i],
+            )
+        )
+        for i in range(len(external_ids))
+    ]
+
+
+def _utf8(text: str | None) -> bytes | None:
+    return None if text is None else text.encode("utf-8")
+
+
+def insert_documents(
+    conn: Connection,
+    schema: str,
+    new: NewRows,
+    tails: Sequence[bytes],
     secondary: hot.SecondaryRows | None = None,
 ) -> None:
-    """COPY the selected documents of a batch with their keys (other arguments per row).
+    """COPY the selected documents of a batch with their keys; ``tails`` are the
+    :func:`encode_tails` of their rows.
 
     Call it after :func:`~dedup_store.db.hot.find_candidates`, whose lookups must only meet
     older documents' keys, and which gives the ``secondary`` keys of their hot slots.
@@ -99,22 +129,13 @@ def insert_documents(
         ],
     )
     width = len(prefix) // max(1, len(rows))
-    shingle_offsets = np.concatenate([[0], np.cumsum(ends - starts)]).astype(np.int64)
-    shingle_fields = bulk_copy.int4_array_fields(
-        top32(batch.shingles[ranges(starts, ends)]), shingle_offsets
-    )
-    exact_of = new.exact_of.tolist()
+    null, link = bulk_copy.field(None), struct.Struct("!iq").pack
     parts: list[bytes] = []
-    for i in range(len(rows)):
-        body = bodies[i]
+    for i, exact_of in enumerate(new.exact_of.tolist()):
         parts += [
             prefix[width * i : width * (i + 1)],
-            bulk_copy.field(external_ids[i].encode("utf-8")),
-            bulk_copy.field(languages[i].encode("utf-8")),
-            bulk_copy.field(bulk_copy.jsonb(metas[i])),
-            bulk_copy.field(None if body is None else body.encode("utf-8")),
-            shingle_fields[i],
-            bulk_copy.field(struct.pack("!q", exact_of[i]) if exact_of[i] else None),
+            tails[i],
+            link(8, exact_of) if exact_of else null,
         ]
     bulk_copy.copy_payload(conn, schema, "documents", DOCUMENT_COLUMNS, b"".join(parts))
     firsts = new.firsts  # exact copies get no sample keys
