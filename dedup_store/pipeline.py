@@ -296,7 +296,7 @@ def write_batch(
     stored.added(new, [prepared.document_of_row(r).id for r in rows])
     edges = scoring.store_edges(conn, schema, new, found, stored)
     mapping = write.merge_clusters(conn, schema, edges, params)
-    if len(new.ids) and not stored.bulk_load:
+    if len(new.ids):
         write.refresh_statistics(conn, schema, int(new.ids[-1]))
     twin_clusters = reports.cluster_ids(conn, schema, prepared.twin_ids(known))
     return WrittenBatch(prepared, new.ids.tolist(), edges, mapping, known, twin_clusters)

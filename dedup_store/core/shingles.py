@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dedup_store.core import kernels
-from dedup_store.core.arrays import I64, U64
+from dedup_store.core.arrays import I64, U64, distinct
 from dedup_store.core.scripts import has_cjk, is_cjk, starts_cjk
 
 # sort groups as rows of a padded array while that is at most this many times their size
@@ -137,8 +137,8 @@ def group_by_document(values: U64, owner: I64, n_docs: int) -> tuple[U64, I64]:
 def unique_per_document(values: U64, owner: I64, n_docs: int) -> tuple[U64, I64]:
     """Sorted distinct values of each document, concatenated, with offsets (``n_docs + 1``)."""
     if n_docs == 1:
-        distinct = np.unique(values)
-        return distinct, np.array([0, len(distinct)], dtype=np.int64)
+        unique = distinct(values)
+        return unique, np.array([0, len(unique)], dtype=np.int64)
     values, owner = _sort_by_owner_then_value(values, owner, n_docs)
     keep = np.ones(len(values), dtype=bool)
     keep[1:] = (values[1:] != values[:-1]) | (owner[1:] != owner[:-1])

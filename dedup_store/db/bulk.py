@@ -19,7 +19,7 @@ from collections.abc import Mapping
 import numpy as np
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I32, I64
+from dedup_store.core.arrays import I32, I64, distinct
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.keyindex import key_index
 from dedup_store.core.params import FingerprintParams
@@ -61,7 +61,7 @@ class LoadedKeys:
     ) -> Found:
         found = Found([], [], [], [])
         for group in groups:
-            keys = np.unique(group.keys)
+            keys = distinct(group.keys)
             ids, found_keys = self._index.find((group.kind, group.slot), keys)
             hot = self._hot.get((group.kind, group.slot), set())
             hot_keys = np.empty(0, dtype=np.int64)
@@ -77,7 +77,7 @@ class LoadedKeys:
         self, conn: Connection, schema: str, kind: int, slot: int, keys: list[int]
     ) -> tuple[I64, I64]:
         # a key that is not hot has at most hot_key_limit stored documents: all are found
-        ids, found_keys = self._index.find((kind, slot), np.unique(np.array(keys, np.int64)))
+        ids, found_keys = self._index.find((kind, slot), distinct(np.array(keys, np.int64)))
         order = np.argsort(ids)
         return ids[order], found_keys[order]
 
@@ -168,7 +168,7 @@ class ShingleChunks:
             return found, list(ids)
         chunk_of = np.searchsorted(np.asarray(self._firsts), wanted, side="right") - 1
         missing: list[int] = wanted[chunk_of < 0].tolist()
-        for chunk in np.unique(chunk_of[chunk_of >= 0]).tolist():
+        for chunk in distinct(chunk_of[chunk_of >= 0]).tolist():
             docs = wanted[chunk_of == chunk]
             chunk_ids, offsets, values = self._chunks[chunk]
             at = np.minimum(np.searchsorted(chunk_ids, docs), len(chunk_ids) - 1)

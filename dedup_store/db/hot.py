@@ -25,7 +25,7 @@ import numpy.typing as npt
 from sqlalchemy import Connection, text
 
 from dedup_store.core import rekey
-from dedup_store.core.arrays import I64
+from dedup_store.core.arrays import I64, distinct
 from dedup_store.core.fingerprint import Fingerprint, FingerprintBatch
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import bulk_copy, lookup
@@ -163,7 +163,7 @@ def _secondary_pairs(
     s = qualified(schema)
     branches, parameters = [], {}
     for number, group in enumerate(groups):
-        parameters[f"g{number}"] = array_literal(np.unique(group.keys).tolist())
+        parameters[f"g{number}"] = array_literal(distinct(group.keys).tolist())
         probe = window(s, hot_limit, str(int(group.kind)), str(int(group.slot)))
         branches.append(
             f"SELECT {number} AS grp, f.doc_id AS id, n.key "

@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I32, I64, ranges
+from dedup_store.core.arrays import I32, I64, distinct, ranges
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.mixing import mix64
 from dedup_store.db.encoding import (
@@ -167,9 +167,7 @@ def merge(
 
 def stored_counts(keys: I64, found_keys: I64) -> I64:
     """How many stored documents were found per key of the sorted ``keys``."""
-    counts = np.zeros(len(keys), dtype=np.int64)
-    np.add.at(counts, np.searchsorted(keys, found_keys), 1)
-    return counts
+    return np.bincount(np.searchsorted(keys, found_keys), minlength=len(keys)).astype(np.int64)
 
 
 def _lookup_statement(
@@ -182,7 +180,7 @@ def _lookup_statement(
     uniques = []
     for number, group in enumerate(groups):
         name = f"g{number}"
-        keys = np.unique(group.keys)
+        keys = distinct(group.keys)
         uniques.append(keys)
         parameters[name] = array_literal(keys.tolist())
         if group.kind == SAMPLE:
@@ -222,11 +220,7 @@ def _without_hot(
     group: KeyGroup, keys: I64, found_ids: I64, found_keys: I64, hot_limit: int
 ) -> tuple[KeyGroup, I64, I64]:
     """Drop hot excerpt keys; keep the ``hot_limit`` oldest documents of a band or block key."""
-    stored = np.zeros(len(keys), dtype=np.int64)
-    np.add.at(stored, np.searchsorted(keys, found_keys), 1)
-    owners = np.zeros(len(keys), dtype=np.int64)
-    np.add.at(owners, np.searchsorted(keys, group.keys), 1)
-    hot = keys[stored + owners > hot_limit]
+    hot = keys[stored_counts(keys, found_keys) + stored_counts(keys, group.keys) > hot_limit]
     if group.kind == SAMPLE:
         if len(hot) == 0:
             return group, found_ids, found_keys
@@ -264,20 +258,24 @@ def pairs_inside(group: KeyGroup, hot_limit: int = 0, spread: bool = False) -> t
     same = keys[1:] == keys[:-1]
     if not same.any():
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    if not spread:
+        # each document's older partners are the run of its key up to it, the last hot_limit
+        position = np.arange(len(keys), dtype=np.int64)
+        run_start = np.maximum.accumulate(np.where(np.concatenate([[False], same]), 0, position))
+        first = np.maximum(run_start, position - hot_limit) if hot_limit else run_start
+        return docs[ranges(first, position)], np.repeat(docs, position - first)
     a: list[int] = []
     b: list[int] = []
     runs = list(_runs(same))
-    pivots = key_pivots(keys[[start for start, _ in runs]]).tolist() if spread else [0] * len(runs)
+    pivots = key_pivots(keys[[start for start, _ in runs]]).tolist()
     for (start, end), pivot in zip(runs, pivots, strict=True):
         members = docs[start:end].tolist()
         for i, newer in enumerate(members):
             if not hot_limit or i <= hot_limit:
                 older = members[:i]
-            elif spread:
+            else:
                 first = pivot % i
                 older = (members[first:i] + members[:first])[:hot_limit]
-            else:
-                older = members[i - hot_limit : i]
             a += older
             b += [newer] * len(older)
     return np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)

@@ -31,3 +31,25 @@ def test_a_pair_found_by_any_other_key_is_not_block_only() -> None:
 def test_merge_of_nothing_is_empty() -> None:
     merged = _merge(_ids(), _ids(), np.array([], dtype=np.int8))
     assert len(merged.a) == len(merged.b) == len(merged.block_only) == 0
+
+
+def _pairs_by_definition(group: KeyGroup, hot_limit: int) -> list[tuple[int, int]]:
+    """Each document with the (at most ``hot_limit``) documents just before it of its key."""
+    pairs = []
+    for key in sorted(set(group.keys.tolist())):
+        members = sorted(group.docs[group.keys == key].tolist())
+        for i, newer in enumerate(members):
+            older = members[max(0, i - hot_limit) : i] if hot_limit else members[:i]
+            pairs += [(o, newer) for o in older]
+    return pairs
+
+
+def test_pairs_inside_keep_the_hot_limit_documents_just_before_each_one() -> None:
+    rng = np.random.default_rng(7)
+    for hot_limit in (0, 1, 3, 50):
+        keys = rng.integers(0, 40, 400)
+        group = KeyGroup(BAND, 1, keys, rng.permutation(400).astype(np.int64) + 1)
+        a, b = pairs_inside(group, hot_limit)
+        assert list(zip(a.tolist(), b.tolist(), strict=True)) == _pairs_by_definition(
+            group, hot_limit
+        )
