@@ -402,8 +402,8 @@ def load() -> str:
 
 
 def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0-100) of ``values``."""
-    return float(np.percentile(np.asarray(values), q))
+    """The ``q``-th percentile (0-100) of ``values`` (NaN for none: ``--check-queries 0``)."""
+    return float(np.percentile(np.asarray(values), q)) if len(values) else float("nan")
 
 
 def ratio(ours: float, theirs: float) -> str:
@@ -572,7 +572,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     add("--peer-docs", type=int, default=None, help="documents given to datasketch (--docs)")
     add("--no-redis", dest="redis", action="store_false", help="datasketch in memory only")
-    add("--profile", action="store_true", help="load under pyinstrument, print the call trees")
+    add(
+        "--profile",
+        nargs="?",
+        const="load",
+        choices=["load", "append"],
+        default=None,
+        help="run the load (or the append) under pyinstrument, print the call trees",
+    )
     add("--profile-lines", type=int, default=60, help="lines of each call tree printed")
     add("--keep", action="store_true", help="keep the schema (bench_ingest_<pid>) afterwards")
     add("--tmp", type=Path, default=None, help="directory of the generated file")
@@ -604,7 +611,7 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
     try:
         with DedupStore(args.url, params, schema=schema) as store:
             span = (0, args.docs)
-            if args.profile:
+            if args.profile == "load":
                 ours = profiled_ingest(
                     store, generated.path, args.batch_size, span, args.bulk, args.profile_lines
                 )
@@ -613,9 +620,13 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
             print_ingest("load", ours, generated, read_seconds)
             appended = None
             if args.append:
-                appended = ingest(
-                    store, generated.path, args.batch_size, (args.docs, args.append), False
-                )
+                span = (args.docs, args.append)
+                if args.profile == "append":
+                    appended = profiled_ingest(
+                        store, generated.path, args.batch_size, span, False, args.profile_lines
+                    )
+                else:
+                    appended = ingest(store, generated.path, args.batch_size, span, False)
                 print_ingest("append", appended, generated, read_seconds)
             print(f"after ingest: {load()}")
             phases, notes = check_phases(store, engine, queries, corpus, args.analyze)
