@@ -180,6 +180,13 @@ def hamming(a: int, b: int) -> int:
     return ((a ^ b) & 0xFFFF_FFFF_FFFF_FFFF).bit_count()
 
 
+def hamming_many(a: U64, b: U64) -> I64:
+    """Differing bits of each pair ``(a[i], b[i])`` of 64-bit fingerprints."""
+    differing = np.bitwise_xor(a, b).view(np.uint8).reshape(-1, 8)
+    counts: I64 = np.unpackbits(differing, axis=1).sum(axis=1, dtype=np.int64)
+    return counts
+
+
 def block_sizes(blocks: int) -> list[int]:
     """Bit widths of the ``blocks`` contiguous blocks of a 64-bit value (wider ones first)."""
     base, extra = divmod(64, blocks)

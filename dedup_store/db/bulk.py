@@ -14,7 +14,8 @@ its lock (they never see a store without its indexes).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 from sqlalchemy import Connection, text
@@ -84,10 +85,11 @@ class LoadedKeys:
     def firsts(self, conn: Connection, schema: str, hashes: list[bytes]) -> dict[bytes, int]:
         return {h: self._exact[h] for h in hashes if h in self._exact}
 
-    def sizes(self, conn: Connection, schema: str, ids: list[int]) -> dict[int, int]:
-        known, rest = self._shingles.find(ids)
-        found = {doc: len(values) for doc, values in known.items()}
-        found.update(INDEXED.sizes(conn, schema, rest))
+    def summaries(
+        self, conn: Connection, schema: str, ids: list[int]
+    ) -> dict[int, tuple[int, int]]:
+        found, rest = self._shingles.summaries(ids)
+        found.update(INDEXED.summaries(conn, schema, rest))
         return found
 
     def shingles(self, conn: Connection, schema: str, ids: list[int]) -> dict[int, I32]:
@@ -145,12 +147,13 @@ class LoadedKeys:
 
 
 class ShingleChunks:
-    """The stored (32-bit, sorted) shingles of the documents a load wrote, one chunk per batch,
-    so that verifying a candidate pair does not read them back from the table."""
+    """The stored (32-bit, sorted) shingles and the SimHashes of the documents a load wrote,
+    one chunk per batch, so that verifying a candidate pair does not read them back from the
+    table."""
 
     def __init__(self) -> None:
         self._firsts: list[int] = []
-        self._chunks: list[tuple[I64, I64, I32]] = []  # ids, offsets, values
+        self._chunks: list[tuple[I64, I64, I32, I64]] = []  # ids, offsets, values, simhashes
 
     def add(self, batch: FingerprintBatch, rows: I64, ids: I64) -> None:
         """Keep the shingles of ``rows`` of ``batch``, written with ascending ``ids``."""
@@ -158,25 +161,45 @@ class ShingleChunks:
             return
         offsets, values = sorted_top32(batch, rows)
         self._firsts.append(int(ids[0]))
-        self._chunks.append((ids.astype(np.int64), offsets, values))
+        simhashes = batch.simhashes[rows].view(np.int64)
+        self._chunks.append((ids.astype(np.int64), offsets, values, simhashes))
 
     def find(self, ids: list[int]) -> tuple[dict[int, I32], list[int]]:
         """``({id: shingles}, ids not kept here)``."""
-        wanted = np.asarray(sorted(ids), dtype=np.int64)
         found: dict[int, I32] = {}
+        missing = self._locate(ids, found, lambda c, row: c[2][c[1][row] : c[1][row + 1]])
+        return found, missing
+
+    def summaries(self, ids: list[int]) -> tuple[dict[int, tuple[int, int]], list[int]]:
+        """``({id: (shingle count, simhash)}, ids not kept here)``."""
+        found: dict[int, tuple[int, int]] = {}
+        missing = self._locate(
+            ids, found, lambda c, row: (int(c[1][row + 1] - c[1][row]), int(c[3][row]))
+        )
+        return found, missing
+
+    def _locate(
+        self,
+        ids: list[int],
+        found: dict[int, Any],
+        value: Callable[[tuple[I64, I64, I32, I64], int], Any],
+    ) -> list[int]:
+        """Put ``value(chunk, row)`` of each of ``ids`` kept here into ``found``; returns the
+        others."""
+        wanted = np.asarray(sorted(ids), dtype=np.int64)
         if not self._chunks or len(wanted) == 0:
-            return found, list(ids)
+            return list(ids)
         chunk_of = np.searchsorted(np.asarray(self._firsts), wanted, side="right") - 1
         missing: list[int] = wanted[chunk_of < 0].tolist()
         for chunk in distinct(chunk_of[chunk_of >= 0]).tolist():
             docs = wanted[chunk_of == chunk]
-            chunk_ids, offsets, values = self._chunks[chunk]
+            chunk_ids = self._chunks[chunk][0]
             at = np.minimum(np.searchsorted(chunk_ids, docs), len(chunk_ids) - 1)
             hit = chunk_ids[at] == docs
             missing += docs[~hit].tolist()
             for doc, row in zip(docs[hit].tolist(), at[hit].tolist(), strict=True):
-                found[doc] = values[offsets[row] : offsets[row + 1]]
-        return found, missing
+                found[doc] = value(self._chunks[chunk], row)
+        return missing
 
 
 def begin(conn: Connection, schema: str, params: FingerprintParams) -> LoadedKeys:

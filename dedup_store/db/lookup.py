@@ -444,8 +444,11 @@ class StoredKeys(Protocol):
         """``{external id: id}`` of the stored documents among ``external_ids``."""
         ...
 
-    def sizes(self, conn: Connection, schema: str, ids: list[int]) -> dict[int, int]:
-        """``{id: shingle count}`` of stored documents ``ids``."""
+    def summaries(
+        self, conn: Connection, schema: str, ids: list[int]
+    ) -> dict[int, tuple[int, int]]:
+        """``{id: (shingle count, simhash)}`` of stored documents ``ids`` (the SimHash as a
+        signed 64-bit integer, as stored)."""
         ...
 
     def shingles(self, conn: Connection, schema: str, ids: list[int]) -> dict[int, I32]:
@@ -502,16 +505,19 @@ class IndexedKeys:
         )
         return {bytes(row[0]): int(row[1]) for row in rows}
 
-    def sizes(self, conn: Connection, schema: str, ids: list[int]) -> dict[int, int]:
+    def summaries(
+        self, conn: Connection, schema: str, ids: list[int]
+    ) -> dict[int, tuple[int, int]]:
         if not ids:
             return {}
         rows = conn.execute(
             text(
-                f"SELECT id, shingle_count FROM {qualified(schema, 'documents')} WHERE id = ANY(:i)"
+                f"SELECT id, shingle_count, simhash FROM {qualified(schema, 'documents')} "
+                "WHERE id = ANY(:i)"
             ),
             {"i": list(ids)},
         )
-        return {row[0]: row[1] for row in rows}
+        return {row[0]: (row[1], row[2]) for row in rows}
 
     def shingles(self, conn: Connection, schema: str, ids: list[int]) -> dict[int, I32]:
         # read in PostgreSQL's binary array form

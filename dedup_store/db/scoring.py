@@ -29,10 +29,11 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, TextClause, text
 
-from dedup_store.core.arrays import I32, I64
+from dedup_store.core.arrays import I32, I64, U64
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.core.overlap import intersection_sizes
 from dedup_store.core.params import FingerprintParams
+from dedup_store.core.simhash import hamming_many
 from dedup_store.db import hot
 from dedup_store.db.encoding import (
     BAND,
@@ -355,15 +356,18 @@ def batch_intersections(
     params = new.batch.params
     if params.verify != "exact" or count == 0:
         return result, np.ones(count, dtype=bool)
-    counts = np.diff(new.batch.shingle_offsets)[new.rows]
-    sizes = dict(zip(new.ids.tolist(), counts.tolist(), strict=True))
-    stored_ids = sorted(set(candidates.a.tolist()) - set(sizes))
-    sizes.update(stored.sizes(conn, schema, stored_ids))
-    a_sizes = np.array([sizes[a] for a in candidates.a.tolist()], dtype=np.float64)
-    b_sizes = np.array([sizes[b] for b in candidates.b.tolist()], dtype=np.float64)
+    counts = np.diff(new.batch.shingle_offsets)[new.rows].tolist()
+    simhashes = new.batch.simhashes[new.rows].view(np.int64).tolist()
+    summary = dict(zip(new.ids.tolist(), zip(counts, simhashes, strict=True), strict=True))
+    stored_ids = sorted(set(candidates.a.tolist()) - set(summary))
+    summary.update(stored.summaries(conn, schema, stored_ids))
+    a_sizes, a_simhashes = _columns([summary[a] for a in candidates.a.tolist()])
+    b_sizes, b_simhashes = _columns([summary[b] for b in candidates.b.tolist()])
     ratio = np.minimum(a_sizes, b_sizes) / np.maximum(np.maximum(a_sizes, b_sizes), 1)
     min_jaccard = min(params.threshold, params.simhash_min_jaccard)
-    wanted = np.flatnonzero(candidates.sampled | (ratio >= min_jaccard))
+    # a pair found through SimHash blocks only matches within simhash_k (as the SQL rules)
+    near = ~candidates.block_only | (hamming_many(a_simhashes, b_simhashes) <= params.simhash_k)
+    wanted = np.flatnonzero(near & (candidates.sampled | (ratio >= min_jaccard)))
     ends = sorted(set(candidates.a[wanted].tolist()) | set(candidates.b[wanted].tolist()))
     arrays = _new_shingles(new, set(ends))
     arrays.update(stored.shingles(conn, schema, [e for e in ends if e not in arrays]))
@@ -382,6 +386,14 @@ def batch_intersections(
     possible = np.zeros(count, dtype=bool)
     possible[wanted] = (jaccard >= min_jaccard) | (excerpt & (containment >= params.containment))
     return result, possible
+
+
+def _columns(summaries: list[tuple[int, int]]) -> tuple[npt.NDArray[np.float64], U64]:
+    """Shingle counts (as floats) and SimHashes of ``(count, simhash)`` pairs."""
+    if not summaries:
+        return np.empty(0, dtype=np.float64), np.empty(0, dtype=np.uint64)
+    counts, simhashes = zip(*summaries, strict=True)
+    return np.array(counts, dtype=np.float64), np.array(simhashes, dtype=np.int64).view(np.uint64)
 
 
 def _new_shingles(new: NewRows, ids: set[int]) -> dict[int, I32]:

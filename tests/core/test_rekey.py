@@ -16,7 +16,7 @@ from dedup_store.core.rekey import (
     secondary_count,
     secondary_keys,
 )
-from dedup_store.core.simhash import block_keys, block_masks
+from dedup_store.core.simhash import block_keys, block_masks, hamming, hamming_many
 
 
 def _planted_simhashes(rng: np.random.Generator, n: int, k: int) -> U64:
@@ -125,3 +125,12 @@ def test_all_slots_at_once_equal_each_slot() -> None:
         for j in range(keys.shape[1]):
             alone = secondary_keys(params, kind, j + 1, keys[:, j], signatures, hashes)
             assert (together[:, j, :] == alone).all()
+
+
+def test_hamming_many_counts_the_differing_bits_of_each_pair() -> None:
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 2**63, 500, dtype=np.int64).view(np.uint64) * np.uint64(2)
+    b = a ^ rng.integers(0, 2**63, 500, dtype=np.int64).view(np.uint64)
+    expected = [hamming(int(x), int(y)) for x, y in zip(a, b, strict=True)]
+    assert hamming_many(a, b).tolist() == expected
+    assert hamming_many(a, a).tolist() == [0] * 500
