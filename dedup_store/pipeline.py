@@ -23,7 +23,7 @@ from sqlalchemy import Connection
 from dedup_store.core.fingerprint import FingerprintBatch, fingerprint_valid_texts
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.scripts import guess_language
-from dedup_store.db import bulk, hot, lookup, reports, scoring, write
+from dedup_store.db import bulk, frequencies, hot, lookup, reports, scoring, write
 from dedup_store.db.engine import Database
 from dedup_store.db.lookup import INDEXED, StoredKeys
 from dedup_store.db.scoring import merging_methods
@@ -131,6 +131,12 @@ class PreparedBatch:
                 [self.language_of_row(r) for r in range(len(docs))],
             )
         return self._tails
+
+    def weigh(self, batch: FingerprintBatch) -> None:
+        """Replace the batch by ``batch``, the same rows with their SimHashes weighted by the
+        store's document frequencies (:func:`dedup_store.db.frequencies.weigh`)."""
+        self.batch = batch
+        self._tails = None
 
     def language_of_row(self, row: int) -> str:
         """A best-effort language guess from the script of the canonical text."""
@@ -283,16 +289,18 @@ def write_batch(
         write.delete_documents(conn, schema, list(known.values()), params)
         known = {}
     rows = prepared.rows_to_insert(known)
+    row_array = np.asarray(rows, dtype=np.int64)
+    if params.weighted:  # the store's document frequencies as of now, plus the batch's
+        prepared.weigh(frequencies.weigh(conn, schema, prepared.batch, row_array))
     ids = write.allocate_ids(conn, schema, len(rows))
-    new = lookup.new_rows(
-        conn, schema, prepared.batch, np.asarray(rows, dtype=np.int64), ids, stored
-    )
+    new = lookup.new_rows(conn, schema, prepared.batch, row_array, ids, stored)
     firsts = new.firsts  # exact copies have no keys of their own
     found, secondary = hot.find_candidates(
         conn, schema, prepared.batch, new.rows[firsts], new.ids[firsts], stored
     )
     tails = prepared.encoded_tails(dest.keep_text)
     write.insert_documents(conn, schema, new, [tails[r] for r in rows], secondary)
+    frequencies.add(conn, schema, prepared.batch, row_array, new.ids)
     stored.added(new, [prepared.document_of_row(r).id for r in rows])
     edges = scoring.store_edges(conn, schema, new, found, stored)
     mapping = write.merge_clusters(conn, schema, edges, params)
@@ -358,7 +366,8 @@ def _bulk_ingest(
         def prepare(chunk: list[Document], first: int) -> PreparedBatch:
             ids = {d.id: known[d.id] for d in chunk if isinstance(d.id, str) and d.id in known}
             prepared = prepare_batch(chunk, dest.params, ids, False, dest.max_bytes, first)
-            prepared.encoded_tails(dest.keep_text)  # here, while the writer works
+            if not dest.params.weighted:  # weighted SimHashes are known under the lock
+                prepared.encoded_tails(dest.keep_text)  # here, while the writer works
             return prepared
 
         summary = IngestSummary()
@@ -453,7 +462,8 @@ def _prepare(
     ids = lookup_ids(documents)
     known = dest.db.run(lambda conn: reports.find_documents(conn, dest.schema, ids))
     prepared = prepare_batch(documents, dest.params, known, update, dest.max_bytes, first)
-    prepared.encoded_tails(dest.keep_text)  # here, while the writer works
+    if not dest.params.weighted:  # weighted SimHashes are known under the lock
+        prepared.encoded_tails(dest.keep_text)  # here, while the writer works
     return prepared
 
 

@@ -10,9 +10,9 @@ from sqlalchemy import Connection
 from sqlalchemy import text as sa_text
 
 from dedup_store import pipeline
-from dedup_store.core.fingerprint import DEFAULT_MAX_BYTES, fingerprint
+from dedup_store.core.fingerprint import DEFAULT_MAX_BYTES, fingerprint, fingerprint_batch
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import ddl, hot, migrate, native, reports, scoring, single, write
+from dedup_store.db import ddl, frequencies, hot, migrate, native, reports, scoring, single, write
 from dedup_store.db.ddl import DEFAULT_SCHEMA
 from dedup_store.db.engine import Bind, Database
 from dedup_store.db.names import validate_schema
@@ -150,8 +150,8 @@ class DedupStore:
             EmptyDocumentError: no words left after canonicalization.
         """
         document = Document(id, text, meta)
-        if update:
-            return self.add_many([document], update=True)[0]
+        if update or self.params.weighted:  # weighted: weighed under the lock, as a batch
+            return self.add_many([document], update=update)[0]
         prepared = prepare_batch([document], self.params, {}, False, self.max_bytes)
         if prepared.errors:
             raise prepared.first_error()
@@ -277,6 +277,9 @@ class DedupStore:
             InvalidDocumentError, EmptyDocumentError: as :meth:`add`.
         """
         fp = fingerprint(text, self.params)
+        if self.params.weighted:  # weighed as if it were added now
+            batch = fingerprint_batch([text], self.params)
+            fp = self._run(lambda conn: frequencies.weigh(conn, self.schema, batch, None)).row(0)
         found = self._check_rows(*scoring.check_statement(self.schema, fp))
         if any(row[0] == -1 for row in found):  # it owns hot keys: with its secondary keys
             found = self._check_rows(*scoring.check_statement(self.schema, fp, secondary=True))

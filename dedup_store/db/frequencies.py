@@ -1,0 +1,119 @@
+"""Document frequencies of SimHash features, for stores with weighted SimHash features.
+
+A store whose ``simhash_weights`` is ``tfidf`` or ``tfidf-length`` keeps, in SQL:
+
+- ``feature_df``: for every SimHash feature (a word or CJK character shingle hash, as
+  ``bigint``), the number of stored documents holding it;
+- ``feature_documents``: one row, the number of documents counted;
+- ``document_features``: each document's distinct features, so that deleting it takes its
+  counts back.
+
+A batch reads the frequencies of its features under the writers' lock (:func:`read`), is
+weighed with them plus its own counts (:func:`dedup_store.core.fingerprint.reweighted`), and
+adds its counts in one statement (:func:`add`); a delete takes them back in one statement
+(:func:`remove`). Stores with ``count`` weights leave the tables empty.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sqlalchemy import Connection, text
+
+from dedup_store.core.arrays import I64, ranges
+from dedup_store.core.fingerprint import FingerprintBatch, reweighted
+from dedup_store.core.weights import DocumentFrequencies, distinct_features, document_features
+from dedup_store.db.encoding import array_literal
+from dedup_store.db.names import qualified
+
+
+def read(conn: Connection, schema: str, features: I64) -> DocumentFrequencies:
+    """The stored frequencies of ``features`` (sorted, distinct) and the documents counted."""
+    s = qualified(schema)
+    row = conn.execute(
+        text(
+            f"SELECT (SELECT documents FROM {s}.feature_documents), "
+            "array_agg(f.feature ORDER BY f.feature), array_agg(f.df ORDER BY f.feature) "
+            f"FROM unnest(CAST(:features AS bigint[])) AS n(feature) "
+            f"JOIN {s}.feature_df f ON f.feature = n.feature"
+        ),
+        {"features": array_literal(features.tolist())},
+    ).one()
+    documents, found, counts = row
+    return DocumentFrequencies(
+        np.array(found or [], dtype=np.int64),
+        np.array(counts or [], dtype=np.int64),
+        documents or 0,
+    )
+
+
+def weigh(
+    conn: Connection, schema: str, batch: FingerprintBatch, rows: I64 | None
+) -> FingerprintBatch:
+    """``batch`` weighed with the store's frequencies plus those of its ``rows`` (the rows to be
+    written; ``None``: all), as if they were added now; a batch of a store with ``count``
+    weights as it is."""
+    if not batch.params.weighted:
+        return batch
+    features, _ = distinct_features(batch.features, batch.feature_offsets)
+    return reweighted(batch, read(conn, schema, features), rows)
+
+
+def add(conn: Connection, schema: str, batch: FingerprintBatch, rows: I64, ids: I64) -> None:
+    """Count the features of the written ``rows`` of ``batch`` (internal ids ``ids``)."""
+    if not batch.params.weighted or len(rows) == 0:
+        return
+    starts, ends = batch.feature_offsets[rows], batch.feature_offsets[rows + 1]
+    offsets = np.concatenate([[0], np.cumsum(ends - starts)]).astype(np.int64)
+    owner, features = document_features(batch.features[ranges(starts, ends)], offsets)
+    s = qualified(schema)
+    conn.execute(
+        text(
+            f"""WITH new AS (
+                SELECT * FROM unnest(CAST(:docs AS bigint[]), CAST(:features AS bigint[]))
+                    AS n(doc_id, feature)
+            ), per_document AS (
+                INSERT INTO {s}.document_features (doc_id, features)
+                SELECT doc_id, array_agg(feature) FROM new GROUP BY doc_id
+                RETURNING 1
+            ), per_feature AS (
+                INSERT INTO {s}.feature_df AS t (feature, df)
+                SELECT feature, count(*) FROM new GROUP BY feature ORDER BY feature
+                ON CONFLICT (feature) DO UPDATE SET df = t.df + excluded.df
+                RETURNING 1
+            )
+            INSERT INTO {s}.feature_documents AS t (id, documents) VALUES (1, :count)
+            ON CONFLICT (id) DO UPDATE SET documents = t.documents + excluded.documents"""
+        ),
+        {
+            "docs": array_literal(ids[owner].tolist()),
+            "features": array_literal(features.tolist()),
+            "count": len(rows),
+        },
+    )
+
+
+def remove(conn: Connection, schema: str, doc_ids: list[int]) -> None:
+    """Take back the counts of the documents ``doc_ids`` (before their rows are deleted)."""
+    s = qualified(schema)
+    conn.execute(
+        text(
+            f"""WITH gone AS (
+                DELETE FROM {s}.document_features WHERE doc_id = ANY(CAST(:ids AS bigint[]))
+                RETURNING features
+            ), counts AS (
+                SELECT feature, count(*) AS n FROM gone, unnest(gone.features) AS feature
+                GROUP BY feature
+            ), kept AS (
+                UPDATE {s}.feature_df t SET df = t.df - c.n FROM counts c
+                WHERE t.feature = c.feature AND t.df > c.n
+                RETURNING 1
+            ), dropped AS (
+                DELETE FROM {s}.feature_df t USING counts c
+                WHERE t.feature = c.feature AND t.df <= c.n
+                RETURNING 1
+            )
+            UPDATE {s}.feature_documents
+            SET documents = documents - (SELECT count(*) FROM gone)"""
+        ),
+        {"ids": array_literal(doc_ids)},
+    )
