@@ -134,9 +134,9 @@ class PreparedBatch:
 
     def weigh(self, batch: FingerprintBatch) -> None:
         """Replace the batch by ``batch``, the same rows with their SimHashes weighted by the
-        store's document frequencies (:func:`dedup_store.db.frequencies.weigh`)."""
+        store's document frequencies (:func:`dedup_store.db.frequencies.weigh`); the encoded
+        tails hold no SimHash and stay."""
         self.batch = batch
-        self._tails = None
 
     def language_of_row(self, row: int) -> str:
         """A best-effort language guess from the script of the canonical text."""
@@ -366,8 +366,7 @@ def _bulk_ingest(
         def prepare(chunk: list[Document], first: int) -> PreparedBatch:
             ids = {d.id: known[d.id] for d in chunk if isinstance(d.id, str) and d.id in known}
             prepared = prepare_batch(chunk, dest.params, ids, False, dest.max_bytes, first)
-            if not dest.params.weighted:  # weighted SimHashes are known under the lock
-                prepared.encoded_tails(dest.keep_text)  # here, while the writer works
+            prepared.encoded_tails(dest.keep_text)  # here, while the writer works
             return prepared
 
         summary = IngestSummary()
@@ -462,8 +461,7 @@ def _prepare(
     ids = lookup_ids(documents)
     known = dest.db.run(lambda conn: reports.find_documents(conn, dest.schema, ids))
     prepared = prepare_batch(documents, dest.params, known, update, dest.max_bytes, first)
-    if not dest.params.weighted:  # weighted SimHashes are known under the lock
-        prepared.encoded_tails(dest.keep_text)  # here, while the writer works
+    prepared.encoded_tails(dest.keep_text)  # here, while the writer works
     return prepared
 
 

@@ -77,16 +77,24 @@ def distinct_features(features: U64, offsets: I64) -> tuple[I64, I64]:
         features: the documents' features, concatenated (``features[offsets[d]:offsets[d+1]]``).
         offsets: row offsets.
     """
-    owner = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
-    pairs = np.unique(np.stack([features.view(np.int64), owner], axis=1), axis=0)
-    return np.unique(pairs[:, 0], return_counts=True)
+    unique, _, held = _feature_index(features, offsets)
+    return unique, np.bincount(held % max(len(unique), 1), minlength=len(unique))
 
 
 def document_features(features: U64, offsets: I64) -> tuple[I64, I64]:
     """Each document's distinct features: ``(owner, feature)`` pairs sorted by owner."""
+    unique, _, held = _feature_index(features, offsets)
+    width = max(len(unique), 1)
+    return held // width, unique[held % width]
+
+
+def _feature_index(features: U64, offsets: I64) -> tuple[I64, I64, I64]:
+    """The distinct features (sorted, ``int64``), the index of each occurrence's feature in them,
+    and the distinct ``(document, feature)`` pairs as ``document * len(distinct) + index``."""
+    unique, inverse = np.unique(features.view(np.int64), return_inverse=True)
     owner = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
-    pairs = np.unique(np.stack([owner, features.view(np.int64)], axis=1), axis=0)
-    return pairs[:, 0], pairs[:, 1]
+    held = np.unique(owner * max(len(unique), 1) + inverse)
+    return unique, inverse.astype(np.int64), held
 
 
 def length_relevance(byte_lengths: npt.NDArray[np.integer]) -> npt.NDArray[np.float64]:
@@ -124,12 +132,14 @@ def occurrence_weights(
         rows: the documents of the batch that count into the frequencies (those to be
             written); ``None``: all.
     """
-    counted_features, counted_offsets = _rows_of(features, offsets, rows)
-    unique, batch_df = distinct_features(counted_features, counted_offsets)
-    documents = stored.documents + len(counted_offsets) - 1
-    keys = features.view(np.int64)
-    in_batch = DocumentFrequencies(unique, batch_df, 0).of(keys)
-    weights = idf(stored.of(keys), in_batch, documents)
+    unique, inverse, held = _feature_index(features, offsets)
+    if rows is None:
+        batch_df = np.bincount(held % max(len(unique), 1), minlength=len(unique))
+        documents = len(offsets) - 1
+    else:
+        counted = DocumentFrequencies(*distinct_features(*_rows_of(features, offsets, rows)), 0)
+        batch_df, documents = counted.of(unique), len(rows)
+    weights = idf(stored.of(unique), batch_df, stored.documents + documents)[inverse]
     if params.simhash_weights == "tfidf-length":
         weights = weights * length_relevance(byte_lengths)
     return np.maximum(np.rint(weights * _SCALE), 1.0).astype(np.float32)

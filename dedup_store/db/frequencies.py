@@ -22,6 +22,7 @@ from sqlalchemy import Connection, text
 from dedup_store.core.arrays import I64, ranges
 from dedup_store.core.fingerprint import FingerprintBatch, reweighted
 from dedup_store.core.weights import DocumentFrequencies, distinct_features, document_features
+from dedup_store.db.bulk_copy import INT8_OID, copy_payload
 from dedup_store.db.encoding import array_literal
 from dedup_store.db.names import qualified
 
@@ -59,36 +60,69 @@ def weigh(
 
 
 def add(conn: Connection, schema: str, batch: FingerprintBatch, rows: I64, ids: I64) -> None:
-    """Count the features of the written ``rows`` of ``batch`` (internal ids ``ids``)."""
+    """Count the features of the written ``rows`` of ``batch`` (internal ids ``ids``): each
+    document's distinct features by one binary COPY, the counts by one statement."""
     if not batch.params.weighted or len(rows) == 0:
         return
     starts, ends = batch.feature_offsets[rows], batch.feature_offsets[rows + 1]
     offsets = np.concatenate([[0], np.cumsum(ends - starts)]).astype(np.int64)
     owner, features = document_features(batch.features[ranges(starts, ends)], offsets)
+    per_document = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner, minlength=len(rows)), out=per_document[1:])
+    copy_payload(
+        conn,
+        schema,
+        "document_features",
+        ("doc_id", "features"),
+        _document_rows(ids, features, per_document),
+    )
+    unique, counts = np.unique(features, return_counts=True)
     s = qualified(schema)
     conn.execute(
         text(
-            f"""WITH new AS (
-                SELECT * FROM unnest(CAST(:docs AS bigint[]), CAST(:features AS bigint[]))
-                    AS n(doc_id, feature)
-            ), per_document AS (
-                INSERT INTO {s}.document_features (doc_id, features)
-                SELECT doc_id, array_agg(feature) FROM new GROUP BY doc_id
-                RETURNING 1
-            ), per_feature AS (
+            f"""WITH per_feature AS (
                 INSERT INTO {s}.feature_df AS t (feature, df)
-                SELECT feature, count(*) FROM new GROUP BY feature ORDER BY feature
+                SELECT * FROM unnest(CAST(:features AS bigint[]), CAST(:counts AS bigint[]))
                 ON CONFLICT (feature) DO UPDATE SET df = t.df + excluded.df
                 RETURNING 1
             )
-            INSERT INTO {s}.feature_documents AS t (id, documents) VALUES (1, :count)
+            INSERT INTO {s}.feature_documents AS t (id, documents) VALUES (1, :documents)
             ON CONFLICT (id) DO UPDATE SET documents = t.documents + excluded.documents"""
         ),
         {
-            "docs": array_literal(ids[owner].tolist()),
-            "features": array_literal(features.tolist()),
-            "count": len(rows),
+            "features": array_literal(unique.tolist()),
+            "counts": array_literal(counts.tolist()),
+            "documents": len(rows),
         },
+    )
+
+
+def _document_rows(ids: I64, features: I64, offsets: I64) -> bytes:
+    """Binary COPY rows ``(doc_id, features)``: document ``i`` has ``ids[i]`` and the
+    ``bigint[]`` of ``features[offsets[i]:offsets[i + 1]]``."""
+    counts = np.diff(offsets)
+    heads = np.empty(
+        len(ids),
+        dtype=[
+            ("fields", ">i2"),
+            ("id_len", ">i4"),
+            ("id", ">i8"),
+            ("len", ">i4"),
+            ("head", ">i4", (5,)),
+        ],
+    )
+    heads["fields"], heads["id_len"], heads["id"] = 2, 8, ids
+    heads["len"] = 20 + 12 * counts
+    heads["head"] = np.array([1, 0, INT8_OID, 0, 1])
+    heads["head"][:, 3] = counts
+    body = np.empty(len(features), dtype=[("len", ">i4"), ("val", ">i8")])
+    body["len"], body["val"] = 8, features
+    head_bytes, body_bytes = heads.tobytes(), body.tobytes()
+    size = heads.dtype.itemsize
+    bounds = (offsets * 12).tolist()
+    return b"".join(
+        head_bytes[size * i : size * (i + 1)] + body_bytes[bounds[i] : bounds[i + 1]]
+        for i in range(len(ids))
     )
 
 
