@@ -28,7 +28,7 @@ from dedup_store.core.shingles import (
     unique_per_document,
 )
 from dedup_store.core.simhash import block_keys, hamming, simhash_batch
-from dedup_store.core.weights import DocumentFrequencies, occurrence_weights
+from dedup_store.core.weights import DocumentFrequencies, FeatureIndex, occurrence_weights
 from dedup_store.core.winnow import winnow
 from dedup_store.errors import EmptyDocumentError, InvalidDocumentError
 
@@ -198,6 +198,7 @@ class FingerprintBatch(FingerprintRows):
         features, feature_offsets, feature_lengths: with weighted SimHash features
             (``simhash_weights`` other than ``count``), every feature occurrence of each row
             and its length in UTF-8 bytes (:func:`reweighted` weighs them); empty otherwise.
+        feature_index: with weighted SimHash features, their :class:`FeatureIndex`.
     """
 
     params: FingerprintParams
@@ -206,6 +207,7 @@ class FingerprintBatch(FingerprintRows):
     canonical_texts: list[str]
     exact_hashes: list[bytes]
     token_counts: I64
+    feature_index: FeatureIndex | None = None
 
     @classmethod
     def of_rows(
@@ -317,17 +319,13 @@ def reweighted(
     params = batch.params
     if not params.weighted:
         return batch
+    index = batch.feature_index or FeatureIndex.of(batch.features, batch.feature_offsets)
     weights = occurrence_weights(
-        params,
-        batch.features,
-        batch.feature_offsets,
-        batch.feature_lengths,
-        frequencies or DocumentFrequencies.empty(),
-        rows,
+        params, index, batch.feature_lengths, frequencies or DocumentFrequencies.empty(), rows
     )
     simhashes = simhash_batch(batch.features, batch.feature_offsets, weights)
     keys = block_keys(simhashes, params.simhash_blocks, params.simhash_k)
-    return dataclasses.replace(batch, simhashes=simhashes, block_keys=keys)
+    return dataclasses.replace(batch, simhashes=simhashes, block_keys=keys, feature_index=index)
 
 
 def fingerprint_valid_texts(
@@ -338,6 +336,17 @@ def fingerprint_valid_texts(
     parameters, its SimHashes are still to be weighted (:func:`reweighted`)."""
     if weights is not None and params.weighted:
         raise ValueError("feature weights are given by the store with weighted simhash_weights")
+    batch = _fingerprint_texts(texts, params, weights)
+    if not params.weighted:
+        return batch
+    index = FeatureIndex.of(batch.features, batch.feature_offsets)
+    return dataclasses.replace(batch, feature_index=index)
+
+
+def _fingerprint_texts(
+    texts: Sequence[str], params: FingerprintParams, weights: FeatureWeights | None
+) -> FingerprintBatch:
+    """:func:`fingerprint_valid_texts` but the feature index."""
     if weights is None:
         split = canonical_word_batch(texts, params)
         if split is not None:

@@ -70,6 +70,55 @@ class DocumentFrequencies:
         return np.where(found, self.counts[at], 0)
 
 
+@dataclasses.dataclass(frozen=True)
+class FeatureIndex:
+    """The distinct SimHash features of a batch and the documents holding each.
+
+    Attributes:
+        unique: the distinct features, sorted, as ``int64``.
+        inverse: for each feature occurrence, the index of its feature in ``unique``.
+        held: the distinct ``(document, feature)`` pairs, as ``document * width + index``,
+            sorted (by document, then feature).
+        documents: the number of documents of the batch.
+    """
+
+    unique: I64
+    inverse: I64
+    held: I64
+    documents: int
+
+    @classmethod
+    def of(cls, features: U64, offsets: I64) -> FeatureIndex:
+        """The index of the features ``features[offsets[d]:offsets[d + 1]]`` of each document."""
+        unique, inverse = np.unique(features.view(np.int64), return_inverse=True)
+        owner = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
+        held = np.unique(owner * max(len(unique), 1) + inverse)
+        return cls(unique, inverse.astype(np.int64), held, len(offsets) - 1)
+
+    @property
+    def width(self) -> int:
+        """The multiplier of the document in :attr:`held`."""
+        return max(len(self.unique), 1)
+
+    def counts(self, rows: I64 | None = None) -> I64:
+        """For each of :attr:`unique`, how many of the documents ``rows`` (``None``: all) hold
+        it."""
+        held = self.held if rows is None else self.held[self._in(rows)]
+        return np.bincount(held % self.width, minlength=len(self.unique))
+
+    def pairs(self, rows: I64 | None = None) -> tuple[I64, I64]:
+        """``(document, feature)`` of each document of ``rows`` (``None``: all) and each of
+        its distinct features, by document."""
+        held = self.held if rows is None else self.held[self._in(rows)]
+        return held // self.width, self.unique[held % self.width]
+
+    def _in(self, rows: I64) -> npt.NDArray[np.bool_]:
+        chosen = np.zeros(self.documents, dtype=bool)
+        chosen[rows] = True
+        mask: npt.NDArray[np.bool_] = chosen[self.held // self.width]
+        return mask
+
+
 def distinct_features(features: U64, offsets: I64) -> tuple[I64, I64]:
     """The distinct features of a batch (sorted, as ``int64``) and how many documents hold each.
 
@@ -77,24 +126,8 @@ def distinct_features(features: U64, offsets: I64) -> tuple[I64, I64]:
         features: the documents' features, concatenated (``features[offsets[d]:offsets[d+1]]``).
         offsets: row offsets.
     """
-    unique, _, held = _feature_index(features, offsets)
-    return unique, np.bincount(held % max(len(unique), 1), minlength=len(unique))
-
-
-def document_features(features: U64, offsets: I64) -> tuple[I64, I64]:
-    """Each document's distinct features: ``(owner, feature)`` pairs sorted by owner."""
-    unique, _, held = _feature_index(features, offsets)
-    width = max(len(unique), 1)
-    return held // width, unique[held % width]
-
-
-def _feature_index(features: U64, offsets: I64) -> tuple[I64, I64, I64]:
-    """The distinct features (sorted, ``int64``), the index of each occurrence's feature in them,
-    and the distinct ``(document, feature)`` pairs as ``document * len(distinct) + index``."""
-    unique, inverse = np.unique(features.view(np.int64), return_inverse=True)
-    owner = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
-    held = np.unique(owner * max(len(unique), 1) + inverse)
-    return unique, inverse.astype(np.int64), held
+    index = FeatureIndex.of(features, offsets)
+    return index.unique, index.counts()
 
 
 def length_relevance(byte_lengths: npt.NDArray[np.integer]) -> npt.NDArray[np.float64]:
@@ -116,8 +149,7 @@ def idf(stored: I64, batch: I64, documents: int) -> npt.NDArray[np.float64]:
 
 def occurrence_weights(
     params: FingerprintParams,
-    features: U64,
-    offsets: I64,
+    index: FeatureIndex,
     byte_lengths: npt.NDArray[np.integer],
     stored: DocumentFrequencies,
     rows: I64 | None = None,
@@ -126,32 +158,15 @@ def occurrence_weights(
 
     Args:
         params: the store's parameters (``simhash_weights`` ``tfidf`` or ``tfidf-length``).
-        features, offsets: each document's feature occurrences, grouped by document.
+        index: the batch's features (:class:`FeatureIndex`).
         byte_lengths: the UTF-8 length of each occurrence's feature.
         stored: the store's frequencies of (at least) the batch's features.
         rows: the documents of the batch that count into the frequencies (those to be
             written); ``None``: all.
     """
-    unique, inverse, held = _feature_index(features, offsets)
-    if rows is None:
-        batch_df = np.bincount(held % max(len(unique), 1), minlength=len(unique))
-        documents = len(offsets) - 1
-    else:
-        counted = DocumentFrequencies(*distinct_features(*_rows_of(features, offsets, rows)), 0)
-        batch_df, documents = counted.of(unique), len(rows)
-    weights = idf(stored.of(unique), batch_df, stored.documents + documents)[inverse]
+    counted = index.documents if rows is None else len(rows)
+    values = idf(stored.of(index.unique), index.counts(rows), stored.documents + counted)
+    weights = values[index.inverse]
     if params.simhash_weights == "tfidf-length":
         weights = weights * length_relevance(byte_lengths)
     return np.maximum(np.rint(weights * _SCALE), 1.0).astype(np.float32)
-
-
-def _rows_of(features: U64, offsets: I64, rows: I64 | None) -> tuple[U64, I64]:
-    """The features and offsets of ``rows`` only."""
-    if rows is None:
-        return features, offsets
-    lengths = np.diff(offsets)[rows]
-    new_offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=new_offsets[1:])
-    index = np.repeat(offsets[:-1][rows] - new_offsets[:-1], lengths)
-    index += np.arange(int(new_offsets[-1]), dtype=np.int64)
-    return features[index], new_offsets

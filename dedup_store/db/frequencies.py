@@ -16,12 +16,14 @@ adds its counts in one statement (:func:`add`); a delete takes them back in one 
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I64, ranges
+from dedup_store.core.arrays import I64
 from dedup_store.core.fingerprint import FingerprintBatch, reweighted
-from dedup_store.core.weights import DocumentFrequencies, distinct_features, document_features
+from dedup_store.core.weights import DocumentFrequencies, FeatureIndex
 from dedup_store.db.bulk_copy import INT8_OID, copy_payload
 from dedup_store.db.encoding import array_literal
 from dedup_store.db.names import qualified
@@ -55,8 +57,9 @@ def weigh(
     weights as it is."""
     if not batch.params.weighted:
         return batch
-    features, _ = distinct_features(batch.features, batch.feature_offsets)
-    return reweighted(batch, read(conn, schema, features), rows)
+    index = batch.feature_index or FeatureIndex.of(batch.features, batch.feature_offsets)
+    weighed = dataclasses.replace(batch, feature_index=index)
+    return reweighted(weighed, read(conn, schema, index.unique), rows)
 
 
 def add(conn: Connection, schema: str, batch: FingerprintBatch, rows: I64, ids: I64) -> None:
@@ -64,11 +67,14 @@ def add(conn: Connection, schema: str, batch: FingerprintBatch, rows: I64, ids: 
     document's distinct features by one binary COPY, the counts by one statement."""
     if not batch.params.weighted or len(rows) == 0:
         return
-    starts, ends = batch.feature_offsets[rows], batch.feature_offsets[rows + 1]
-    offsets = np.concatenate([[0], np.cumsum(ends - starts)]).astype(np.int64)
-    owner, features = document_features(batch.features[ranges(starts, ends)], offsets)
+    index = batch.feature_index or FeatureIndex.of(batch.features, batch.feature_offsets)
+    owner, features = index.pairs(rows)
+    position = np.zeros(len(batch), dtype=np.int64)
+    position[rows] = np.arange(len(rows))
+    order = np.argsort(position[owner], kind="stable")  # by written row
+    owner, features = owner[order], features[order]
     per_document = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(owner, minlength=len(rows)), out=per_document[1:])
+    np.cumsum(np.bincount(position[owner], minlength=len(rows)), out=per_document[1:])
     copy_payload(
         conn,
         schema,
@@ -76,7 +82,8 @@ def add(conn: Connection, schema: str, batch: FingerprintBatch, rows: I64, ids: 
         ("doc_id", "features"),
         _document_rows(ids, features, per_document),
     )
-    unique, counts = np.unique(features, return_counts=True)
+    counts = index.counts(rows)
+    unique, counts = index.unique[counts > 0], counts[counts > 0]
     s = qualified(schema)
     conn.execute(
         text(
