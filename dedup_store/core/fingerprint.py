@@ -27,7 +27,12 @@ from dedup_store.core.shingles import (
     split_segments,
     unique_per_document,
 )
-from dedup_store.core.simhash import block_keys, hamming, simhash_batch
+from dedup_store.core.simhash import (
+    block_keys,
+    hamming,
+    simhash_batch,
+    simhash_integer_weighted,
+)
 from dedup_store.core.weights import DocumentFrequencies, FeatureIndex, occurrence_weights
 from dedup_store.core.winnow import winnow
 from dedup_store.errors import EmptyDocumentError, InvalidDocumentError
@@ -323,7 +328,7 @@ def reweighted(
     weights = occurrence_weights(
         params, index, batch.feature_lengths, frequencies or DocumentFrequencies.empty(), rows
     )
-    simhashes = simhash_batch(batch.features, batch.feature_offsets, weights)
+    simhashes = simhash_integer_weighted(batch.features, batch.feature_offsets, weights)
     keys = block_keys(simhashes, params.simhash_blocks, params.simhash_k)
     return dataclasses.replace(batch, simhashes=simhashes, block_keys=keys, feature_index=index)
 

@@ -17,9 +17,9 @@ Below :data:`MIN_DOCUMENTS` documents (the store's and the batch's together) the
 little and every idf is 1: ``tfidf`` is then ``count``, and ``tfidf-length`` the length curve
 alone.
 
-Weights are rounded to multiples of 1/1000 (integers in ``float32``), so the bit totals are
-exact sums whatever order a backend or a batch adds them in: one document gets the same
-SimHash alone and in any batch.
+Weights are rounded to multiples of 1/1000 and summed as integers
+(:func:`dedup_store.core.simhash.simhash_integer_weighted`), so the bit totals are exact: one
+document gets the same SimHash alone and in any batch, under either kernel backend.
 """
 
 from __future__ import annotations
@@ -37,8 +37,6 @@ LENGTH_SD = 2.207
 #: Fewer documents than this (stored and in the batch) and every idf is 1.
 MIN_DOCUMENTS = 100
 _SCALE = 1000.0
-
-F32 = npt.NDArray[np.float32]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,8 +151,9 @@ def occurrence_weights(
     byte_lengths: npt.NDArray[np.integer],
     stored: DocumentFrequencies,
     rows: I64 | None = None,
-) -> F32:
-    """The weight of every feature occurrence of a batch, as ``simhash_weights`` says.
+) -> I64:
+    """The weight of every feature occurrence of a batch, as ``simhash_weights`` says, in
+    thousandths (at least 1).
 
     Args:
         params: the store's parameters (``simhash_weights`` ``tfidf`` or ``tfidf-length``).
@@ -169,4 +168,4 @@ def occurrence_weights(
     weights = values[index.inverse]
     if params.simhash_weights == "tfidf-length":
         weights = weights * length_relevance(byte_lengths)
-    return np.maximum(np.rint(weights * _SCALE), 1.0).astype(np.float32)
+    return np.maximum(np.rint(weights * _SCALE), 1.0).astype(np.int64)
