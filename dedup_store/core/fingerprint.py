@@ -33,7 +33,7 @@ from dedup_store.core.simhash import (
     simhash_batch,
     simhash_integer_weighted,
 )
-from dedup_store.core.weights import DocumentFrequencies, FeatureIndex, occurrence_weights
+from dedup_store.core.weights import DocumentFrequencies, FeatureIndex, feature_weights
 from dedup_store.core.winnow import winnow
 from dedup_store.errors import EmptyDocumentError, InvalidDocumentError
 
@@ -161,6 +161,7 @@ class FingerprintRows:
     sample_offsets: I64
     features: U64
     feature_offsets: I64
+    feature_counts: I64
     feature_lengths: I64
 
     @classmethod
@@ -179,6 +180,7 @@ class FingerprintRows:
             sample_offsets=_join_offsets([p.sample_offsets for p in parts]),
             features=np.concatenate([p.features for p in parts]),
             feature_offsets=_join_offsets([p.feature_offsets for p in parts]),
+            feature_counts=np.concatenate([p.feature_counts for p in parts]),
             feature_lengths=np.concatenate([p.feature_lengths for p in parts]),
         )
 
@@ -200,9 +202,10 @@ class FingerprintBatch(FingerprintRows):
         block_keys: ``(rows, block_key_count)``.
         sample_keys, sample_offsets: winnowed excerpt-index keys per row (empty when the excerpt
             index is off).
-        features, feature_offsets, feature_lengths: with weighted SimHash features
-            (``simhash_weights`` other than ``count``), every feature occurrence of each row
-            and its length in UTF-8 bytes (:func:`reweighted` weighs them); empty otherwise.
+        features, feature_offsets, feature_counts, feature_lengths: with weighted SimHash
+            features (``simhash_weights`` other than ``count``), the distinct features of each
+            row (sorted), how often the row has each, and each one's length in UTF-8 bytes
+            (:func:`reweighted` weighs them); empty otherwise.
         feature_index: with weighted SimHash features, their :class:`FeatureIndex`.
     """
 
@@ -324,11 +327,9 @@ def reweighted(
     params = batch.params
     if not params.weighted:
         return batch
-    index = batch.feature_index or FeatureIndex.of(batch.features, batch.feature_offsets)
-    weights = occurrence_weights(
-        params, index, batch.feature_lengths, frequencies or DocumentFrequencies.empty(), rows
-    )
-    simhashes = simhash_integer_weighted(batch.features, batch.feature_offsets, weights)
+    index = batch.feature_index or feature_index(batch)
+    weights = feature_weights(params, index, frequencies or DocumentFrequencies.empty(), rows)
+    simhashes = simhash_integer_weighted(index.values.view(np.uint64), index.offsets, weights)
     keys = block_keys(simhashes, params.simhash_blocks, params.simhash_k)
     return dataclasses.replace(batch, simhashes=simhashes, block_keys=keys, feature_index=index)
 
@@ -344,8 +345,14 @@ def fingerprint_valid_texts(
     batch = _fingerprint_texts(texts, params, weights)
     if not params.weighted:
         return batch
-    index = FeatureIndex.of(batch.features, batch.feature_offsets)
-    return dataclasses.replace(batch, feature_index=index)
+    return dataclasses.replace(batch, feature_index=feature_index(batch))
+
+
+def feature_index(batch: FingerprintBatch) -> FeatureIndex:
+    """The :class:`FeatureIndex` of a batch of weighted fingerprints (with the features' lengths
+    when its weights need them)."""
+    lengths = batch.feature_lengths if batch.params.simhash_weights == "tfidf-length" else None
+    return FeatureIndex.of(batch.features, batch.feature_offsets, batch.feature_counts, lengths)
 
 
 def _fingerprint_texts(
@@ -396,7 +403,8 @@ def _interleave(
     )
     for values, offsets in ragged:
         arrays[values], arrays[offsets] = _gather(batches, values, offsets, order)
-    arrays["feature_lengths"], _ = _gather(batches, "feature_lengths", "feature_offsets", order)
+    for name in ("feature_counts", "feature_lengths"):
+        arrays[name], _ = _gather(batches, name, "feature_offsets", order)
     for field in dataclasses.fields(FingerprintRows):
         if field.name not in arrays:  # one row per document
             arrays[field.name] = rows(field.name)
@@ -538,13 +546,15 @@ def _fingerprint_rows(
         sample_offsets=sample_offsets,
         features=features[0],
         feature_offsets=features[1] if params.weighted else np.zeros(n + 1, dtype=np.int64),
-        feature_lengths=features[2],
+        feature_counts=features[2],
+        feature_lengths=features[3],
     )
 
 
-_NO_FEATURES: tuple[U64, I64, I64] = (
+_NO_FEATURES: tuple[U64, I64, I64, I64] = (
     np.empty(0, dtype=np.uint64),
     np.zeros(1, dtype=np.int64),
+    np.empty(0, dtype=np.int64),
     np.empty(0, dtype=np.int64),
 )
 
@@ -556,38 +566,79 @@ def _weighted_features(
     char_owner: I64,
     params: FingerprintParams,
     canonical: list[str],
-) -> tuple[U64, I64, I64]:
-    """The SimHash features of each document (grouped by document, as :func:`_simhashes` takes
-    them), their offsets, and each one's length in UTF-8 bytes."""
+) -> tuple[U64, I64, I64, I64]:
+    """The distinct SimHash features of each document (sorted), their offsets, how often the
+    document has each, and each one's length in UTF-8 bytes."""
     word_owner = np.repeat(words.owner, words.lengths)
     features = np.concatenate([words.hashes, char_shingles])
     owner = np.concatenate([word_owner, char_owner])
     char_lengths = _char_byte_lengths(chars, params.cjk_shingle_size)
     lengths = np.concatenate([_word_byte_lengths(words, canonical), char_lengths])
-    grouped, offsets = group_by_document(features, owner, len(canonical))
-    order = np.argsort(owner, kind="stable")
-    return grouped, offsets, lengths[order]
+    order = _owner_value_order(features, owner)
+    features, owner, lengths = features[order], owner[order], lengths[order]
+    first = np.ones(len(features), dtype=bool)
+    first[1:] = (features[1:] != features[:-1]) | (owner[1:] != owner[:-1])
+    starts = np.flatnonzero(first)
+    offsets = np.zeros(len(canonical) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner[starts], minlength=len(canonical)), out=offsets[1:])
+    counts = np.diff(np.append(starts, len(features)))
+    return features[starts], offsets, counts, lengths[starts]
+
+
+def _owner_value_order(features: U64, owner: I64) -> I64:
+    """The order that sorts by ``(owner, feature)``: one sort of the owner and the top bits of
+    the feature packed together, or a lexsort where that leaves two features unordered."""
+    bits = max(1, int(owner.max()).bit_length()) if len(owner) else 1
+    packed = (owner.astype(np.uint64) << np.uint64(64 - bits)) | (features >> np.uint64(bits))
+    order = np.argsort(packed)
+    tied = packed[order][1:] == packed[order][:-1]
+    if np.any(tied & (features[order][1:] != features[order][:-1])):
+        return np.lexsort((features, owner))
+    ordered: I64 = order.astype(np.int64)
+    return ordered
 
 
 def _word_byte_lengths(words: Segments, canonical: list[str]) -> I64:
     """The UTF-8 length of each word token: from the tokens, or when they were hashed without a
     string each, from the canonical texts, which are the documents' words joined by spaces."""
     if words.text or not len(words.hashes):
-        return np.fromiter(
-            (len(t.encode("utf-8")) for t in words.text), dtype=np.int64, count=len(words.text)
-        )
-    joined = np.frombuffer(" ".join(canonical).encode("utf-8"), dtype=np.uint8)
-    bounds = np.concatenate([[-1], np.flatnonzero(joined == 32), [len(joined)]])
-    lengths = np.diff(bounds) - 1
+        return _utf8_lengths(words.text)
+    lengths = _utf8_lengths(canonical, " ")
     if len(lengths) != len(words.hashes):
         raise AssertionError("canonical texts and word hashes disagree")
-    return lengths.astype(np.int64)
+    return lengths
+
+
+def _utf8_lengths(texts: list[str], inner: str | None = None) -> I64:
+    """The UTF-8 length of each of ``texts`` (NUL-free), or with ``inner``, of each of their
+    pieces between ``inner`` characters: one encoding of them all joined."""
+    if not texts:
+        return np.empty(0, dtype=np.int64)
+    joined = np.frombuffer("\x00".join(texts).encode("utf-8"), dtype=np.uint8)
+    cuts = joined == 0 if inner is None else (joined == 0) | (joined == ord(inner))
+    bounds = np.concatenate([[-1], np.flatnonzero(cuts), [len(joined)]])
+    lengths: I64 = np.diff(bounds) - 1
+    return lengths
 
 
 def _char_byte_lengths(chars: Segments, n: int) -> I64:
-    """The UTF-8 length of each CJK character shingle, in the order :func:`shingle` makes them."""
-    texts = _char_shingle_texts(chars, n)
-    return np.fromiter((len(t.encode("utf-8")) for t in texts), dtype=np.int64, count=len(texts))
+    """The UTF-8 length of each CJK character shingle, in the order :func:`shingle` makes them:
+    the sum of its characters' lengths (a run shorter than ``n`` is one shingle)."""
+    if not len(chars.lengths):
+        return np.empty(0, dtype=np.int64)
+    summed = np.concatenate([[0], np.cumsum(_utf8_lengths(chars.text))])
+    starts = np.concatenate([[0], np.cumsum(chars.lengths)[:-1]])
+    counts = np.maximum(chars.lengths - n + 1, 1)
+    first = np.repeat(starts, counts) + _ranks(counts)
+    last = np.minimum(first + n, np.repeat(starts + chars.lengths, counts))
+    lengths: I64 = summed[last] - summed[first]
+    return lengths
+
+
+def _ranks(counts: I64) -> I64:
+    """``0, 1, ..., counts[i] - 1`` for each ``i``, concatenated."""
+    ends = np.cumsum(counts)
+    return np.arange(int(ends[-1]), dtype=np.int64) - np.repeat(ends - counts, counts)
 
 
 def _simhashes(

@@ -31,6 +31,7 @@ import numpy.typing as npt
 
 from dedup_store.core.arrays import I64, U64
 from dedup_store.core.params import FingerprintParams
+from dedup_store.core.shingles import sort_by_owner_then_value
 
 LENGTH_MEAN = 4.51
 LENGTH_SD = 2.207
@@ -70,50 +71,77 @@ class DocumentFrequencies:
 
 @dataclasses.dataclass(frozen=True)
 class FeatureIndex:
-    """The distinct SimHash features of a batch and the documents holding each.
+    """The distinct SimHash features of each document of a batch, and of the whole batch.
 
     Attributes:
-        unique: the distinct features, sorted, as ``int64``.
-        inverse: for each feature occurrence, the index of its feature in ``unique``.
-        held: the distinct ``(document, feature)`` pairs, as ``document * width + index``,
-            sorted (by document, then feature).
-        documents: the number of documents of the batch.
+        values: each document's distinct features (as ``int64``), documents one after another.
+        offsets: document ``d`` holds ``values[offsets[d]:offsets[d + 1]]``.
+        occurrences: how often the document has each of its features (its term frequency).
+        unique: the distinct features of the batch, sorted.
+        inverse: the index in ``unique`` of each of ``values``.
+        lengths: the UTF-8 length of each of ``unique`` (``None`` when not asked for).
     """
 
+    values: I64
+    offsets: I64
+    occurrences: I64
     unique: I64
     inverse: I64
-    held: I64
-    documents: int
+    lengths: I64 | None
 
     @classmethod
-    def of(cls, features: U64, offsets: I64) -> FeatureIndex:
-        """The index of the features ``features[offsets[d]:offsets[d + 1]]`` of each document."""
-        unique, inverse = np.unique(features.view(np.int64), return_inverse=True)
-        owner = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
-        held = np.unique(owner * max(len(unique), 1) + inverse)
-        return cls(unique, inverse.astype(np.int64), held, len(offsets) - 1)
+    def of(
+        cls, values: U64, offsets: I64, occurrences: I64, lengths: I64 | None = None
+    ) -> FeatureIndex:
+        """The index of the distinct features ``values[offsets[d]:offsets[d + 1]]`` of each
+        document, which has each ``occurrences`` times, with their ``lengths`` if given."""
+        keys = values.view(np.int64)
+        unique, inverse = np.unique(keys, return_inverse=True)
+        unique_lengths = None
+        if lengths is not None:
+            unique_lengths = np.zeros(len(unique), dtype=np.int64)
+            unique_lengths[inverse] = lengths
+        return cls(keys, offsets, occurrences, unique, inverse.astype(np.int64), unique_lengths)
+
+    @classmethod
+    def of_occurrences(cls, features: U64, offsets: I64) -> FeatureIndex:
+        """The index of the feature occurrences ``features[offsets[d]:offsets[d + 1]]`` of
+        each document (no lengths)."""
+        n = len(offsets) - 1
+        owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
+        ordered, owner = sort_by_owner_then_value(features, owner, n)
+        first = np.ones(len(ordered), dtype=bool)
+        first[1:] = (ordered[1:] != ordered[:-1]) | (owner[1:] != owner[:-1])
+        starts = np.flatnonzero(first)
+        held = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(owner[starts], minlength=n), out=held[1:])
+        return cls.of(ordered[starts], held, np.diff(np.append(starts, len(ordered))))
 
     @property
-    def width(self) -> int:
-        """The multiplier of the document in :attr:`held`."""
-        return max(len(self.unique), 1)
+    def documents(self) -> int:
+        """The number of documents of the batch."""
+        return len(self.offsets) - 1
 
     def counts(self, rows: I64 | None = None) -> I64:
         """For each of :attr:`unique`, how many of the documents ``rows`` (``None``: all) hold
         it."""
-        held = self.held if rows is None else self.held[self._in(rows)]
-        return np.bincount(held % self.width, minlength=len(self.unique))
+        inverse = self.inverse if rows is None else self.inverse[self._of_rows(rows)]
+        return np.bincount(inverse, minlength=len(self.unique))
 
     def pairs(self, rows: I64 | None = None) -> tuple[I64, I64]:
         """``(document, feature)`` of each document of ``rows`` (``None``: all) and each of
         its distinct features, by document."""
-        held = self.held if rows is None else self.held[self._in(rows)]
-        return held // self.width, self.unique[held % self.width]
+        owner = np.repeat(np.arange(self.documents, dtype=np.int64), np.diff(self.offsets))
+        if rows is None:
+            return owner, self.values
+        chosen = self._of_rows(rows)
+        return owner[chosen], self.values[chosen]
 
-    def _in(self, rows: I64) -> npt.NDArray[np.bool_]:
+    def _of_rows(self, rows: I64) -> npt.NDArray[np.bool_]:
+        """Whether each of :attr:`values` belongs to one of the documents ``rows``."""
         chosen = np.zeros(self.documents, dtype=bool)
         chosen[rows] = True
-        mask: npt.NDArray[np.bool_] = chosen[self.held // self.width]
+        mask: npt.NDArray[np.bool_] = np.repeat(chosen, np.diff(self.offsets))
         return mask
 
 
@@ -124,7 +152,7 @@ def distinct_features(features: U64, offsets: I64) -> tuple[I64, I64]:
         features: the documents' features, concatenated (``features[offsets[d]:offsets[d+1]]``).
         offsets: row offsets.
     """
-    index = FeatureIndex.of(features, offsets)
+    index = FeatureIndex.of_occurrences(features, offsets)
     return index.unique, index.counts()
 
 
@@ -145,27 +173,29 @@ def idf(stored: I64, batch: I64, documents: int) -> npt.NDArray[np.float64]:
     return values
 
 
-def occurrence_weights(
+def feature_weights(
     params: FingerprintParams,
     index: FeatureIndex,
-    byte_lengths: npt.NDArray[np.integer],
     stored: DocumentFrequencies,
     rows: I64 | None = None,
 ) -> I64:
-    """The weight of every feature occurrence of a batch, as ``simhash_weights`` says, in
+    """The weight of each document's distinct features (:attr:`FeatureIndex.values`), as
+    ``simhash_weights`` says: its term frequency times the weight of one occurrence, in
     thousandths (at least 1).
 
     Args:
         params: the store's parameters (``simhash_weights`` ``tfidf`` or ``tfidf-length``).
-        index: the batch's features (:class:`FeatureIndex`).
-        byte_lengths: the UTF-8 length of each occurrence's feature.
+        index: the batch's features (:class:`FeatureIndex`, with lengths for
+            ``tfidf-length``).
         stored: the store's frequencies of (at least) the batch's features.
         rows: the documents of the batch that count into the frequencies (those to be
             written); ``None``: all.
     """
     counted = index.documents if rows is None else len(rows)
-    values = idf(stored.of(index.unique), index.counts(rows), stored.documents + counted)
-    weights = values[index.inverse]
+    weights = idf(stored.of(index.unique), index.counts(rows), stored.documents + counted)
     if params.simhash_weights == "tfidf-length":
-        weights = weights * length_relevance(byte_lengths)
-    return np.maximum(np.rint(weights * _SCALE), 1.0).astype(np.int64)
+        if index.lengths is None:
+            raise ValueError("tfidf-length weights need the features' lengths")
+        weights = weights * length_relevance(index.lengths)
+    one = np.maximum(np.rint(weights * _SCALE), 1.0).astype(np.int64)
+    return one[index.inverse] * index.occurrences

@@ -22,8 +22,8 @@ import numpy as np
 from sqlalchemy import Connection, text
 
 from dedup_store.core.arrays import I64
-from dedup_store.core.fingerprint import FingerprintBatch, reweighted
-from dedup_store.core.weights import DocumentFrequencies, FeatureIndex
+from dedup_store.core.fingerprint import FingerprintBatch, feature_index, reweighted
+from dedup_store.core.weights import DocumentFrequencies
 from dedup_store.db.bulk_copy import INT8_OID, copy_payload
 from dedup_store.db.encoding import array_literal
 from dedup_store.db.names import qualified
@@ -57,7 +57,7 @@ def weigh(
     weights as it is."""
     if not batch.params.weighted:
         return batch
-    index = batch.feature_index or FeatureIndex.of(batch.features, batch.feature_offsets)
+    index = batch.feature_index or feature_index(batch)
     weighed = dataclasses.replace(batch, feature_index=index)
     return reweighted(weighed, read(conn, schema, index.unique), rows)
 
@@ -67,7 +67,7 @@ def add(conn: Connection, schema: str, batch: FingerprintBatch, rows: I64, ids: 
     document's distinct features by one binary COPY, the counts by one statement."""
     if not batch.params.weighted or len(rows) == 0:
         return
-    index = batch.feature_index or FeatureIndex.of(batch.features, batch.feature_offsets)
+    index = batch.feature_index or feature_index(batch)
     owner, features = index.pairs(rows)
     position = np.zeros(len(batch), dtype=np.int64)
     position[rows] = np.arange(len(rows))
