@@ -334,6 +334,12 @@ def ingest(
     fmt: InputFormat = stdin_format.value
     started = time.perf_counter()
     with settings.store(create=True) as store, IngestProgress(not quiet) as progress:
+        if engine is Engine.spark and store.params.weighted:
+            raise typer.BadParameter(
+                f"cannot load a store with simhash_weights {store.params.simhash_weights} "
+                "(it weighs SimHashes with document frequencies kept in SQL)",
+                param_hint="--engine spark",
+            )
         repeats = RepeatedIds(progress.warn, update=update)
         records = read_inputs(
             paths,

@@ -382,6 +382,8 @@ def test_init_with_tfidf_weights_dedups_the_examples_as_counts_do(cli: CliHelper
     refused = cli("init", "--simhash-weights", "count")
     assert refused.exit_code == 3
     assert "simhash_weights: 'tfidf-length' != 'count'" in refused.stderr
+    spark = cli("ingest", "--engine", "spark", EXAMPLES_DIR)
+    assert spark.exit_code == 2 and "simhash_weights tfidf-length" in spark.stderr
 
 
 def test_ingest_loads_an_empty_store_in_bulk_unless_told_not_to(cli: CliHelper) -> None:
