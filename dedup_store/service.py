@@ -13,9 +13,10 @@ from dedup_store import pipeline
 from dedup_store.core.fingerprint import (
     DEFAULT_MAX_BYTES,
     Fingerprint,
-    FingerprintBatch,
+    feature_index,
     fingerprint,
     fingerprint_valid_texts,
+    reweighted,
     validate_text,
 )
 from dedup_store.core.params import FingerprintParams
@@ -298,10 +299,10 @@ class DedupStore:
         batch = fingerprint_valid_texts([validate_text(text)], self.params)
         if batch.empty_index:
             raise EmptyDocumentError("document is empty after canonicalization (no words left)")
-        weighed: FingerprintBatch = self._run(
-            lambda conn: frequencies.weigh(conn, self.schema, batch, None)
-        )
-        return weighed.row(0)
+        index = batch.feature_index or feature_index(batch)
+        statement, parameters = frequencies.read_statement(self.schema, index.unique)
+        rows = self._check_rows(statement, parameters)
+        return reweighted(batch, frequencies.frequencies_of(rows[0])).row(0)
 
     def _check_rows(self, statement: str, parameters: dict[str, Any]) -> list[Any]:
         """The rows of the ``check`` statement."""

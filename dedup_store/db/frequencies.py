@@ -17,6 +17,8 @@ adds its counts in one statement (:func:`add`); a delete takes them back in one 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from sqlalchemy import Connection, text
@@ -31,16 +33,25 @@ from dedup_store.db.names import qualified
 
 def read(conn: Connection, schema: str, features: I64) -> DocumentFrequencies:
     """The stored frequencies of ``features`` (sorted, distinct) and the documents counted."""
+    statement, parameters = read_statement(schema, features)
+    return frequencies_of(conn.execute(text(statement), parameters).one())
+
+
+def read_statement(schema: str, features: I64) -> tuple[str, dict[str, Any]]:
+    """The statement of :func:`read`, with its ``:name`` parameters; :func:`frequencies_of`
+    reads its one row."""
     s = qualified(schema)
-    row = conn.execute(
-        text(
-            f"SELECT (SELECT documents FROM {s}.feature_documents), "
-            "array_agg(f.feature ORDER BY f.feature), array_agg(f.df ORDER BY f.feature) "
-            f"FROM unnest(CAST(:features AS bigint[])) AS n(feature) "
-            f"JOIN {s}.feature_df f ON f.feature = n.feature"
-        ),
-        {"features": array_literal(features.tolist())},
-    ).one()
+    statement = (
+        f"SELECT (SELECT documents FROM {s}.feature_documents), "
+        "array_agg(f.feature ORDER BY f.feature), array_agg(f.df ORDER BY f.feature) "
+        f"FROM unnest(CAST(:features AS bigint[])) AS n(feature) "
+        f"JOIN {s}.feature_df f ON f.feature = n.feature"
+    )
+    return statement, {"features": array_literal(features.tolist())}
+
+
+def frequencies_of(row: Sequence[Any]) -> DocumentFrequencies:
+    """The frequencies in the row of :func:`read_statement`."""
     documents, found, counts = row
     return DocumentFrequencies(
         np.array(found or [], dtype=np.int64),
