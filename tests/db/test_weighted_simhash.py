@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import Engine
 
-from dedup_store import DedupStore, Document, FingerprintParams, ParamsMismatchError
+from dedup_store import DedupStore, Document, FingerprintParams, ParamsMismatchError, Status
 from dedup_store.core import fingerprint_batch
 from dedup_store.core.fingerprint import reweighted
 from dedup_store.core.weights import DocumentFrequencies
@@ -106,6 +106,22 @@ def test_check_weighs_a_text_as_add_would(engine: Engine, schema: str) -> None:
     one = fingerprint_batch([edited], TFIDF)
     stored = dict(zip(external_ids, simhashes.tolist(), strict=True))
     assert stored["edited"] != int(one.simhashes[0])  # the store's counts weigh it
+
+
+def test_an_edit_stored_long_after_its_original_still_matches_it(
+    engine: Engine, schema: str
+) -> None:
+    # the original is weighed against 150 documents, the edit against 450: their weights
+    # drifted apart, and the store still reports the pair
+    with DedupStore(engine, TFIDF, schema=schema) as store:
+        store.ingest(_documents(150, seed=9))
+        original = _documents(1, seed=10, prefix="original")[0]
+        store.add("original", original.text)
+        store.ingest(_documents(300, seed=11, prefix="later"), bulk=False)
+        edited = original.text.replace(original.text.split()[-1], "zekaru")
+        result = store.add("edited", edited)
+    assert result.status is Status.NEAR_DUPLICATE
+    assert [m.external_id for m in result.matches] == ["original"]
 
 
 def test_bulk_and_incremental_loads_store_the_same_simhashes(engine: Engine) -> None:
