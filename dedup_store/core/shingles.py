@@ -139,7 +139,7 @@ def unique_per_document(values: U64, owner: I64, n_docs: int) -> tuple[U64, I64]
     if n_docs == 1:
         distinct = np.unique(values)
         return distinct, np.array([0, len(distinct)], dtype=np.int64)
-    values, owner = sort_by_owner_then_value(values, owner, n_docs)
+    values, owner = _sort_by_owner_then_value(values, owner, n_docs)
     keep = np.ones(len(values), dtype=bool)
     keep[1:] = (values[1:] != values[:-1]) | (owner[1:] != owner[:-1])
     counts = np.bincount(owner[keep], minlength=n_docs)
@@ -148,7 +148,7 @@ def unique_per_document(values: U64, owner: I64, n_docs: int) -> tuple[U64, I64]
     return values[keep], offsets
 
 
-def sort_by_owner_then_value(values: U64, owner: I64, n_docs: int) -> tuple[U64, I64]:
+def _sort_by_owner_then_value(values: U64, owner: I64, n_docs: int) -> tuple[U64, I64]:
     """Sort by ``(owner, value)``.
 
     Values already grouped by owner, in groups of similar sizes, are sorted as the rows of one

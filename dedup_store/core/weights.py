@@ -31,7 +31,6 @@ import numpy.typing as npt
 
 from dedup_store.core.arrays import I64, U64
 from dedup_store.core.params import FingerprintParams
-from dedup_store.core.shingles import sort_by_owner_then_value
 
 LENGTH_MEAN = 4.51
 LENGTH_SD = 2.207
@@ -109,7 +108,8 @@ class FeatureIndex:
         each document (no lengths)."""
         n = len(offsets) - 1
         owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
-        ordered, owner = sort_by_owner_then_value(features, owner, n)
+        order = np.lexsort((features, owner))
+        ordered, owner = features[order], owner[order]
         first = np.ones(len(ordered), dtype=bool)
         first[1:] = (ordered[1:] != ordered[:-1]) | (owner[1:] != owner[:-1])
         starts = np.flatnonzero(first)
