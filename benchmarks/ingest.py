@@ -546,6 +546,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--dup-rate", type=float, default=0.2, help="share of edited copies of recent documents")
     add("--edit-rate", type=float, default=0.02, help="share of a copy's words replaced (min 1)")
     add("--batch-size", type=int, default=5000, help="DedupStore.ingest batch size")
+    add(
+        "--simhash-weights",
+        choices=["count", "tfidf", "tfidf-length"],
+        default="count",
+        help="the store's SimHash feature weights",
+    )
     add("--seed", type=int, default=1, help="seed of the corpus and the queries")
     add(
         "--url",
@@ -588,13 +594,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def run(args: argparse.Namespace, workdir: Path) -> None:
     """Generate, load, append, check, measure storage, run the baseline and the peers."""
-    params = FingerprintParams()
+    params = FingerprintParams(simhash_weights=args.simhash_weights)
     schema = f"bench_ingest_{os.getpid()}"
     print(
         f"{args.docs:,} documents (+{args.append:,} appended) of ~{args.words} words, dup-rate "
         f"{args.dup_rate}, edit-rate {args.edit_rate}, batch {args.batch_size}, seed {args.seed}; "
         f"default params (num_perm {params.num_perm}, bands {params.bands}, shingle "
-        f"{params.shingle_size}, verify {params.verify}); schema {schema}"
+        f"{params.shingle_size}, verify {params.verify}, simhash_weights "
+        f"{params.simhash_weights}); schema {schema}"
     )
     print(f"revision {revision()}; start: {load()}")
     corpus = IngestCorpus(args.seed, args.words, args.dup_rate, args.edit_rate)
@@ -654,7 +661,8 @@ def incremental_baseline(args: argparse.Namespace, engine: sa.Engine, path: Path
     schema = f"bench_ingest_incremental_{os.getpid()}"
     drop_schema(engine, schema)
     try:
-        with DedupStore(args.url, FingerprintParams(), schema=schema) as store:
+        params = FingerprintParams(simhash_weights=args.simhash_weights)
+        with DedupStore(args.url, params, schema=schema) as store:
             return ingest(store, path, args.batch_size, (0, args.incremental_docs), False)
     finally:
         drop_schema(engine, schema)

@@ -416,7 +416,7 @@ def benchmark(name: str, args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     corpus = prepare(name, args.limit, args.seed, args.extra_text)
     _progress(f"{name}: {len(corpus.docs)} documents, truth in {corpus.truth.seconds:.1f} s")
-    default = FingerprintParams()
+    default = FingerprintParams(simhash_weights=args.simhash_weights)
     runs: list[RunResult] = []
     if args.url:
         runs.append(run_store(args.url, "store (defaults)", default, corpus.docs))
@@ -514,6 +514,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--url",
         default=os.environ.get("DEDUP_STORE_TEST_URL", DEFAULT_URL),
         help="PostgreSQL URL (a fresh schema per run, dropped after); empty to skip the store",
+    )
+    parser.add_argument(
+        "--simhash-weights",
+        choices=["count", "tfidf", "tfidf-length"],
+        default="count",
+        help="the stores' SimHash feature weights",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     args = parser.parse_args(argv)

@@ -6,13 +6,21 @@ Chinese documents) with several SimHash feature weightings, finds every pair of 
 within Hamming distance ``k`` by brute force over all pairs, and scores them against the exact
 Jaccard similarity of their shingle sets:
 
-- ``count``: every occurrence of a feature (a word, or a CJK character shingle) counts 1, the
-  store's SimHash today;
-- ``tfidf``: each occurrence weighs the feature's inverse document frequency in the corpus,
-  ``log((N + 1) / (df + 1)) + 1``;
-- ``tfidf-length``: the same times a normal density over the feature's length (mean 4.51,
-  standard deviation 2.207, 1 at its peak), in characters, as fitted on Chinese terms;
-- ``tfidf-length-bytes``: the same curve over the feature's length in UTF-8 bytes.
+- ``count``: every occurrence of a feature (a word, or a CJK character shingle) counts 1
+  (``simhash_weights`` ``count``);
+- ``tfidf``: each occurrence weighs the feature's inverse document frequency,
+  ``log((N + 1) / (df + 1)) + 1`` (``simhash_weights`` ``tfidf``);
+- ``tfidf-length``: the same times a normal density over the feature's length in UTF-8 bytes
+  (mean 4.51, standard deviation 2.207, 1 at its peak; ``simhash_weights`` ``tfidf-length``);
+- ``tfidf-length-chars``: the same curve over the length in characters (not a store
+  parameter: the comparison that chose bytes).
+
+The three store weightings are computed as a store computes them (:mod:`dedup_store.core`):
+the corpus is ingested in batches of ``--batch-size`` documents, each weighed with the counts of
+the batches before it plus its own, so documents fingerprinted at different times meet with the
+weights they were stored with. ``tfidf-length-chars`` uses the whole corpus's counts. The drift
+table compares each document's SimHash as stored in that order with the one the whole corpus's
+counts give.
 
 Precision is the share of pairs within ``k`` whose Jaccard is at least 0.5; recall the share of
 the pairs with Jaccard at least 0.8 (and 0.5) that are within ``k``. Pairs of two identical
@@ -39,6 +47,7 @@ from benchmarks.realtext import Corpus, prepare
 from benchmarks.realtext_report import table
 from dedup_store import FingerprintParams, fingerprint_batch
 from dedup_store.core import canonical_tokens
+from dedup_store.core.weights import DocumentFrequencies, distinct_features
 
 U64 = npt.NDArray[np.uint64]
 LENGTH_MEAN, LENGTH_SD = 4.51, 2.207
@@ -57,16 +66,53 @@ def length_relevance(length: int) -> float:
     return math.exp(-((length - LENGTH_MEAN) ** 2) / (2 * LENGTH_SD**2))
 
 
-def weightings(idf: dict[str, float]) -> dict[str, dict[str, float] | None]:
-    """The weightings compared, as the feature weights ``fingerprint_batch`` takes."""
-    return {
-        "count": None,
-        "tfidf": idf,
-        "tfidf-length": {f: w * length_relevance(len(f)) for f, w in idf.items()},
-        "tfidf-length-bytes": {
-            f: w * length_relevance(len(f.encode("utf-8"))) for f, w in idf.items()
-        },
-    }
+STORE_WEIGHTS = ("count", "tfidf", "tfidf-length")
+
+
+def chars_weights(idf: dict[str, float]) -> dict[str, float]:
+    """tf-idf times the length curve over characters, as feature weights."""
+    return {f: w * length_relevance(len(f)) for f, w in idf.items()}
+
+
+def merged(
+    frequencies: DocumentFrequencies, features: U64, offsets: npt.NDArray[np.int64]
+) -> DocumentFrequencies:
+    """``frequencies`` with the documents of a batch counted in."""
+    new, counts = distinct_features(features, offsets)
+    joined = np.concatenate([frequencies.features, new])
+    unique, inverse = np.unique(joined, return_inverse=True)
+    summed = np.bincount(inverse, np.concatenate([frequencies.counts, counts]), len(unique))
+    return DocumentFrequencies(
+        unique, summed.astype(np.int64), frequencies.documents + len(offsets) - 1
+    )
+
+
+def stored_simhashes(texts: list[str], params: FingerprintParams, batch_size: int) -> U64:
+    """The SimHash each document gets when ``texts`` are ingested in batches, in order."""
+    frequencies = DocumentFrequencies.empty()
+    parts = []
+    for start in range(0, len(texts), batch_size):
+        batch = fingerprint_batch(
+            texts[start : start + batch_size], params, frequencies=frequencies
+        )
+        assert len(batch) == len(texts[start : start + batch_size])
+        parts.append(batch.simhashes)
+        if params.weighted:
+            frequencies = merged(frequencies, batch.features, batch.feature_offsets)
+    return np.concatenate(parts)
+
+
+def drift(texts: list[str], params: FingerprintParams, stored: U64) -> list[float]:
+    """How far the stored SimHashes are from those the whole corpus's counts give: mean and
+    95th percentile of the Hamming distance, share of documents moved at all and beyond 3."""
+    whole = fingerprint_batch(texts, params).simhashes
+    distance = np.bitwise_count(whole ^ stored).astype(np.float64)
+    return [
+        float(distance.mean()),
+        float(np.percentile(distance, 95)),
+        float(np.mean(distance > 0)),
+        float(np.mean(distance > 3)),
+    ]
 
 
 def near_pairs(simhashes: U64, k: int) -> list[tuple[int, int]]:
@@ -129,10 +175,18 @@ def run(name: str, args: argparse.Namespace) -> str:
     if name == "seeded":
         for lang in ("en", "ru", "zh"):
             subsets[lang] = _same_language(lang, languages, texts)
-    rows = []
-    for label, weights in weightings(idf_table(features)).items():
+    rows: list[list[object]] = []
+    drifts: list[list[object]] = []
+    texts_in = [d.text for d in corpus.docs]
+    for label in (*STORE_WEIGHTS, "tfidf-length-chars"):
         start = time.perf_counter()
-        simhashes = simhashes_of(corpus, params, weights)
+        if label == "tfidf-length-chars":
+            simhashes = simhashes_of(corpus, params, chars_weights(idf_table(features)))
+        else:
+            weighted = FingerprintParams(simhash_k=args.k, simhash_weights=label)  # type: ignore[arg-type]
+            simhashes = stored_simhashes(texts_in, weighted, args.batch_size)
+            if weighted.weighted:
+                drifts.append([label, *drift(texts_in, weighted, simhashes)])
         seconds = time.perf_counter() - start
         found = near_pairs(simhashes, args.k)
         for subset, keep in subsets.items():
@@ -142,7 +196,11 @@ def run(name: str, args: argparse.Namespace) -> str:
     headers = ["weights", "pairs", "within k", "precision (J >= 0.5)", "recall J >= 0.8"]
     headers += ["recall J >= 0.5", "fingerprint s"]
     title = f"## {name}: {len(corpus.docs):,} documents, Hamming <= {args.k}"
-    return f"{title}\n\n{table(headers, rows)}\n"
+    drift_headers = ["weights", "mean distance", "p95 distance", "moved", "moved > 3"]
+    drift_title = f"stored in batches of {args.batch_size:,} against the whole corpus's counts"
+    return (
+        f"{title}\n\n{table(headers, rows)}\n\n{drift_title}:\n\n{table(drift_headers, drifts)}\n"
+    )
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -152,6 +210,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--limit", type=int, default=None, help="documents per corpus")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--k", type=int, default=3, help="Hamming distance of a match")
+    parser.add_argument("--batch-size", type=int, default=2000, help="documents per batch")
     parser.add_argument("--extra-text", type=Path, action="append", default=[])
     return parser.parse_args(argv)
 

@@ -14,3 +14,5 @@ Scheme = Literal["threshold", "broder"]
 HtmlMode = Literal["auto", "always", "never"]
 #: How candidates are scored.
 VerifyMode = Literal["exact", "estimate"]
+#: How the features of a SimHash are weighted.
+SimhashWeights = Literal["count", "tfidf", "tfidf-length"]

@@ -19,7 +19,7 @@ import typer
 from typer.core import TyperCommand
 
 from dedup_store import config
-from dedup_store.choices import HtmlMode, Scheme, VerifyMode
+from dedup_store.choices import HtmlMode, Scheme, SimhashWeights, VerifyMode
 from dedup_store.cli_app import (
     EXIT_INTERRUPTED,
     ExitOnErrorGroup,
@@ -188,6 +188,10 @@ def init(
     simhash_min_jaccard: Annotated[
         float | None, _param("Jaccard a SimHash match must also reach")
     ] = None,
+    simhash_weights: Annotated[
+        SimhashWeights | None,
+        _param("SimHash feature weights: counts, tf-idf, or tf-idf times a term-length curve"),
+    ] = None,
     hot_key_limit: Annotated[
         int | None, _param("Most documents one key leads to (0: no limit)")
     ] = None,
@@ -218,6 +222,7 @@ def init(
         "containment": containment,
         "containment_merges": containment_merges,
         "simhash_min_jaccard": simhash_min_jaccard,
+        "simhash_weights": simhash_weights,
         "hot_key_limit": hot_key_limit,
         "verify": verify,
         "stopwords": stopwords,
@@ -329,6 +334,12 @@ def ingest(
     fmt: InputFormat = stdin_format.value
     started = time.perf_counter()
     with settings.store(create=True) as store, IngestProgress(not quiet) as progress:
+        if engine is Engine.spark and store.params.weighted:
+            raise typer.BadParameter(
+                f"cannot load a store with simhash_weights {store.params.simhash_weights} "
+                "(it weighs SimHashes with document frequencies kept in SQL)",
+                param_hint="--engine spark",
+            )
         repeats = RepeatedIds(progress.warn, update=update)
         records = read_inputs(
             paths,

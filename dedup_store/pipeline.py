@@ -23,7 +23,7 @@ from sqlalchemy import Connection
 from dedup_store.core.fingerprint import FingerprintBatch, fingerprint_valid_texts
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.scripts import guess_language
-from dedup_store.db import bulk, hot, lookup, reports, scoring, write
+from dedup_store.db import bulk, frequencies, hot, lookup, reports, scoring, write
 from dedup_store.db.engine import Database
 from dedup_store.db.lookup import INDEXED, StoredKeys
 from dedup_store.db.scoring import merging_methods
@@ -131,6 +131,12 @@ class PreparedBatch:
                 [self.language_of_row(r) for r in range(len(docs))],
             )
         return self._tails
+
+    def weigh(self, batch: FingerprintBatch) -> None:
+        """Replace the batch by ``batch``, the same rows with their SimHashes weighted by the
+        store's document frequencies (:func:`dedup_store.db.frequencies.weigh`); the encoded
+        tails hold no SimHash and stay."""
+        self.batch = batch
 
     def language_of_row(self, row: int) -> str:
         """A best-effort language guess from the script of the canonical text."""
@@ -283,16 +289,18 @@ def write_batch(
         write.delete_documents(conn, schema, list(known.values()), params)
         known = {}
     rows = prepared.rows_to_insert(known)
+    row_array = np.asarray(rows, dtype=np.int64)
+    if params.weighted:  # the store's document frequencies as of now, plus the batch's
+        prepared.weigh(frequencies.weigh(conn, schema, prepared.batch, row_array))
     ids = write.allocate_ids(conn, schema, len(rows))
-    new = lookup.new_rows(
-        conn, schema, prepared.batch, np.asarray(rows, dtype=np.int64), ids, stored
-    )
+    new = lookup.new_rows(conn, schema, prepared.batch, row_array, ids, stored)
     firsts = new.firsts  # exact copies have no keys of their own
     found, secondary = hot.find_candidates(
         conn, schema, prepared.batch, new.rows[firsts], new.ids[firsts], stored
     )
     tails = prepared.encoded_tails(dest.keep_text)
     write.insert_documents(conn, schema, new, [tails[r] for r in rows], secondary)
+    frequencies.add(conn, schema, prepared.batch, row_array, new.ids)
     stored.added(new, [prepared.document_of_row(r).id for r in rows])
     edges = scoring.store_edges(conn, schema, new, found, stored)
     mapping = write.merge_clusters(conn, schema, edges, params)

@@ -10,14 +10,22 @@ from sqlalchemy import Connection
 from sqlalchemy import text as sa_text
 
 from dedup_store import pipeline
-from dedup_store.core.fingerprint import DEFAULT_MAX_BYTES, fingerprint
+from dedup_store.core.fingerprint import (
+    DEFAULT_MAX_BYTES,
+    Fingerprint,
+    feature_index,
+    fingerprint,
+    fingerprint_valid_texts,
+    reweighted,
+    validate_text,
+)
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import ddl, hot, migrate, native, reports, scoring, single, write
+from dedup_store.db import ddl, frequencies, hot, migrate, native, reports, scoring, single, write
 from dedup_store.db.ddl import DEFAULT_SCHEMA
 from dedup_store.db.engine import Bind, Database
 from dedup_store.db.names import validate_schema
 from dedup_store.db.scoring import merging_methods
-from dedup_store.errors import UnknownDocumentError
+from dedup_store.errors import EmptyDocumentError, UnknownDocumentError
 from dedup_store.pipeline import Destination, OnBatch, OnProgress, prepare_batch
 from dedup_store.records import Record
 from dedup_store.results import (
@@ -150,8 +158,8 @@ class DedupStore:
             EmptyDocumentError: no words left after canonicalization.
         """
         document = Document(id, text, meta)
-        if update:
-            return self.add_many([document], update=True)[0]
+        if update or self.params.weighted:  # weighted: weighed under the lock, as a batch
+            return self.add_many([document], update=update)[0]
         prepared = prepare_batch([document], self.params, {}, False, self.max_bytes)
         if prepared.errors:
             raise prepared.first_error()
@@ -276,7 +284,7 @@ class DedupStore:
         Raises:
             InvalidDocumentError, EmptyDocumentError: as :meth:`add`.
         """
-        fp = fingerprint(text, self.params)
+        fp = self._weighted(text) if self.params.weighted else fingerprint(text, self.params)
         found = self._check_rows(*scoring.check_statement(self.schema, fp))
         if any(row[0] == -1 for row in found):  # it owns hot keys: with its secondary keys
             found = self._check_rows(*scoring.check_statement(self.schema, fp, secondary=True))
@@ -284,6 +292,17 @@ class DedupStore:
         merging = merging_methods(self.params)
         status = Status.of((r.method for r in rows), merging)
         return CheckResult(status, sorted_matches(rows), joined_cluster(rows, merging))
+
+    def _weighted(self, text: str) -> Fingerprint:
+        """The fingerprint of ``text`` weighed with the store's document frequencies as if it
+        were added now (a store with weighted SimHash features)."""
+        batch = fingerprint_valid_texts([validate_text(text)], self.params)
+        if batch.empty_index:
+            raise EmptyDocumentError("document is empty after canonicalization (no words left)")
+        index = batch.feature_index or feature_index(batch)
+        statement, parameters = frequencies.read_statement(self.schema, index.unique)
+        rows = self._check_rows(statement, parameters)
+        return reweighted(batch, frequencies.frequencies_of(rows[0])).row(0)
 
     def _check_rows(self, statement: str, parameters: dict[str, Any]) -> list[Any]:
         """The rows of the ``check`` statement."""

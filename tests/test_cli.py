@@ -374,6 +374,18 @@ def test_init_compares_only_the_options_given(cli: CliHelper) -> None:
     assert "hot_key_limit: 20 != 30" in refused.stderr
 
 
+def test_init_with_tfidf_weights_dedups_the_examples_as_counts_do(cli: CliHelper) -> None:
+    made = cli.json("init", "--simhash-weights", "tfidf-length", "--format", "json")
+    assert isinstance(made, dict) and made["params"]["simhash_weights"] == "tfidf-length"
+    summary = json.loads(cli.ok("ingest", "-q", "--json", EXAMPLES_DIR).stdout)
+    assert (summary["exact_duplicates"], summary["near_duplicates"]) == (2, 7)
+    refused = cli("init", "--simhash-weights", "count")
+    assert refused.exit_code == 3
+    assert "simhash_weights: 'tfidf-length' != 'count'" in refused.stderr
+    spark = cli("ingest", "--engine", "spark", EXAMPLES_DIR)
+    assert spark.exit_code == 2 and "simhash_weights tfidf-length" in spark.stderr
+
+
 def test_ingest_loads_an_empty_store_in_bulk_unless_told_not_to(cli: CliHelper) -> None:
     first = json.loads(cli.ok("ingest", "-q", "--json", EXAMPLES_DIR).stdout)
     assert first["bulk"] is True and first["index_seconds"] > 0 and first["new"] > 0

@@ -15,6 +15,7 @@
  * minhash_minima: MinHash signatures, min over a document's shingles x of (a[i] * x + b[i])
  *     modulo 2**64, top 32 bits kept.
  * simhash_majority: unweighted SimHash, bit j set when most of a document's features have it.
+ * simhash_weighted: the same with an integer weight per feature.
  * winnow: the distinct minima of every window of w consecutive shingles of each document.
  *
  * They give exactly what the reference kernels in reference.py give (the tests compare them);
@@ -982,6 +983,68 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(simhash_weighted_doc,
+"simhash_weighted(features, offsets, weights) -> bytes\n\n"
+"The weighted SimHash of each document (uint64 bytes): bit j is set when the weights (int64,\n"
+"one per feature, each at most 2**40) of the document's features that have bit j set add up\n"
+"to more than half of all its weights.");
+
+static PyObject *simhash_weighted(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *features_obj, *offsets_obj, *weights_obj, *result = NULL;
+    Py_buffer features, offsets, weights;
+    uint64_t *out = NULL;
+    if (!PyArg_ParseTuple(args, "OOO", &features_obj, &offsets_obj, &weights_obj)) {
+        return NULL;
+    }
+    if (get_groups(features_obj, offsets_obj, &features, &offsets, "feature") < 0) {
+        return NULL;
+    }
+    if (get_items(weights_obj, &weights, 8, "weights") < 0) {
+        PyBuffer_Release(&offsets);
+        PyBuffer_Release(&features);
+        return NULL;
+    }
+    if (weights.len != features.len) {
+        PyErr_SetString(PyExc_ValueError, "one weight per feature is needed");
+        goto done;
+    }
+    const uint64_t *feature = features.buf;
+    const int64_t *offset = offsets.buf, *weight = weights.buf;
+    Py_ssize_t n_docs = offsets.len / 8 - 1;
+    out = PyMem_Malloc((size_t)(n_docs > 0 ? n_docs : 1) * sizeof(uint64_t));
+    if (out == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t d = 0; d < n_docs; d++) {
+        int64_t votes[64] = {0}, total = 0;
+        uint64_t hash = 0;
+        for (int64_t i = offset[d]; i < offset[d + 1]; i++) {
+            uint64_t f = feature[i];
+            int64_t w = weight[i];
+            total += w;
+            for (int j = 0; j < 64; j++) {
+                votes[j] += (int64_t)((f >> j) & 1) * w;
+            }
+        }
+        for (int j = 0; j < 64; j++) {
+            hash |= (uint64_t)(2 * votes[j] > total) << j;
+        }
+        out[d] = hash;
+    }
+    Py_END_ALLOW_THREADS
+    result = PyBytes_FromStringAndSize((const char *)out, n_docs * 8);
+done:
+    PyMem_Free(out);
+    PyBuffer_Release(&weights);
+    PyBuffer_Release(&offsets);
+    PyBuffer_Release(&features);
+    return result;
+}
+
 /* ---- winnowing ------------------------------------------------------------------------- */
 
 static void insertion_sort(uint64_t *values, size_t n)
@@ -1437,6 +1500,7 @@ static PyMethodDef kernel_methods[] = {
     {"shingle_hashes", shingle_hashes, METH_VARARGS, shingle_hashes_doc},
     {"combine_groups", combine_groups, METH_VARARGS, combine_groups_doc},
     {"simhash_majority", simhash_majority, METH_VARARGS, simhash_majority_doc},
+    {"simhash_weighted", simhash_weighted, METH_VARARGS, simhash_weighted_doc},
     {"winnow", winnow, METH_VARARGS, winnow_doc},
     {"intersection_sizes", intersection_sizes, METH_VARARGS, intersection_sizes_doc},
     {"multimap_insert", multimap_insert, METH_VARARGS, multimap_insert_doc},

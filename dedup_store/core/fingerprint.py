@@ -16,6 +16,7 @@ from dedup_store.core.canonical import (
     canonical_tokens,
     canonical_word_batch,
 )
+from dedup_store.core.features import NO_FEATURES, weighted_features
 from dedup_store.core.hashing import exact_hashes
 from dedup_store.core.lsh import band_keys
 from dedup_store.core.minhash import estimate_jaccard, minhash_signatures
@@ -27,7 +28,13 @@ from dedup_store.core.shingles import (
     split_segments,
     unique_per_document,
 )
-from dedup_store.core.simhash import block_keys, hamming, simhash_batch
+from dedup_store.core.simhash import (
+    block_keys,
+    hamming,
+    simhash_batch,
+    simhash_integer_weighted,
+)
+from dedup_store.core.weights import DocumentFrequencies, FeatureIndex, feature_weights
 from dedup_store.core.winnow import winnow
 from dedup_store.errors import EmptyDocumentError, InvalidDocumentError
 
@@ -153,6 +160,10 @@ class FingerprintRows:
     block_keys: I64
     sample_keys: U64
     sample_offsets: I64
+    features: U64
+    feature_offsets: I64
+    feature_counts: I64
+    feature_lengths: I64
 
     @classmethod
     def concatenate(cls, parts: list[FingerprintRows]) -> FingerprintRows:
@@ -168,6 +179,10 @@ class FingerprintRows:
             block_keys=np.concatenate([p.block_keys for p in parts]),
             sample_keys=np.concatenate([p.sample_keys for p in parts]),
             sample_offsets=_join_offsets([p.sample_offsets for p in parts]),
+            features=np.concatenate([p.features for p in parts]),
+            feature_offsets=_join_offsets([p.feature_offsets for p in parts]),
+            feature_counts=np.concatenate([p.feature_counts for p in parts]),
+            feature_lengths=np.concatenate([p.feature_lengths for p in parts]),
         )
 
 
@@ -188,6 +203,11 @@ class FingerprintBatch(FingerprintRows):
         block_keys: ``(rows, block_key_count)``.
         sample_keys, sample_offsets: winnowed excerpt-index keys per row (empty when the excerpt
             index is off).
+        features, feature_offsets, feature_counts, feature_lengths: with weighted SimHash
+            features (``simhash_weights`` other than ``count``), the distinct features of each
+            row (sorted), how often the row has each, and each one's length in UTF-8 bytes
+            (:func:`reweighted` weighs them); empty otherwise.
+        feature_index: with weighted SimHash features, their :class:`FeatureIndex`.
     """
 
     params: FingerprintParams
@@ -196,6 +216,7 @@ class FingerprintBatch(FingerprintRows):
     canonical_texts: list[str]
     exact_hashes: list[bytes]
     token_counts: I64
+    feature_index: FeatureIndex | None = None
 
     @classmethod
     def of_rows(
@@ -247,15 +268,21 @@ class FingerprintBatch(FingerprintRows):
 
 
 def fingerprint(
-    text: str, params: FingerprintParams | None = None, weights: FeatureWeights | None = None
+    text: str,
+    params: FingerprintParams | None = None,
+    weights: FeatureWeights | None = None,
+    frequencies: DocumentFrequencies | None = None,
 ) -> Fingerprint:
     """Fingerprint one document.
+
+    ``frequencies`` are the store's document frequencies of its SimHash features, for weighted
+    parameters (see :func:`fingerprint_batch`).
 
     Raises:
         InvalidDocumentError: the text cannot be stored (see :func:`validate_text`).
         EmptyDocumentError: nothing is left after canonicalization.
     """
-    batch = fingerprint_batch([text], params, weights)
+    batch = fingerprint_batch([text], params, weights, frequencies)
     if batch.empty_index:
         raise EmptyDocumentError("document is empty after canonicalization (no words left)")
     return batch.row(0)
@@ -265,21 +292,74 @@ def fingerprint_batch(
     texts: Sequence[str],
     params: FingerprintParams | None = None,
     weights: FeatureWeights | None = None,
+    frequencies: DocumentFrequencies | None = None,
 ) -> FingerprintBatch:
     """Fingerprint many documents at once (numpy across the whole batch).
 
     Documents empty after canonicalization get no row; their input positions are listed in
     ``empty_index``. Invalid text raises :class:`InvalidDocumentError` naming its position.
+
+    Args:
+        texts: the documents.
+        params: the fingerprint parameters (defaults if ``None``).
+        weights: caller-supplied SimHash feature weights (only with ``simhash_weights``
+            ``count``: a store's own weights come from ``frequencies``).
+        frequencies: with weighted parameters, the store's document frequencies of the batch's
+            SimHash features before the batch (``None``: an empty store); the batch's own
+            documents are counted in (:func:`reweighted`).
     """
     validate_texts(texts)
-    return fingerprint_valid_texts(texts, params or FingerprintParams(), weights)
+    batch = fingerprint_valid_texts(texts, params or FingerprintParams(), weights)
+    return reweighted(batch, frequencies) if batch.params.weighted else batch
+
+
+def reweighted(
+    batch: FingerprintBatch, frequencies: DocumentFrequencies | None, rows: I64 | None = None
+) -> FingerprintBatch:
+    """``batch`` with its SimHashes and block keys weighted by document frequencies.
+
+    Args:
+        batch: fingerprints made with weighted parameters (they hold their features).
+        frequencies: the store's frequencies of the batch's features before the batch
+            (``None``: an empty store).
+        rows: the rows that count into the frequencies with the store's (the rows to be
+            written); ``None``: all.
+    """
+    params = batch.params
+    if not params.weighted:
+        return batch
+    index = batch.feature_index or feature_index(batch)
+    weights = feature_weights(params, index, frequencies or DocumentFrequencies.empty(), rows)
+    simhashes = simhash_integer_weighted(index.values.view(np.uint64), index.offsets, weights)
+    keys = block_keys(simhashes, params.simhash_blocks, params.simhash_k)
+    return dataclasses.replace(batch, simhashes=simhashes, block_keys=keys, feature_index=index)
 
 
 def fingerprint_valid_texts(
     texts: Sequence[str], params: FingerprintParams, weights: FeatureWeights | None = None
 ) -> FingerprintBatch:
     """:func:`fingerprint_batch` of texts that :func:`validate_text` has accepted already (the
-    ingest pipeline checks every record once, with its id and metadata)."""
+    ingest pipeline checks every record once, with its id and metadata); with weighted
+    parameters, its SimHashes are still to be weighted (:func:`reweighted`)."""
+    if weights is not None and params.weighted:
+        raise ValueError("feature weights are given by the store with weighted simhash_weights")
+    batch = _fingerprint_texts(texts, params, weights)
+    if not params.weighted:
+        return batch
+    return dataclasses.replace(batch, feature_index=feature_index(batch))
+
+
+def feature_index(batch: FingerprintBatch) -> FeatureIndex:
+    """The :class:`FeatureIndex` of a batch of weighted fingerprints (with the features' lengths
+    when its weights need them)."""
+    lengths = batch.feature_lengths if batch.params.simhash_weights == "tfidf-length" else None
+    return FeatureIndex.of(batch.features, batch.feature_offsets, batch.feature_counts, lengths)
+
+
+def _fingerprint_texts(
+    texts: Sequence[str], params: FingerprintParams, weights: FeatureWeights | None
+) -> FingerprintBatch:
+    """:func:`fingerprint_valid_texts` but the feature index."""
     if weights is None:
         split = canonical_word_batch(texts, params)
         if split is not None:
@@ -317,8 +397,15 @@ def _interleave(
         return [joined[i] for i in order.tolist()]
 
     arrays: dict[str, np.ndarray] = {}
-    for values, offsets in (("shingles", "shingle_offsets"), ("sample_keys", "sample_offsets")):
+    ragged = (
+        ("shingles", "shingle_offsets"),
+        ("sample_keys", "sample_offsets"),
+        ("features", "feature_offsets"),
+    )
+    for values, offsets in ragged:
         arrays[values], arrays[offsets] = _gather(batches, values, offsets, order)
+    for name in ("feature_counts", "feature_lengths"):
+        arrays[name], _ = _gather(batches, name, "feature_offsets", order)
     for field in dataclasses.fields(FingerprintRows):
         if field.name not in arrays:  # one row per document
             arrays[field.name] = rows(field.name)
@@ -401,7 +488,9 @@ def _assemble(
     """The fingerprints of the ``kept`` documents, whose segments ``segments(first, last)`` gives
     for each run of rows."""
     parts = [
-        _fingerprint_rows(last - first, *segments(first, last), params, weights)
+        _fingerprint_rows(
+            last - first, *segments(first, last), params, weights, canonical[first:last]
+        )
         for first, last in batch_runs(token_counts, _TOKENS_PER_CHUNK)
     ]
     return FingerprintBatch.of_rows(
@@ -428,8 +517,10 @@ def _fingerprint_rows(
     chars: Segments,
     params: FingerprintParams,
     weights: FeatureWeights | None,
+    canonical: list[str],
 ) -> FingerprintRows:
-    """The array fields of the fingerprints of ``n`` non-empty documents, from their segments."""
+    """The array fields of the fingerprints of ``n`` non-empty documents, from their segments
+    (and, for weighted parameters, their canonical texts, whose words are the segments')."""
     word_shingles, word_owner = shingle(words, params.shingle_size)
     char_shingles, char_owner = shingle(chars, params.cjk_shingle_size)
     ordered, owner = word_shingles, word_owner
@@ -438,7 +529,12 @@ def _fingerprint_rows(
         owner = np.concatenate([word_owner, char_owner])
     shingles, shingle_offsets = unique_per_document(ordered, owner, n)
     signatures = minhash_signatures(shingles, shingle_offsets, params.num_perm, params.seed)
-    simhashes = _simhashes(words, chars, char_shingles, char_owner, n, params, weights)
+    if params.weighted:  # weighed once the whole batch is fingerprinted (reweighted)
+        simhashes = np.zeros(n, dtype=np.uint64)
+        features = weighted_features(words, chars, char_shingles, char_owner, params, canonical)
+    else:
+        simhashes = _simhashes(words, chars, char_shingles, char_owner, n, params, weights)
+        features = NO_FEATURES
     sample_keys, sample_offsets = _samples(ordered, owner, n, params)
     return FingerprintRows(
         shingles=shingles,
@@ -449,6 +545,10 @@ def _fingerprint_rows(
         block_keys=block_keys(simhashes, params.simhash_blocks, params.simhash_k),
         sample_keys=sample_keys,
         sample_offsets=sample_offsets,
+        features=features[0],
+        feature_offsets=features[1] if params.weighted else np.zeros(n + 1, dtype=np.int64),
+        feature_counts=features[2],
+        feature_lengths=features[3],
     )
 
 

@@ -76,6 +76,10 @@ class Backend(Protocol):
     def simhash_majority(self, features: U64, offsets: I64) -> U64:
         """Per document, the bits set in more than half of its features (as one ``uint64``)."""
 
+    def simhash_weighted(self, features: U64, offsets: I64, weights: I64) -> U64:
+        """Per document, the bits whose features' integer ``weights`` (one per feature, each at
+        most ``2**40``) add up to more than half of all its weights (as one ``uint64``)."""
+
     def winnow(self, sequence: U64, offsets: I64, w: int) -> tuple[U64, I64]:
         """Distinct minima of the windows of ``w`` values of each document (its minimum when it
         is shorter), sorted, concatenated, with their offsets."""
@@ -141,6 +145,10 @@ class CompiledBackend:
 
     def simhash_majority(self, features: U64, offsets: I64) -> U64:
         majority = self.module.simhash_majority(_u64(features), _i64(offsets))
+        return np.frombuffer(majority, dtype=np.uint64).copy()
+
+    def simhash_weighted(self, features: U64, offsets: I64, weights: I64) -> U64:
+        majority = self.module.simhash_weighted(_u64(features), _i64(offsets), _i64(weights))
         return np.frombuffer(majority, dtype=np.uint64).copy()
 
     def winnow(self, sequence: U64, offsets: I64, w: int) -> tuple[U64, I64]:

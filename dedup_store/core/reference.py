@@ -122,6 +122,20 @@ class ReferenceBackend:
             out[d] = np.packbits(counts * 2 > hi - lo, bitorder="little").view("<u8")[0]
         return out
 
+    def simhash_weighted(self, features: U64, offsets: I64, weights: I64) -> U64:
+        """Every bit of every feature times its weight, one document at a time."""
+        _check_groups(offsets, len(features), "feature")
+        if len(weights) != len(features):
+            raise ValueError("one weight per feature is needed")
+        out = np.empty(len(offsets) - 1, dtype=np.uint64)
+        for d, (lo, hi) in enumerate(itertools.pairwise(offsets.tolist())):
+            as_bytes = features[lo:hi].view(np.uint8).reshape(-1, 8)
+            bits = np.unpackbits(as_bytes, axis=1, bitorder="little").astype(np.int64)
+            votes = (bits * weights[lo:hi, None]).sum(axis=0)
+            total = int(weights[lo:hi].sum())
+            out[d] = np.packbits(votes * 2 > total, bitorder="little").view("<u8")[0]
+        return out
+
     def winnow(self, sequence: U64, offsets: I64, w: int) -> tuple[U64, I64]:
         """The minimum of every window, one document at a time, made distinct and sorted."""
         _check_groups(offsets, len(sequence), "value")

@@ -67,6 +67,12 @@ def simhash_batch(
     return out
 
 
+def simhash_integer_weighted(features: U64, offsets: I64, weights: I64) -> U64:
+    """SimHash of each document whose feature occurrences have integer ``weights`` (each at most
+    ``2**40``): exact sums, so the same in any batch and under either kernel backend."""
+    return kernels.backend.simhash_weighted(features, offsets, weights)
+
+
 def _majority_bits(
     features: U64, offsets: I64, weights: npt.NDArray[np.float32]
 ) -> npt.NDArray[np.bool_]:

@@ -98,6 +98,25 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
         Index("secondary_keys_doc_id", "doc_id"),
     )
     Table(
+        "feature_df",
+        md,
+        Column("feature", BigInteger, primary_key=True, autoincrement=False),
+        Column("df", BigInteger, nullable=False),
+    )
+    Table(
+        "feature_documents",
+        md,
+        Column("id", SmallInteger, primary_key=True, autoincrement=False),
+        Column("documents", BigInteger, nullable=False),
+        CheckConstraint("id = 1", name="feature_documents_single_row"),
+    )
+    Table(
+        "document_features",
+        md,
+        Column("doc_id", BigInteger, primary_key=True, autoincrement=False),
+        Column("features", ARRAY(BigInteger), nullable=False),
+    )
+    Table(
         "edges",
         md,
         Column("a", BigInteger, ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True),

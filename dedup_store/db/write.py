@@ -19,7 +19,7 @@ from dedup_store.core.arrays import I64
 from dedup_store.core.clustering import components, merge_labels
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import bulk_copy, hot
+from dedup_store.db import bulk_copy, frequencies, hot
 from dedup_store.db.encoding import sample_columns, top32
 from dedup_store.db.lookup import NewRows
 from dedup_store.db.names import qualified
@@ -229,6 +229,8 @@ def delete_documents(
         {"ids": list(doc_ids)},
     )
     hot.delete_secondary(conn, schema, doc_ids)
+    if params.weighted:
+        frequencies.remove(conn, schema, list(doc_ids))
     # the band and block keys go with the rows (and their index entries with them)
     conn.execute(text(f"DELETE FROM {s}.documents WHERE id = ANY(:ids)"), {"ids": list(doc_ids)})
     split_clusters(conn, schema, clusters, merging_methods(params))

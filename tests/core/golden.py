@@ -11,14 +11,34 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dedup_store.core import Fingerprint, FingerprintParams, fingerprint
+from dedup_store.core import Fingerprint, FingerprintParams, fingerprint, fingerprint_batch
+from dedup_store.core.weights import DocumentFrequencies, distinct_features
 
 GOLDEN_PATH = Path(__file__).resolve().parents[1] / "golden" / "fingerprints.json"
+#: A weighted case is fingerprinted against a store of this many copies of each of the
+#: store texts, so that the store is past the fallback to counts.
+GOLDEN_STORE_COPIES = 40
 
 
 def record(text: str, params: FingerprintParams) -> dict[str, Any]:
-    """Everything the fingerprint of ``text`` pins (:func:`fingerprint_record`)."""
-    return fingerprint_record(fingerprint(text, params))
+    """Everything the fingerprint of ``text`` pins (:func:`fingerprint_record`); with weighted
+    parameters, against the store of :func:`golden_store`."""
+    frequencies = golden_store(params) if params.weighted else None
+    return fingerprint_record(fingerprint(text, params, frequencies=frequencies))
+
+
+def golden_store(params: FingerprintParams) -> DocumentFrequencies:
+    """The document frequencies of a store of the golden store texts, each
+    :data:`GOLDEN_STORE_COPIES` times (fixed texts, not the golden file's)."""
+    texts = [
+        "The valley flooded overnight and the engineers opened the spillway.",
+        "Река поднялась за ночь, инженеры открыли водосброс.",
+        "河水整夜上涨，工程师打开了泄洪道。",
+        "Release notes: the parser handles mixed scripts and full-width letters.",
+    ]
+    batch = fingerprint_batch(texts * GOLDEN_STORE_COPIES, params)
+    features, counts = distinct_features(batch.features, batch.feature_offsets)
+    return DocumentFrequencies(features, counts, len(batch))
 
 
 def fingerprint_record(fp: Fingerprint) -> dict[str, Any]:

@@ -71,6 +71,19 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("short", {"shingle_size": 5}, SHORT),
     ("chinese-spaced", {}, CHINESE_SPACED),
 ]
+# Weighted SimHash: each document weighed against a store of the other golden documents
+# (repeated past the fallback to counts, golden.GOLDEN_STORE_COPIES times each).
+WEIGHTED_CASES = [
+    (f"{name}-{weights}", {"simhash_weights": weights}, text)
+    for weights in ("tfidf", "tfidf-length")
+    for name, text in (
+        ("english", ENGLISH),
+        ("russian", RUSSIAN),
+        ("chinese", CHINESE),
+        ("mixed", MIXED),
+        ("html", HTML),
+    )
+]
 # Stores made before canonical version 2 keep their fingerprints: every case in version 1 too.
 V1_CASES = [
     (f"v1-{name}", {**overrides, "canonical_version": 1}, text) for name, overrides, text in CASES
@@ -80,7 +93,7 @@ V1_CASES = [
 def build() -> dict[str, Any]:
     """The golden file's content, computed with the current code."""
     cases = []
-    for name, overrides, text in CASES + V1_CASES:
+    for name, overrides, text in CASES + V1_CASES + WEIGHTED_CASES:
         params = FingerprintParams(**overrides)
         expected = record(text, params)
         cases.append({"name": name, "params": params.to_dict(), "text": text, "expected": expected})

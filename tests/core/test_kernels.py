@@ -23,7 +23,7 @@ from dedup_store.core.kernels import Backend
 from dedup_store.core.reference import _NON_WORD
 from dedup_store.core.scripts import CJK_CHAR, TOKEN, is_cjk, script_tokens, starts_cjk
 from dedup_store.core.shingles import Segments, hash_tokens, shingle
-from dedup_store.core.simhash import simhash_batch
+from dedup_store.core.simhash import simhash_batch, simhash_integer_weighted
 from dedup_store.core.winnow import winnow
 from tests.core.conftest import BACKENDS
 
@@ -244,6 +244,21 @@ def test_simhash_majority_matches_the_reference() -> None:
     features[1:3] = [np.uint64(1 << 5), np.uint64(0)]
     compiled, reference = _both(lambda _: simhash_batch(features, offsets))
     np.testing.assert_array_equal(compiled, reference)
+
+
+def test_simhash_weighted_matches_the_reference() -> None:
+    counts = np.array([1, 2, 3, 40, 255, 600, 5000])
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    features = RNG.integers(0, 2**64, size=int(offsets[-1]), dtype=np.uint64)
+    weights = RNG.integers(1, 20_000, size=len(features), dtype=np.int64)
+    # a tie: bit 5 carries exactly half of the two-feature document's weight
+    features[1:3], weights[1:3] = [np.uint64(1 << 5), np.uint64(0)], [7, 7]
+    compiled, reference = _both(lambda _: simhash_integer_weighted(features, offsets, weights))
+    np.testing.assert_array_equal(compiled, reference)
+    assert not int(compiled[1]) & (1 << 5)
+    # integer weights give what the float path gives when its sums are exact
+    floated = simhash_batch(features, offsets, weights.astype(np.float32))
+    np.testing.assert_array_equal(compiled, floated)
 
 
 @pytest.mark.parametrize("w", [1, 2, 5, 16])

@@ -46,7 +46,7 @@ def test_json_round_trip() -> None:
         shingle_size=5, scheme="broder", simhash_blocks=5, stem=True, html="never", seed=9
     )
     text = params.to_json()
-    assert '"format": 3' in text and '"canonical_version": 2' in text
+    assert '"format": 4' in text and '"canonical_version": 2' in text
     assert FingerprintParams.from_json(text) == params
     assert FingerprintParams.from_dict(params.to_dict()) == params
 
@@ -73,6 +73,20 @@ def test_stores_made_before_canonical_version_2_keep_version_1() -> None:
     assert FingerprintParams.from_dict({"canonical_version": 1}).canonical_version == 1
     with pytest.raises(ParamsMismatchError, match="canonical_version: 1 != 2"):
         old.require_same(FingerprintParams(), "store 'main'")
+
+
+def test_stores_made_before_weighted_simhash_keep_counts() -> None:
+    recorded = FingerprintParams().to_dict()
+    del recorded["simhash_weights"]
+    for recorded_format in (1, 2, 3):
+        old = FingerprintParams.from_stored({"format": recorded_format, **recorded})
+        assert old.simhash_weights == "count" and not old.weighted
+    weighted = FingerprintParams(simhash_weights="tfidf-length")
+    assert FingerprintParams.from_json(weighted.to_json()) == weighted
+    with pytest.raises(ParamsMismatchError, match="simhash_weights: 'count' != 'tfidf'"):
+        old.require_same(FingerprintParams(simhash_weights="tfidf"), "store 'main'")
+    with pytest.raises(InvalidParamsError, match="simhash_weights must be one of count"):
+        FingerprintParams(simhash_weights="bm25")  # type: ignore[arg-type]
 
 
 def test_bad_json_is_refused() -> None:
