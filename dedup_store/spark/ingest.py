@@ -40,11 +40,12 @@ from dedup_store.results import Document, IngestSummary, RecordError
 from dedup_store.service import DedupStore
 from dedup_store.spark.components import connected_components
 from dedup_store.spark.fingerprints import fingerprint_dataframe
-from dedup_store.spark.pairs import BLOCK, EDGE_SCHEMA, SAMPLE, pairs_of_groups, score_batch
+from dedup_store.spark.grouping import Load, group_keys, record_hot
+from dedup_store.spark.pairs import EDGE_SCHEMA, score_batch
 from dedup_store.spark.session import spark_session
 from dedup_store.spark.staging import Staging, clean, publish
-from dedup_store.spark.stored import StoredRows, last_id, read_stored, slotted_keys
-from dedup_store.spark.writer import conninfo, write_documents, write_edges
+from dedup_store.spark.stored import StoredRows, last_id, read_stored
+from dedup_store.spark.writer import conninfo, write_documents, write_edges, write_secondary
 
 #: Merging edges up to this many get their connected components on the driver.
 DRIVER_COMPONENTS = 2_000_000
@@ -340,7 +341,9 @@ def _load(
                 )
                 .persist()
             )
-            candidates = _candidates(docs, exact, stored, params.hot_key_limit).persist()
+            firsts = exact.where(F.col("exact_of").isNull()).select("id")
+            grouped = group_keys(conn, Load(docs, firsts, first, last), stored, params)
+            candidates = grouped.candidates.persist()
             candidates.count()
             seconds["group"] = time.perf_counter() - clock
 
@@ -367,9 +370,12 @@ def _load(
             rows.mapInArrow(write, "rows bigint").collect()
             write = partial(write_edges, dsn=dsn, schema=schema, tables=tables)
             edges.mapInArrow(write, "rows bigint").collect()
+            write = partial(write_secondary, dsn=dsn, schema=schema, tables=tables)
+            grouped.secondary.mapInArrow(write, "rows bigint").collect()
             seconds["write"] = time.perf_counter() - clock
             clock = time.perf_counter()
             relabel(conn, schema, stored_mapping)
+            record_hot(conn, schema, grouped.hot_keys)
             seconds["indexes"] = publish(conn, staging, params)["indexes"]
             seconds["publish"] = time.perf_counter() - clock - seconds["indexes"]
             summary = _summary(edges, merging, first, count, prepared.skipped, len(errors))
@@ -381,7 +387,7 @@ def _load(
                 staging.drop(conn)
         engine.dispose()
     summary.seconds = sum(seconds.values())
-    for cached in (fingerprints, docs, exact, candidates, edges):
+    for cached in (fingerprints, docs, exact, candidates, edges, *grouped.cached):
         cached.unpersist()
     return SparkIngest(summary, [e for _, e in errors], seconds, edge_count)
 
@@ -410,41 +416,6 @@ def _with_ids(fingerprints: DataFrame, first: int, empty: np.ndarray) -> DataFra
             yield batch.append_column("id", pa.array(ids, pa.int64()))
 
     return fingerprints.mapInArrow(run, schema)
-
-
-def _candidates(docs: DataFrame, exact: DataFrame, stored: StoredRows, hot_limit: int) -> DataFrame:
-    """``(a, b, block_only, sampled)``: pairs sharing a key, older first, ``b`` new."""
-    firsts = docs.select("id", "batch", "band_keys", "block_keys", "sample_keys").join(
-        exact.where(F.col("exact_of").isNull()).select("id"), "id"
-    )
-    samples = firsts.select("id", "batch", F.explode("sample_keys").alias("key")).select(
-        F.lit(SAMPLE).alias("kind"),
-        F.lit(0).alias("slot"),
-        F.col("key").cast("bigint").alias("key"),
-        "id",
-        "batch",
-    )
-    keys = slotted_keys(firsts).unionByName(samples).unionByName(stored.keys())
-    groups = (
-        keys.groupBy("kind", "slot", "key")
-        .agg(
-            F.collect_list(F.struct("id", "batch")).alias("members"),
-            F.max("batch").alias("newest"),
-        )
-        .where((F.size("members") > 1) & (F.col("newest") >= 0))
-        .select(
-            "kind",
-            F.col("members.id").alias("ids"),
-            F.col("members.batch").alias("batches"),
-        )
-    )
-    pairs = groups.mapInArrow(
-        partial(pairs_of_groups, hot_limit=hot_limit), "a bigint, b bigint, kind tinyint"
-    )
-    return pairs.groupBy("a", "b").agg(
-        F.bool_and(F.col("kind") == BLOCK).alias("block_only"),
-        F.bool_or(F.col("kind") == SAMPLE).alias("sampled"),
-    )
 
 
 def _edges(

@@ -24,6 +24,7 @@ import pyarrow as pa
 from dedup_store.core.overlap import intersection_sizes
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.encoding import BAND, BLOCK, SAMPLE
+from dedup_store.spark import secondary
 
 __all__ = ["BAND", "BLOCK", "SAMPLE", "group_pairs", "score_batch"]
 
@@ -74,26 +75,63 @@ def group_pairs(
     return a, b
 
 
-def pairs_of_groups(batches: Iterable[pa.RecordBatch], hot_limit: int) -> Iterator[pa.RecordBatch]:
-    """``(a, b, kind)`` of every group row ``(kind, ids, batches)``."""
+#: What :func:`pairs_of_groups` yields: pairs ``(a, b, kind)`` with ``hot`` null, and owners
+#: of hot band and block keys ``(a: id, b: batch, kind, slot, key, hot)``.
+GROUP_OUTPUT = "a bigint, b bigint, kind tinyint, slot int, key bigint, hot bigint"
+
+
+def pairs_of_groups(
+    batches: Iterable[pa.RecordBatch], hot_limit: int, rekeyed: frozenset[int] = frozenset()
+) -> Iterator[pa.RecordBatch]:
+    """The pairs of every group row ``(kind, slot, key, ids, batches, was_hot)``, and the
+    owners of its key when it is a hot key of a kind in ``rekeyed`` (those stored before the
+    load only if the key becomes hot in it: the others have their secondary keys already)."""
     for batch in batches:
-        a: list[int] = []
-        b: list[int] = []
-        kinds: list[int] = []
-        for kind, ids, numbers in zip(
-            batch.column("kind").to_pylist(),
-            batch.column("ids").to_pylist(),
-            batch.column("batches").to_pylist(),
-            strict=True,
+        out: dict[str, list[int | None]] = {c: [] for c in ("a", "b", "kind", "slot", "key", "hot")}
+        names = ("kind", "slot", "key", "ids", "batches", "was_hot")
+        for kind, slot, key, ids, numbers, was_hot in zip(
+            *(batch.column(c).to_pylist() for c in names), strict=True
         ):
             older, newer = group_pairs(kind, ids, numbers, hot_limit)
-            a += older
-            b += newer
-            kinds += [kind] * len(older)
+            _extend(out, older, newer, kind, None, None, None)
+            if kind not in rekeyed:
+                continue
+            hot = secondary.hot_batch(list(zip(ids, numbers, strict=True)), hot_limit, was_hot)
+            if hot is None:
+                continue
+            owners = [(doc, b) for doc, b in zip(ids, numbers, strict=True) if b >= 0 or hot >= 0]
+            _extend(out, [o[0] for o in owners], [o[1] for o in owners], kind, slot, key, hot)
         yield pa.RecordBatch.from_arrays(
-            [pa.array(a, pa.int64()), pa.array(b, pa.int64()), pa.array(kinds, pa.int8())],
-            names=["a", "b", "kind"],
+            [
+                pa.array(out[c], t)
+                for c, t in (
+                    ("a", pa.int64()),
+                    ("b", pa.int64()),
+                    ("kind", pa.int8()),
+                    ("slot", pa.int32()),
+                    ("key", pa.int64()),
+                    ("hot", pa.int64()),
+                )
+            ],
+            names=list(out),
         )
+
+
+def _extend(
+    out: dict[str, list[int | None]],
+    a: list[int],
+    b: list[int],
+    kind: int,
+    slot: int | None,
+    key: int | None,
+    hot: int | None,
+) -> None:
+    """Append rows ``(a, b)`` with the same ``kind, slot, key, hot``."""
+    n = len(a)
+    out["a"] += a
+    out["b"] += b
+    for name, value in (("kind", kind), ("slot", slot), ("key", key), ("hot", hot)):
+        out[name] += [value] * n
 
 
 EDGE_SCHEMA = (
