@@ -164,8 +164,9 @@ def ingest_dataframe(
 
     The rows are taken in the DataFrame's order, each as its own batch (as if added one after
     the other: a band or block key pairs a document with the ``hot_key_limit`` oldest documents
-    sharing it). An id already stored, or repeated, is skipped (the first row wins); ``meta``,
-    when present, is a JSON object string. An invalid text fails the load before anything is
+    sharing it, a hot one also with documents sharing a secondary key). An id already stored,
+    or repeated, is skipped (the first row wins); ``meta``, when present, is a JSON object
+    string. An invalid text fails the load before anything is
     written; documents empty after canonicalization are left out and reported.
     ``driver_components`` is that of :func:`ingest_records`.
     """
@@ -207,15 +208,18 @@ def ingest_dataframe(
     )
     prepared = _Prepared(pa.table({}), [], [], total - len(order))
     seconds = {"prepare": time.perf_counter() - started}
-    return _load(
-        spark,
-        frame,
-        _Target(url, schema, params, keep_text, driver_components),
-        prepared,
-        "skip",
-        None,
-        seconds,
-    )
+    try:
+        return _load(
+            spark,
+            frame,
+            _Target(url, schema, params, keep_text, driver_components),
+            prepared,
+            "skip",
+            None,
+            seconds,
+        )
+    finally:
+        kept.unpersist()
 
 
 def _prepare(
@@ -354,7 +358,7 @@ def _load(
 
             clock = time.perf_counter()
             merging = sorted(merging_methods(params))
-            clusters, stored_mapping = _clusters(
+            clusters, stored_mapping, labels = _clusters(
                 conn, schema, edges, stored, merging, first, driver_components
             )
             seconds["components"] = time.perf_counter() - clock
@@ -387,7 +391,7 @@ def _load(
                 staging.drop(conn)
         engine.dispose()
     summary.seconds = sum(seconds.values())
-    for cached in (fingerprints, docs, exact, candidates, edges, *grouped.cached):
+    for cached in (fingerprints, docs, exact, candidates, edges, labels, *grouped.cached):
         cached.unpersist()
     return SparkIngest(summary, [e for _, e in errors], seconds, edge_count)
 
@@ -466,8 +470,9 @@ def _clusters(
     merging: Sequence[str],
     first: int,
     driver_components: int,
-) -> tuple[DataFrame, dict[int, int]]:
-    """The new documents' cluster ids, and the relabelling of the stored clusters they merge.
+) -> tuple[DataFrame, dict[int, int], DataFrame]:
+    """The new documents' cluster ids, the relabelling of the stored clusters they merge, and
+    the cached components (released after the load).
 
     A stored document enters the graph as its cluster's label; the label kept by a merged
     component is the store's: the largest cluster's (ties: the smallest label), so a load on an
@@ -518,7 +523,7 @@ def _clusters(
     clusters = labelled.where(F.col("node") >= first).select(
         F.col("node").alias("id"), F.col("label").alias("cluster_id")
     )
-    return clusters, mapping
+    return clusters, mapping, components_
 
 
 def _summary(

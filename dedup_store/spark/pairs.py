@@ -11,6 +11,8 @@ gives.
   newer document's batch is ignored for that document.
 * A band or block key pairs a document with the ``hot_limit`` oldest documents of earlier
   batches sharing it, and with the ``hot_limit`` documents just before it in its own batch.
+* A hot band or block key also pairs its owners through their secondary keys
+  (:mod:`dedup_store.spark.secondary`).
 """
 
 from __future__ import annotations

@@ -41,6 +41,7 @@ def assert_same_store(engine: Engine, local: str, spark: str) -> dict[str, Any]:
     assert actual["edges"] == expected["edges"]
     assert actual["clusters"] == expected["clusters"]
     assert actual["labels_are_members"]
+    assert hot_tables(engine, spark) == hot_tables(engine, local)
     return actual
 
 
