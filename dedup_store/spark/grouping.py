@@ -1,8 +1,9 @@
 """Candidate pairs of a Spark load: documents grouped by equal keys, hot buckets re-keyed.
 
 Band, block and sample keys of the load's documents and of the stored ones are grouped by
-``(kind, slot, key)``; each group gives the pairs the local ingest's batches find through that
-key (:func:`dedup_store.spark.pairs.group_pairs`) and, for a hot band or block key, its owners.
+``(kind, slot, key)`` (partitioned and sorted by it); each group gives the pairs the local
+ingest's batches find through that key (:func:`dedup_store.spark.pairs.group_pairs`) and, for
+a hot band or block key, its owners.
 The owners' secondary keys are computed from their signatures and SimHashes
 (:mod:`dedup_store.core.rekey`), grouped with the stored ``secondary_keys`` rows, and each
 secondary group gives the pairs the batches' windowed lookups find
@@ -23,7 +24,7 @@ from dedup_store.core import rekey
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.names import qualified
 from dedup_store.spark import secondary
-from dedup_store.spark.pairs import BAND, BLOCK, GROUP_OUTPUT, SAMPLE, pairs_of_groups
+from dedup_store.spark.pairs import BAND, BLOCK, GROUP_OUTPUT, SAMPLE, pairs_of_sorted
 from dedup_store.spark.stored import StoredRows, slotted_keys
 
 _PAIRS = "a bigint, b bigint, kind tinyint"
@@ -66,10 +67,10 @@ def group_keys(
     hot_limit = params.hot_key_limit
     kinds = frozenset(k for k in (BAND, BLOCK) if rekey.rekeyed(params, k))
     was_hot = stored.hot_keys(conn) if kinds else []
-    groups = _groups(load, stored, was_hot)
-    found = groups.mapInArrow(
-        partial(pairs_of_groups, hot_limit=hot_limit, rekeyed=kinds), GROUP_OUTPUT
-    ).persist()
+    pairs_of = partial(
+        pairs_of_sorted, hot_limit=hot_limit, rekeyed=kinds, was_hot=frozenset(was_hot)
+    )
+    found = _sorted_keys(load, stored).mapInArrow(pairs_of, GROUP_OUTPUT).persist()
     cached = [found]
     pairs = found.where(F.col("hot").isNull()).select("a", "b", "kind")
     owners = found.where(F.col("hot").isNotNull())
@@ -91,9 +92,10 @@ def group_keys(
     return Grouped(candidates, rows, hot_keys, cached)
 
 
-def _groups(load: Load, stored: StoredRows, was_hot: list[tuple[int, int, int]]) -> DataFrame:
-    """``(kind, slot, key, ids, batches, was_hot)`` of every key a new document owns that
-    another document owns too (or that was hot before the load)."""
+def _sorted_keys(load: Load, stored: StoredRows) -> DataFrame:
+    """``(kind, slot, key, id, batch)`` of every key of the new first documents and of the
+    stored ones, partitioned by key and sorted by key in each partition (a sort, not a
+    ``collect_list`` per key: most keys are owned by one document)."""
     firsts = load.docs.select("id", "batch", "band_keys", "block_keys", "sample_keys").join(
         load.firsts, "id"
     )
@@ -105,26 +107,16 @@ def _groups(load: Load, stored: StoredRows, was_hot: list[tuple[int, int, int]])
         "batch",
     )
     keys = slotted_keys(firsts).unionByName(samples).unionByName(stored.keys())
-    groups = keys.groupBy("kind", "slot", "key").agg(
-        F.collect_list(F.struct("id", "batch")).alias("members"),
-        F.max("batch").alias("newest"),
-    )
-    if was_hot:
-        spark = load.docs.sparkSession
-        hot = spark.createDataFrame(was_hot, "kind int, slot int, key bigint").withColumn(
-            "was_hot", F.lit(True)
+    return (
+        keys.select(
+            F.col("kind").cast("tinyint").alias("kind"),
+            F.col("slot").cast("int").alias("slot"),
+            "key",
+            "id",
+            "batch",
         )
-        groups = groups.join(F.broadcast(hot), ["kind", "slot", "key"], "left")
-    else:
-        groups = groups.withColumn("was_hot", F.lit(None).cast("boolean"))
-    flag = F.coalesce(F.col("was_hot"), F.lit(False))
-    return groups.where(((F.size("members") > 1) | flag) & (F.col("newest") >= 0)).select(
-        F.col("kind").cast("tinyint").alias("kind"),
-        F.col("slot").cast("int").alias("slot"),
-        "key",
-        F.col("members.id").alias("ids"),
-        F.col("members.batch").alias("batches"),
-        flag.alias("was_hot"),
+        .repartition("kind", "slot", "key")
+        .sortWithinPartitions("kind", "slot", "key", "id")
     )
 
 
