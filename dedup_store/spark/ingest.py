@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 from sqlalchemy import Connection, create_engine, text
@@ -336,10 +336,10 @@ def _load(
             docs = _with_ids(fingerprints.where("NOT empty"), first, empty).persist()
             stored = StoredRows(spark, dsn, schema, last, params)
             hashes = docs.select("id", "exact_hash").unionByName(stored.exact_hashes())
-            group_first = hashes.groupBy("exact_hash").agg(F.min("id").alias("first"))
+            group_first = F.min("id").over(Window.partitionBy("exact_hash"))
             exact = (
-                docs.select("id", "exact_hash")
-                .join(group_first, "exact_hash")
+                hashes.withColumn("first", group_first)  # one shuffle, not a group and a join
+                .where(F.col("id") >= first)
                 .select(
                     "id", F.when(F.col("first") != F.col("id"), F.col("first")).alias("exact_of")
                 )
