@@ -103,8 +103,8 @@ def ingest_records(
 
     The records are read and validated on the driver, in the batches of ``batch_size`` records
     the local ingest would use (ids already stored or repeated are skipped, the first copy
-    wins), so the load stores the documents, edges and cluster membership that
-    ``DedupStore.ingest(records, batch_size=batch_size)`` stores.
+    wins), so the load stores the documents, edges, cluster membership, hot keys and secondary
+    keys that ``DedupStore.ingest(records, batch_size=batch_size)`` stores.
 
     Args:
         records: documents or ``(id, text[, meta])`` tuples, in order.
