@@ -39,6 +39,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--seed", type=int, default=1, help="corpus seed (%(default)s)")
     add("--batch-size", type=int, default=2000, help="batch size of both runs (%(default)s)")
     add("--master", default="local[2]", help="Spark master (%(default)s)")
+    add("--driver-memory", default="4g", help="Spark driver heap (%(default)s)")
     add(
         "--url",
         default=os.environ.get("DEDUP_STORE_TEST_URL", DEFAULT_URL),
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         local_seconds = time.perf_counter() - started
 
         started = time.perf_counter()
-        spark = spark_session(args.master, "dedup-store-benchmark")
+        spark = spark_session(args.master, "dedup-store-benchmark", args.driver_memory)
         spark.sparkContext.setLogLevel("ERROR")
         session_seconds = time.perf_counter() - started
         started = time.perf_counter()

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 from sqlalchemy import Connection, create_engine, text
@@ -40,11 +40,12 @@ from dedup_store.results import Document, IngestSummary, RecordError
 from dedup_store.service import DedupStore
 from dedup_store.spark.components import connected_components
 from dedup_store.spark.fingerprints import fingerprint_dataframe
-from dedup_store.spark.pairs import BLOCK, EDGE_SCHEMA, SAMPLE, pairs_of_groups, score_batch
+from dedup_store.spark.grouping import Load, group_keys, record_hot
+from dedup_store.spark.pairs import EDGE_SCHEMA, score_batch
 from dedup_store.spark.session import spark_session
 from dedup_store.spark.staging import Staging, clean, publish
-from dedup_store.spark.stored import StoredRows, last_id, read_stored, slotted_keys
-from dedup_store.spark.writer import conninfo, write_documents, write_edges
+from dedup_store.spark.stored import StoredRows, last_id, read_stored
+from dedup_store.spark.writer import conninfo, write_documents, write_edges, write_secondary
 
 #: Merging edges up to this many get their connected components on the driver.
 DRIVER_COMPONENTS = 2_000_000
@@ -102,8 +103,8 @@ def ingest_records(
 
     The records are read and validated on the driver, in the batches of ``batch_size`` records
     the local ingest would use (ids already stored or repeated are skipped, the first copy
-    wins), so the load stores the documents, edges and cluster membership that
-    ``DedupStore.ingest(records, batch_size=batch_size)`` stores.
+    wins), so the load stores the documents, edges, cluster membership, hot keys and secondary
+    keys that ``DedupStore.ingest(records, batch_size=batch_size)`` stores.
 
     Args:
         records: documents or ``(id, text[, meta])`` tuples, in order.
@@ -163,8 +164,9 @@ def ingest_dataframe(
 
     The rows are taken in the DataFrame's order, each as its own batch (as if added one after
     the other: a band or block key pairs a document with the ``hot_key_limit`` oldest documents
-    sharing it). An id already stored, or repeated, is skipped (the first row wins); ``meta``,
-    when present, is a JSON object string. An invalid text fails the load before anything is
+    sharing it, a hot one also with documents sharing a secondary key). An id already stored,
+    or repeated, is skipped (the first row wins); ``meta``, when present, is a JSON object
+    string. An invalid text fails the load before anything is
     written; documents empty after canonicalization are left out and reported.
     ``driver_components`` is that of :func:`ingest_records`.
     """
@@ -206,15 +208,18 @@ def ingest_dataframe(
     )
     prepared = _Prepared(pa.table({}), [], [], total - len(order))
     seconds = {"prepare": time.perf_counter() - started}
-    return _load(
-        spark,
-        frame,
-        _Target(url, schema, params, keep_text, driver_components),
-        prepared,
-        "skip",
-        None,
-        seconds,
-    )
+    try:
+        return _load(
+            spark,
+            frame,
+            _Target(url, schema, params, keep_text, driver_components),
+            prepared,
+            "skip",
+            None,
+            seconds,
+        )
+    finally:
+        kept.unpersist()
 
 
 def _prepare(
@@ -331,16 +336,18 @@ def _load(
             docs = _with_ids(fingerprints.where("NOT empty"), first, empty).persist()
             stored = StoredRows(spark, dsn, schema, last, params)
             hashes = docs.select("id", "exact_hash").unionByName(stored.exact_hashes())
-            group_first = hashes.groupBy("exact_hash").agg(F.min("id").alias("first"))
+            group_first = F.min("id").over(Window.partitionBy("exact_hash"))
             exact = (
-                docs.select("id", "exact_hash")
-                .join(group_first, "exact_hash")
+                hashes.withColumn("first", group_first)  # one shuffle, not a group and a join
+                .where(F.col("id") >= first)
                 .select(
                     "id", F.when(F.col("first") != F.col("id"), F.col("first")).alias("exact_of")
                 )
                 .persist()
             )
-            candidates = _candidates(docs, exact, stored, params.hot_key_limit).persist()
+            firsts = exact.where(F.col("exact_of").isNull()).select("id")
+            grouped = group_keys(conn, Load(docs, firsts, first, last), stored, params)
+            candidates = grouped.candidates.persist()
             candidates.count()
             seconds["group"] = time.perf_counter() - clock
 
@@ -351,7 +358,7 @@ def _load(
 
             clock = time.perf_counter()
             merging = sorted(merging_methods(params))
-            clusters, stored_mapping = _clusters(
+            clusters, stored_mapping, labels = _clusters(
                 conn, schema, edges, stored, merging, first, driver_components
             )
             seconds["components"] = time.perf_counter() - clock
@@ -367,9 +374,12 @@ def _load(
             rows.mapInArrow(write, "rows bigint").collect()
             write = partial(write_edges, dsn=dsn, schema=schema, tables=tables)
             edges.mapInArrow(write, "rows bigint").collect()
+            write = partial(write_secondary, dsn=dsn, schema=schema, tables=tables)
+            grouped.secondary.mapInArrow(write, "rows bigint").collect()
             seconds["write"] = time.perf_counter() - clock
             clock = time.perf_counter()
             relabel(conn, schema, stored_mapping)
+            record_hot(conn, schema, grouped.hot_keys)
             seconds["indexes"] = publish(conn, staging, params)["indexes"]
             seconds["publish"] = time.perf_counter() - clock - seconds["indexes"]
             summary = _summary(edges, merging, first, count, prepared.skipped, len(errors))
@@ -381,7 +391,7 @@ def _load(
                 staging.drop(conn)
         engine.dispose()
     summary.seconds = sum(seconds.values())
-    for cached in (fingerprints, docs, exact, candidates, edges):
+    for cached in (fingerprints, docs, exact, candidates, edges, labels, *grouped.cached):
         cached.unpersist()
     return SparkIngest(summary, [e for _, e in errors], seconds, edge_count)
 
@@ -401,6 +411,8 @@ def _errors(prepared: _Prepared, empty: np.ndarray) -> list[tuple[int, RecordErr
 
 def _with_ids(fingerprints: DataFrame, first: int, empty: np.ndarray) -> DataFrame:
     """The ids the store's sequence gave, in input order, empty documents left out."""
+    if len(empty) == 0:  # no Python round trip of every fingerprint
+        return fingerprints.withColumn("id", (F.col("seq") + first).cast("bigint"))
     schema = StructType([*fingerprints.schema.fields, StructField("id", LongType(), False)])
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -410,41 +422,6 @@ def _with_ids(fingerprints: DataFrame, first: int, empty: np.ndarray) -> DataFra
             yield batch.append_column("id", pa.array(ids, pa.int64()))
 
     return fingerprints.mapInArrow(run, schema)
-
-
-def _candidates(docs: DataFrame, exact: DataFrame, stored: StoredRows, hot_limit: int) -> DataFrame:
-    """``(a, b, block_only, sampled)``: pairs sharing a key, older first, ``b`` new."""
-    firsts = docs.select("id", "batch", "band_keys", "block_keys", "sample_keys").join(
-        exact.where(F.col("exact_of").isNull()).select("id"), "id"
-    )
-    samples = firsts.select("id", "batch", F.explode("sample_keys").alias("key")).select(
-        F.lit(SAMPLE).alias("kind"),
-        F.lit(0).alias("slot"),
-        F.col("key").cast("bigint").alias("key"),
-        "id",
-        "batch",
-    )
-    keys = slotted_keys(firsts).unionByName(samples).unionByName(stored.keys())
-    groups = (
-        keys.groupBy("kind", "slot", "key")
-        .agg(
-            F.collect_list(F.struct("id", "batch")).alias("members"),
-            F.max("batch").alias("newest"),
-        )
-        .where((F.size("members") > 1) & (F.col("newest") >= 0))
-        .select(
-            "kind",
-            F.col("members.id").alias("ids"),
-            F.col("members.batch").alias("batches"),
-        )
-    )
-    pairs = groups.mapInArrow(
-        partial(pairs_of_groups, hot_limit=hot_limit), "a bigint, b bigint, kind tinyint"
-    )
-    return pairs.groupBy("a", "b").agg(
-        F.bool_and(F.col("kind") == BLOCK).alias("block_only"),
-        F.bool_or(F.col("kind") == SAMPLE).alias("sampled"),
-    )
 
 
 def _edges(
@@ -495,8 +472,9 @@ def _clusters(
     merging: Sequence[str],
     first: int,
     driver_components: int,
-) -> tuple[DataFrame, dict[int, int]]:
-    """The new documents' cluster ids, and the relabelling of the stored clusters they merge.
+) -> tuple[DataFrame, dict[int, int], DataFrame]:
+    """The new documents' cluster ids, the relabelling of the stored clusters they merge, and
+    the cached components (released after the load).
 
     A stored document enters the graph as its cluster's label; the label kept by a merged
     component is the store's: the largest cluster's (ties: the smallest label), so a load on an
@@ -547,7 +525,7 @@ def _clusters(
     clusters = labelled.where(F.col("node") >= first).select(
         F.col("node").alias("id"), F.col("label").alias("cluster_id")
     )
-    return clusters, mapping
+    return clusters, mapping, components_
 
 
 def _summary(

@@ -11,6 +11,8 @@ gives.
   newer document's batch is ignored for that document.
 * A band or block key pairs a document with the ``hot_limit`` oldest documents of earlier
   batches sharing it, and with the ``hot_limit`` documents just before it in its own batch.
+* A hot band or block key also pairs its owners through their secondary keys
+  (:mod:`dedup_store.spark.secondary`).
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dedup_store.core.arrays import I64
 from dedup_store.core.overlap import intersection_sizes
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.encoding import BAND, BLOCK, SAMPLE
+from dedup_store.spark import secondary
 
 __all__ = ["BAND", "BLOCK", "SAMPLE", "group_pairs", "score_batch"]
 
@@ -74,26 +78,120 @@ def group_pairs(
     return a, b
 
 
-def pairs_of_groups(batches: Iterable[pa.RecordBatch], hot_limit: int) -> Iterator[pa.RecordBatch]:
-    """``(a, b, kind)`` of every group row ``(kind, ids, batches)``."""
+#: What :func:`pairs_of_sorted` yields: pairs ``(a, b, kind)`` with ``hot`` null, and owners
+#: of hot band and block keys ``(a: id, b: batch, kind, slot, key, hot)``.
+GROUP_OUTPUT = "a bigint, b bigint, kind tinyint, slot int, key bigint, hot bigint"
+
+
+def pairs_of_sorted(
+    batches: Iterable[pa.RecordBatch],
+    hot_limit: int,
+    rekeyed: frozenset[int] = frozenset(),
+    was_hot: frozenset[tuple[int, int, int]] = frozenset(),
+) -> Iterator[pa.RecordBatch]:
+    """The pairs of every group of a partition of key rows ``(kind, slot, key, id, batch)``
+    sorted by key (a group's rows are contiguous, maybe across batches), and the owners of
+    its key when it is a hot key of a kind in ``rekeyed`` (:func:`group_rows`); ``was_hot``
+    holds the keys hot before the load."""
+    carry: list[I64] | None = None
     for batch in batches:
-        a: list[int] = []
-        b: list[int] = []
-        kinds: list[int] = []
-        for kind, ids, numbers in zip(
-            batch.column("kind").to_pylist(),
-            batch.column("ids").to_pylist(),
-            batch.column("batches").to_pylist(),
-            strict=True,
-        ):
-            older, newer = group_pairs(kind, ids, numbers, hot_limit)
-            a += older
-            b += newer
-            kinds += [kind] * len(older)
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(a, pa.int64()), pa.array(b, pa.int64()), pa.array(kinds, pa.int8())],
-            names=["a", "b", "kind"],
-        )
+        columns = [
+            np.asarray(batch.column(c).to_numpy(zero_copy_only=False), dtype=np.int64)
+            for c in KEY_COLUMNS
+        ]
+        if carry is not None:
+            columns = [np.concatenate([old, new]) for old, new in zip(carry, columns, strict=True)]
+        if len(columns[0]) == 0:
+            continue
+        kind, slot, key = columns[:3]
+        changed = (kind[1:] != kind[:-1]) | (slot[1:] != slot[:-1]) | (key[1:] != key[:-1])
+        starts = np.concatenate([[0], np.flatnonzero(changed) + 1])
+        carry = [c[starts[-1] :] for c in columns]  # the last group may go on in the next batch
+        yield _groups_output(columns, starts, hot_limit, rekeyed, was_hot)
+    if carry is not None and len(carry[0]):
+        bounds = np.array([0, len(carry[0])])
+        yield _groups_output(carry, bounds, hot_limit, rekeyed, was_hot)
+
+
+#: The columns of a key row.
+KEY_COLUMNS = ("kind", "slot", "key", "id", "batch")
+
+
+def _groups_output(
+    columns: list[I64],
+    starts: I64,
+    hot_limit: int,
+    rekeyed: frozenset[int],
+    was_hot: frozenset[tuple[int, int, int]],
+) -> pa.RecordBatch:
+    """:data:`GROUP_OUTPUT` rows of the groups ``starts[i]:starts[i + 1]`` of ``columns``."""
+    kind, slot, key, ids, numbers = columns
+    ends = starts[1:]
+    starts = starts[:-1]
+    out: dict[str, list[int | None]] = {c: [] for c in ("a", "b", "kind", "slot", "key", "hot")}
+    if len(starts) == 0:
+        return _output(out)
+    newest = np.maximum.reduceat(numbers[: ends[-1]], starts)
+    wanted = ((ends - starts > 1) | bool(was_hot)) & (newest >= 0)
+    for start, end in zip(starts[wanted].tolist(), ends[wanted].tolist(), strict=True):
+        group = (int(kind[start]), int(slot[start]), int(key[start]))
+        if end - start == 1 and group not in was_hot:
+            continue
+        group_rows(
+            out, group, ids[start:end].tolist(), numbers[start:end].tolist(),
+            group in was_hot, hot_limit, rekeyed,
+        )  # fmt: skip
+    return _output(out)
+
+
+def group_rows(
+    out: dict[str, list[int | None]],
+    group: tuple[int, int, int],
+    ids: list[int],
+    numbers: list[int],
+    was_hot: bool,
+    hot_limit: int,
+    rekeyed: frozenset[int],
+) -> None:
+    """Append the pairs of one key ``(kind, slot, key)`` owned by documents ``ids`` of batches
+    ``numbers`` to ``out``, and its owners if it is a hot key of a kind in ``rekeyed`` (those
+    stored before the load only if the key becomes hot in it: the others have their secondary
+    keys already)."""
+    kind, slot, key = group
+    older, newer = group_pairs(kind, ids, numbers, hot_limit)
+    _extend(out, older, newer, kind, None, None, None)
+    if kind not in rekeyed:
+        return
+    hot = secondary.hot_batch(list(zip(ids, numbers, strict=True)), hot_limit, was_hot)
+    if hot is None:
+        return
+    owners = [(doc, b) for doc, b in zip(ids, numbers, strict=True) if b >= 0 or hot >= 0]
+    _extend(out, [o[0] for o in owners], [o[1] for o in owners], kind, slot, key, hot)
+
+
+def _output(out: dict[str, list[int | None]]) -> pa.RecordBatch:
+    """The :data:`GROUP_OUTPUT` batch of ``out``."""
+    types = (pa.int64(), pa.int64(), pa.int8(), pa.int32(), pa.int64(), pa.int64())
+    return pa.RecordBatch.from_arrays(
+        [pa.array(out[c], t) for c, t in zip(out, types, strict=True)], names=list(out)
+    )
+
+
+def _extend(
+    out: dict[str, list[int | None]],
+    a: list[int],
+    b: list[int],
+    kind: int,
+    slot: int | None,
+    key: int | None,
+    hot: int | None,
+) -> None:
+    """Append rows ``(a, b)`` with the same ``kind, slot, key, hot``."""
+    n = len(a)
+    out["a"] += a
+    out["b"] += b
+    for name, value in (("kind", kind), ("slot", slot), ("key", key), ("hot", hot)):
+        out[name] += [value] * n
 
 
 EDGE_SCHEMA = (

@@ -1,11 +1,12 @@
 """Staging tables: the executors write a load where readers cannot see it.
 
-The executors COPY a load's documents, excerpt keys and edges into unlogged tables of the
-store's schema, each partition over its own connection. The driver then moves them into the
-store in its one transaction (:func:`publish`): it drops the lookup indexes, inserts the staged
-rows set-wise, builds the indexes in bulk and drops the staging tables, so the load becomes
-visible all at once, or (killed at any point) not at all. A killed load's staging tables are
-dropped by the next load of the store (:func:`clean`), which holds the writers' lock.
+The executors COPY a load's documents, excerpt keys, secondary keys and edges into unlogged
+tables of the store's schema, each partition over its own connection. The driver then moves
+them into the store in its one transaction (:func:`publish`): it drops the lookup indexes,
+inserts the staged rows set-wise, builds the indexes in bulk and drops the staging tables, so
+the load becomes visible all at once, or (killed at any point) not at all. A killed load's
+staging tables are dropped by the next load of the store (:func:`clean`), which holds the
+writers' lock.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ PREFIX = "spark_load_"
 STAGED = {
     "documents": DOCUMENT_COLUMNS,
     "sample_keys": ("key", "doc_id"),
+    "secondary_keys": ("kind", "slot", "key", "doc_id"),
     "edges": ("a", "b", "method", "jaccard", "containment", "hamming"),
 }
 

@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
-from sqlalchemy import create_engine, text
+from sqlalchemy import Connection, create_engine, text
 
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.names import qualified
@@ -83,6 +83,29 @@ class StoredRows:
             ddl,
             where="exact_of IS NULL",
         )
+
+    def signatures(self) -> DataFrame:
+        """``(id, signature, simhash)`` of the stored first documents."""
+        return self._read(
+            "id, signature, simhash",
+            "documents",
+            "id bigint, signature array<int>, simhash bigint",
+            where="exact_of IS NULL",
+        )
+
+    def secondary(self) -> DataFrame:
+        """``(kind, slot, skey, id)`` of the stored ``secondary_keys`` rows."""
+        return self._read(
+            "kind, slot, key, doc_id",
+            "secondary_keys",
+            "kind tinyint, slot int, skey bigint, id bigint",
+            "doc_id",
+        )
+
+    def hot_keys(self, conn: Connection) -> list[tuple[int, int, int]]:
+        """``(kind, slot, key)`` of the store's hot keys (read on the driver: they are few)."""
+        found = conn.execute(text(f"SELECT kind, slot, key FROM {self.s}.hot_keys"))
+        return [(int(kind), int(slot), int(key)) for kind, slot, key in found]
 
 
 def read_stored(spark: SparkSession, dsn: str, query: str, ddl: str, last: int) -> DataFrame:

@@ -165,6 +165,39 @@ def write_edges(
     return _write_partition(batches, dsn, write)
 
 
+def write_secondary(
+    batches: Iterable[pa.RecordBatch], dsn: str, schema: str, tables: Mapping[str, str]
+) -> Iterator[pa.RecordBatch]:
+    """COPY a partition's ``secondary_keys`` rows (columns ``kind, slot, key, doc_id``) in one
+    transaction, into the table ``tables["secondary_keys"]``."""
+
+    def write(conn: psycopg.Connection[Any], batch: pa.RecordBatch) -> None:
+        n = batch.num_rows
+        rows = np.empty(n, dtype=_SECONDARY_ROW)
+        rows["count"], rows["l0"], rows["l1"], rows["l2"], rows["l3"] = 4, 2, 2, 8, 8
+        for name, column in (("v0", "kind"), ("v1", "slot"), ("v2", "key"), ("v3", "doc_id")):
+            rows[name] = batch.column(column).to_numpy()
+        columns = ("kind", "slot", "key", "doc_id")
+        copy_rows(conn, schema, tables["secondary_keys"], columns, rows.tobytes())
+
+    return _write_partition(batches, dsn, write)
+
+
+_SECONDARY_ROW = np.dtype(
+    [
+        ("count", ">i2"),
+        ("l0", ">i4"),
+        ("v0", ">i2"),
+        ("l1", ">i4"),
+        ("v1", ">i2"),
+        ("l2", ">i4"),
+        ("v2", ">i8"),
+        ("l3", ">i4"),
+        ("v3", ">i8"),
+    ]
+)
+
+
 def _write_partition(
     batches: Iterable[pa.RecordBatch],
     dsn: str,
