@@ -33,7 +33,7 @@ from dedup_store.db import reports
 from dedup_store.db.names import qualified
 from dedup_store.db.scoring import merging_methods
 from dedup_store.db.write import allocate_ids, lock_writers, relabel
-from dedup_store.errors import DedupStoreError, EmptyDocumentError
+from dedup_store.errors import DedupStoreError, EmptyDocumentError, InvalidParamsError
 from dedup_store.pipeline import BATCH_BYTES
 from dedup_store.records import batches, describe, lookup_ids, record_error, validate_document
 from dedup_store.results import Document, IngestSummary, RecordError
@@ -129,7 +129,7 @@ def ingest_records(
     url = normalize_url(url)
     started = time.perf_counter()
     with DedupStore(url, params, schema, create=True) as store:
-        params = store.params
+        params = require_spark_params(store.params)
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
@@ -173,7 +173,7 @@ def ingest_dataframe(
     url = normalize_url(url)
     started = time.perf_counter()
     with DedupStore(url, params, schema, create=True) as store:
-        params = store.params
+        params = require_spark_params(store.params)
     spark = df.sparkSession
     meta = F.col("meta") if "meta" in df.columns else F.lit(None).cast("string")
     numbered = (
@@ -284,6 +284,23 @@ class _Target:
     params: FingerprintParams
     keep_text: bool
     driver_components: int
+
+
+def require_spark_params(params: FingerprintParams) -> FingerprintParams:
+    """``params``, when a Spark load can write a store made with them.
+
+    Raises:
+        InvalidParamsError: the store weighs its SimHash features with document frequencies
+            kept in SQL (``simhash_weights`` other than ``count``), which a Spark load does not
+            compute.
+    """
+    if params.weighted:
+        raise InvalidParamsError(
+            f"a Spark load cannot write a store with simhash_weights {params.simhash_weights!r}"
+            " (its SimHashes are weighed by document frequencies kept in SQL): ingest it"
+            " with the local engine"
+        )
+    return params
 
 
 def _load(

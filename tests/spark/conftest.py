@@ -13,7 +13,7 @@ def spark() -> Iterator[Any]:
     """A ``local[2]`` Spark session shared by the Spark tests."""
     from dedup_store.spark import spark_session
 
-    session = spark_session("local[2]", "dedup-store-tests")
+    session = spark_session("local[2]", "dedup-store-tests", driver_memory="2g")
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

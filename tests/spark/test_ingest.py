@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from dedup_store import DedupStore, FingerprintParams, Status
 from dedup_store.cli import app
+from dedup_store.errors import InvalidParamsError
 from dedup_store.inputs import apply_error_policy, read_inputs
 from dedup_store.results import Document
 from dedup_store.spark import ingest as spark_ingest
@@ -241,3 +242,14 @@ def test_hot_buckets_are_rekeyed_as_the_local_ingest_does(
     expected = hot_tables(engine, schema)
     assert hot_tables(engine, other_schema) == expected
     assert expected["hot"] and expected["secondary"] and len(stored_rows["edges"]) > 100
+
+
+def test_a_store_with_weighted_simhash_features_is_refused(
+    spark: Any, engine: Engine, database_url: str, schema: str
+) -> None:
+    weighted = FingerprintParams(simhash_weights="tfidf")
+    records = [Document("a", "the quick brown fox jumps over the lazy dog again and again")]
+    with pytest.raises(InvalidParamsError, match="simhash_weights 'tfidf'"):
+        ingest_records(records, database_url, schema, params=weighted, spark=spark)
+    with DedupStore(engine, weighted, schema=schema) as store:
+        assert store.stats().documents == 0  # refused before anything was read or written
