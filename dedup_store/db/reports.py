@@ -11,6 +11,7 @@ from dedup_store.core.params import FingerprintParams
 from dedup_store.db import hot
 from dedup_store.db.lookup import find_documents as find_documents
 from dedup_store.db.names import qualified
+from dedup_store.db.scoring import combined_score_sql
 from dedup_store.results import MatchRow
 
 #: Options of the streamed reports: a server-side cursor fetched in chunks. Given per statement,
@@ -18,18 +19,22 @@ from dedup_store.results import MatchRow
 _STREAM = {"yield_per": 5000}
 
 
-def stored_matches(conn: Connection, schema: str, doc_id: int) -> list[MatchRow]:
-    """The stored edges of one document, from either side."""
+def stored_matches(
+    conn: Connection, schema: str, doc_id: int, params: FingerprintParams
+) -> list[MatchRow]:
+    """The stored edges of one document, from either side, scored with the store's
+    ``params``."""
     s = qualified(schema)
     rows = conn.execute(
         text(
             f"""SELECT o.id, o.external_id, o.cluster_id, e.method, e.jaccard, e.containment,
-                   e.hamming
+                   e.hamming, e.meta_score,
+                   {combined_score_sql("e.jaccard", "e.meta_score", ":meta_weight")}
             FROM {s}.edges e
             JOIN {s}.documents o ON o.id = CASE WHEN e.a = :id THEN e.b ELSE e.a END
             WHERE e.a = :id OR e.b = :id"""
         ),
-        {"id": doc_id},
+        {"id": doc_id, "meta_weight": params.meta_weight},
     )
     return [MatchRow(*row) for row in rows]
 
@@ -72,7 +77,8 @@ def pair_rows(conn: Connection, schema: str) -> Iterator[Any]:
     """Every stored edge with both external ids, oldest first."""
     result = conn.execute(
         text(
-            "SELECT a, b, method, jaccard, containment, hamming, found_at, excerpt "
+            "SELECT a, b, method, jaccard, containment, hamming, meta_score, score, found_at, "
+            "excerpt "
             f"FROM {qualified(schema, 'duplicate_pairs')} ORDER BY a_doc_id, b_doc_id"
         ),
         execution_options=_STREAM,

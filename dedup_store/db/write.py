@@ -18,6 +18,7 @@ from sqlalchemy import Connection, text
 from dedup_store.core.arrays import I64
 from dedup_store.core.clustering import components, merge_labels
 from dedup_store.core.fingerprint import FingerprintBatch
+from dedup_store.core.metadata import MetaSignatures
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import bulk_copy, frequencies, hot
 from dedup_store.db.encoding import sample_columns, top32
@@ -100,9 +101,11 @@ def insert_documents(
     new: NewRows,
     tails: Sequence[bytes],
     secondary: hot.SecondaryRows | None = None,
+    meta: MetaSignatures | None = None,
 ) -> None:
     """COPY the selected documents of a batch with their keys; ``tails`` are the
-    :func:`encode_tails` of their rows.
+    :func:`encode_tails` of their rows; ``meta`` the signatures of the metadata sets of the
+    batch's rows (a store with ``meta_fields``).
 
     Call it after :func:`~dedup_store.db.hot.find_candidates`, whose lookups must only meet
     older documents' keys, and which gives the ``secondary`` keys of their hot slots.
@@ -113,8 +116,9 @@ def insert_documents(
     lengths = np.fromiter(
         (len(batch.canonical_texts[r]) for r in rows.tolist()), np.int64, len(rows)
     )
+    columns = DOCUMENT_COLUMNS + (("meta_signature",) if meta is not None else ())
     prefix = bulk_copy.fixed_prefix(
-        len(DOCUMENT_COLUMNS),
+        len(columns),
         [
             (new.ids, ">i8"),
             (new.ids, ">i8"),
@@ -130,14 +134,17 @@ def insert_documents(
     )
     width = len(prefix) // max(1, len(rows))
     null, link = bulk_copy.field(None), struct.Struct("!iq").pack
+    extra = [b""] * len(rows) if meta is None else _meta_fields(meta, rows)
     parts: list[bytes] = []
     for i, exact_of in enumerate(new.exact_of.tolist()):
         parts += [
             prefix[width * i : width * (i + 1)],
             tails[i],
             link(8, exact_of) if exact_of else null,
+            extra[i],
         ]
-    bulk_copy.copy_payload(conn, schema, "documents", DOCUMENT_COLUMNS, b"".join(parts))
+    bulk_copy.copy_payload(conn, schema, "documents", columns, b"".join(parts))
+
     firsts = new.firsts  # exact copies get no sample keys
     keys, docs = sample_columns(batch, rows[firsts], new.ids[firsts])
     order = np.argsort(keys, kind="stable")  # in index order: the b-tree is walked in order
@@ -146,6 +153,15 @@ def insert_documents(
     )
     if secondary is not None and len(secondary):
         hot.write_secondary(conn, schema, secondary)
+
+
+def _meta_fields(meta: MetaSignatures, rows: I64) -> list[bytes]:
+    """The ``meta_signature`` field of each of the batch's ``rows`` (NULL: no metadata set)."""
+    signatures = meta.signatures[rows].view(np.int32)
+    offsets = np.arange(len(rows) + 1, dtype=np.int64) * signatures.shape[1]
+    fields = bulk_copy.int4_array_fields(signatures.ravel(), offsets)
+    null = bulk_copy.field(None)
+    return [f if present else null for f, present in zip(fields, meta.present[rows], strict=True)]
 
 
 def merge_clusters(
