@@ -350,18 +350,15 @@ class DedupStore:
                 yield Pair(a, b, Method(method), *scores, found_at, excerpt)
 
     def export(self) -> Iterator[dict[str, Any]]:
-        """Every document with its cluster (streamed)."""
+        """Every document with its cluster, its metadata, and the scores of its best match
+        with an older document (``match`` and the scores are ``None`` without one), streamed."""
+        names = ("id", "cluster_id", "representative", "created_at", "meta", "match", "method")
+        scores = ("jaccard", "meta_score", "score")
         with self._db.transaction() as conn:
-            for external_id, cluster_id, representative, created_at, meta in reports.export_rows(
-                conn, self.schema
-            ):
-                yield {
-                    "id": external_id,
-                    "cluster_id": cluster_id,
-                    "representative": representative,
-                    "created_at": created_at.isoformat(),
-                    "meta": meta,
-                }
+            for row in reports.export_rows(conn, self.schema, self.params):
+                record = dict(zip(names + scores, row, strict=True))
+                record["created_at"] = record["created_at"].isoformat()
+                yield record
 
     def stats(self) -> Stats:
         """Counts over the whole store."""

@@ -98,9 +98,7 @@ def test_check_answers_as_add(engine: Engine, schema: str) -> None:
         assert content_only.matches[0].score == 1.0
 
 
-def test_batch_and_single_paths_store_the_same_scores(
-    engine: Engine, schemas: list[str]
-) -> None:
+def test_batch_and_single_paths_store_the_same_scores(engine: Engine, schemas: list[str]) -> None:
     single, batch, bulk, one_by_one = schemas
     with DedupStore(engine, PARAMS, schema=single) as store:
         for d in DOCUMENTS:
