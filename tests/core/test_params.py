@@ -28,6 +28,11 @@ from dedup_store.errors import InvalidParamsError, ParamsMismatchError
         ({"scheme": "broder", "num_perm": 5}, "scheme 'broder' needs num_perm >= 6, got 5"),
         ({"simhash_blocks": 16, "simhash_k": 8}, "gives 12870 block keys per document"),
         ({"canonical_version": 3}, "canonical_version must be an integer in [1, 2], got 3"),
+        ({"meta_weight": 1.5}, "meta_weight must be a number in [0, 1], got 1.5"),
+        ({"meta_fields": ["tags"]}, "meta_fields must be names of fields"),
+        ({"meta_fields": ("tags", "")}, "meta_fields must be names of fields"),
+        ({"meta_fields": (" tags",)}, "meta_fields must be names of fields"),
+        ({"meta_fields": ("tags", "tags")}, "meta_fields must be distinct"),
     ],
 )
 def test_invalid_params_name_the_value(changes: dict[str, object], message: str) -> None:
@@ -87,6 +92,21 @@ def test_stores_made_before_weighted_simhash_keep_counts() -> None:
         old.require_same(FingerprintParams(simhash_weights="tfidf"), "store 'main'")
     with pytest.raises(InvalidParamsError, match="simhash_weights must be one of count"):
         FingerprintParams(simhash_weights="bm25")  # type: ignore[arg-type]
+
+
+def test_metadata_sets_are_off_in_older_stores_and_round_trip() -> None:
+    recorded = FingerprintParams().to_dict()
+    del recorded["meta_fields"], recorded["meta_weight"]
+    for recorded_format in (1, 2, 3, 4):
+        old = FingerprintParams.from_stored({"format": recorded_format, **recorded})
+        assert old.meta_fields == () and not old.uses_meta
+    tagged = FingerprintParams(meta_fields=("tags", "keywords"), meta_weight=0.1)
+    assert json.loads(tagged.to_json())["meta_fields"] == ["tags", "keywords"]
+    assert FingerprintParams.from_json(tagged.to_json()) == tagged
+    with pytest.raises(ParamsMismatchError, match="meta_fields: \\[\\] != \\['tags'\\]"):
+        old.require_same(FingerprintParams(meta_fields=("tags",)), "store 'main'")
+    with pytest.raises(ParamsMismatchError, match=r"meta_weight: 0\.1 != 0\.15"):
+        tagged.require_same(dataclasses.replace(tagged, meta_weight=0.15))
 
 
 def test_bad_json_is_refused() -> None:
