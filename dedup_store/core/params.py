@@ -177,6 +177,18 @@ class FingerprintParams:
         """Whether documents' metadata sets enter their scores."""
         return bool(self.meta_fields)
 
+    @property
+    def lowest_jaccard(self) -> float:
+        """The lowest Jaccard a pair can match with by ``minhash`` or ``simhash``: with
+        metadata sets, a Jaccard ``j`` with agreeing sets scores ``(1 - meta_weight) * j +
+        meta_weight``, which reaches ``threshold`` from ``j >= (threshold - meta_weight) / (1 -
+        meta_weight)``."""
+        lowest = self.threshold
+        if self.uses_meta:
+            weight = self.meta_weight
+            lowest = 0.0 if weight >= 1 else max(0.0, (self.threshold - weight) / (1 - weight))
+        return min(lowest, self.simhash_min_jaccard)
+
     @cached_property
     def bands(self) -> tuple[int, int]:
         """``(b, r)``: number of bands and min-hashes per band.

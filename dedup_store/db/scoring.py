@@ -79,10 +79,11 @@ def scored_pairs_sql(pairs_from: str, intersection: str = EXACT_INTERSECTION) ->
     candidate pairs.
 
     ``meta_score`` is the agreement of the two metadata signatures (``NULL`` unless both
-    documents have one) and ``score`` the combined score (:func:`combined_score_sql`). A pair
-    that ``exact``, ``minhash`` or ``simhash`` accepts on its content is a match only if its
-    combined score reaches ``threshold`` too; a pair so refused by its metadata is no excerpt
-    either.
+    documents have one) and ``score`` the combined score (:func:`combined_score_sql`, the
+    Jaccard without ``meta_score``). ``minhash`` accepts a pair whose combined score reaches
+    ``threshold``; with a ``meta_score``, a pair that ``exact``, ``minhash`` or ``simhash``
+    would accept on its content alone is no match at all (not even an excerpt) unless its
+    combined score reaches ``threshold``.
 
     Args:
         pairs_from: a FROM clause that binds ``x`` (stored document, id ``a``), ``y`` (new
@@ -97,7 +98,7 @@ def scored_pairs_sql(pairs_from: str, intersection: str = EXACT_INTERSECTION) ->
     SELECT a, b, hamming, jaccard, containment, meta_score, score,
            CASE WHEN by_content AND meta_score IS NOT NULL AND score < :tau THEN NULL
                 WHEN same THEN 'exact'
-                WHEN jaccard >= :tau THEN 'minhash'
+                WHEN score >= :tau THEN 'minhash'
                 WHEN hamming <= :simhash_k AND jaccard >= :simhash_min_jaccard THEN 'simhash'
                 WHEN :containment > 0 AND sampled AND containment >= :containment
                     THEN 'containment'
@@ -173,7 +174,7 @@ def score_parameters(params: FingerprintParams) -> dict[str, Any]:
         "tau": params.threshold,
         "simhash_k": params.simhash_k,
         "simhash_min_jaccard": params.simhash_min_jaccard,
-        "min_ratio": min(params.threshold, params.simhash_min_jaccard),
+        "min_ratio": params.lowest_jaccard,
         "containment": params.containment,
         "exact_mode": params.verify == "exact",
         "meta_weight": params.meta_weight,
@@ -406,7 +407,7 @@ def batch_intersections(
     a_sizes = np.array([sizes[a] for a in candidates.a.tolist()], dtype=np.float64)
     b_sizes = np.array([sizes[b] for b in candidates.b.tolist()], dtype=np.float64)
     ratio = np.minimum(a_sizes, b_sizes) / np.maximum(np.maximum(a_sizes, b_sizes), 1)
-    min_jaccard = min(params.threshold, params.simhash_min_jaccard)
+    min_jaccard = params.lowest_jaccard
     wanted = np.flatnonzero(candidates.sampled | (ratio >= min_jaccard))
     ends = sorted(set(candidates.a[wanted].tolist()) | set(candidates.b[wanted].tolist()))
     arrays = _new_shingles(new, set(ends))

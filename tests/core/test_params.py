@@ -137,3 +137,11 @@ def test_mismatch_names_every_difference() -> None:
         "store 'main': fingerprint parameters differ (num_perm: 84 != 128, stem: False != True)"
     )
     assert info.value.differences == {"num_perm": (84, 128), "stem": (False, True)}
+
+
+def test_lowest_jaccard_of_a_match() -> None:
+    assert FingerprintParams(threshold=0.9, simhash_min_jaccard=1.0).lowest_jaccard == 0.9
+    tagged = FingerprintParams(threshold=0.9, simhash_min_jaccard=1.0, meta_fields=("tags",))
+    assert tagged.lowest_jaccard == pytest.approx(0.75 / 0.85)
+    assert dataclasses.replace(tagged, meta_weight=1.0).lowest_jaccard == 0.0
+    assert FingerprintParams().lowest_jaccard == 0.3

@@ -165,3 +165,19 @@ def test_bad_metadata_is_a_bad_record(engine: Engine, schema: str) -> None:
             on_batch=lambda _done, bad: errors.extend(e.message for e in bad),
         )
         assert len(errors) == 1 and "'tags'" in errors[0]
+
+
+def test_agreeing_metadata_lifts_an_edit_below_the_threshold(engine: Engine, schema: str) -> None:
+    body = _body(5, words=200)
+    words = body.split()
+    for position in (40, 100, 160):  # three far-apart words: Jaccard 185 / 209
+        words[position] = f"edit{position}"
+    edited = " ".join(words)
+    with DedupStore(engine, PARAMS, schema=schema) as store:
+        store.add("original", body, TAGS)
+        result = store.add("edited", edited, TAGS)
+        (match,) = result.matches
+        assert (match.method.value, match.meta_score) == ("minhash", 1.0)
+        assert 0.88 < match.jaccard < 0.9 <= match.score
+        other = store.check(edited, {"tags": ["unrelated"]})
+        assert other.status is Status.NEW
