@@ -256,7 +256,8 @@ def promote_copies(conn: Connection, schema: str, doc_ids: Sequence[int]) -> Non
     """Make the oldest surviving copy of each deleted first document the first of its group.
 
     The heir takes over the deleted document's sample keys and secondary keys (equal texts
-    have equal keys), its edges with documents outside the group, and the other copies' links;
+    have equal keys), its edges with documents outside the group with their scores (copies
+    share their metadata set too), and the other copies' links;
     its own band and block keys enter the partial key indexes as its ``exact_of`` becomes NULL.
     """
     s = qualified(schema)
@@ -275,9 +276,10 @@ def promote_copies(conn: Connection, schema: str, doc_ids: Sequence[int]) -> Non
             UPDATE {s}.secondary_keys k SET doc_id = h.heir FROM heirs h WHERE k.doc_id = h.old
         ),
         copied AS (
-            INSERT INTO {s}.edges (a, b, method, jaccard, containment, hamming, found_at)
+            INSERT INTO {s}.edges (a, b, method, jaccard, containment, hamming, meta_score,
+                                   found_at)
             SELECT least(o.other, h.heir), greatest(o.other, h.heir), e.method, e.jaccard,
-                   e.containment, e.hamming, e.found_at
+                   e.containment, e.hamming, e.meta_score, e.found_at
             FROM heirs h
             JOIN {s}.edges e ON h.old IN (e.a, e.b)
             CROSS JOIN LATERAL (SELECT CASE WHEN e.a = h.old THEN e.b ELSE e.a END AS other) o
@@ -287,8 +289,10 @@ def promote_copies(conn: Connection, schema: str, doc_ids: Sequence[int]) -> Non
             ON CONFLICT DO NOTHING
         ),
         relinked AS (
-            INSERT INTO {s}.edges (a, b, method, jaccard, containment, hamming)
-            SELECT h.heir, c.id, 'exact', 1.0, 1.0, 0 FROM heirs h
+            INSERT INTO {s}.edges (a, b, method, jaccard, containment, hamming, meta_score)
+            SELECT h.heir, c.id, 'exact', 1.0, 1.0, 0,
+                   CASE WHEN c.meta_signature IS NOT NULL THEN 1.0 END
+            FROM heirs h
             JOIN {s}.documents c ON c.exact_of = h.old
             WHERE c.id <> h.heir AND c.id NOT IN (SELECT id FROM gone)
             ON CONFLICT DO NOTHING

@@ -181,3 +181,28 @@ def test_agreeing_metadata_lifts_an_edit_below_the_threshold(engine: Engine, sch
         assert 0.88 < match.jaccard < 0.9 <= match.score
         other = store.check(edited, {"tags": ["unrelated"]})
         assert other.status is Status.NEW
+
+
+def test_deleting_the_first_of_an_exact_group_keeps_the_metadata_scores(
+    engine: Engine, schema: str
+) -> None:
+    docs = [
+        Document("original", BODY, TAGS),
+        Document("copy", BODY, TAGS),
+        Document("copy-2", BODY, TAGS),
+        Document("edited", _edited(BODY), TAGS),
+        Document("retagged", BODY, {"tags": ["baking"]}),
+    ]
+    with DedupStore(engine, PARAMS, schema=schema) as store:
+        store.ingest(docs, bulk=False)
+        before = {row[1]: row[2:] for row in _edges(engine, schema) if row[0] == "original"}
+        store.delete("original")
+        after = _edges(engine, schema)
+        assert after == [
+            ("copy", "copy-2", "exact", 1, 1, 1),
+            ("copy", "edited", *before["edited"]),
+        ]
+        assert _clusters(store) == {
+            frozenset({"copy", "copy-2", "edited"}),
+            frozenset({"retagged"}),
+        }
