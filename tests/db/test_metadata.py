@@ -4,6 +4,7 @@ other tags is no match, an edited body under the same tags is, through ``add``, 
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import uuid
 from collections.abc import Iterator
@@ -206,3 +207,15 @@ def test_deleting_the_first_of_an_exact_group_keeps_the_metadata_scores(
             frozenset({"copy", "copy-2", "edited"}),
             frozenset({"retagged"}),
         }
+
+
+def test_estimated_scores_decide_alike_on_both_paths(engine: Engine, schemas: list[str]) -> None:
+    params = dataclasses.replace(PARAMS, verify="estimate")
+    single, batch = schemas[:2]
+    with DedupStore(engine, params, schema=single) as store:
+        results = {d.id: store.add(d.id, d.text, d.meta) for d in DOCUMENTS}
+    assert results["retagged"].status is Status.NEW
+    assert [m.external_id for m in results["edited"].matches] == ["original"]
+    with DedupStore(engine, params, schema=batch) as store:
+        store.ingest(DOCUMENTS, bulk=False)
+    assert _edges(engine, batch) == _edges(engine, single)
