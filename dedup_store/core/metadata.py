@@ -39,9 +39,11 @@ def meta_members(meta: Mapping[str, Any] | None, fields: Sequence[str]) -> list[
     """The sorted distinct members ``field:value`` of ``meta`` in ``fields`` (empty: none).
 
     Raises:
-        InvalidDocumentError: a named field holds something other than a string or a list of
-            strings.
+        InvalidDocumentError: ``meta`` is no mapping, or a named field holds something other
+            than a string or a list of strings.
     """
+    if meta is not None and not isinstance(meta, Mapping):
+        raise InvalidDocumentError(f"meta must be a mapping, got {type(meta).__name__}")
     if not meta or not fields:
         return []
     members: set[str] = set()

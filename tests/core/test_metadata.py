@@ -62,3 +62,8 @@ def test_exact_key_holds_the_set() -> None:
     tagged = exact_key(digest, ["tags:a"])
     assert len(tagged) == 16 and tagged != digest
     assert tagged != exact_key(digest, ["keywords:a"])
+
+
+def test_metadata_must_be_a_mapping() -> None:
+    with pytest.raises(InvalidDocumentError, match="meta must be a mapping, got list"):
+        meta_members(["tags"], FIELDS)  # type: ignore[arg-type]
