@@ -24,6 +24,8 @@ from dedup_store.cli_app import (
     EXIT_INTERRUPTED,
     ExitOnErrorGroup,
     Settings,
+    field_names,
+    meta_object,
     print_version,
     settings_of,
 )
@@ -204,6 +206,13 @@ def init(
     ] = None,
     stem: Annotated[bool | None, _param("Snowball stemming", "--stem/--no-stem")] = None,
     html: Annotated[HtmlMode | None, _param("Whether input is HTML (auto detects markup)")] = None,
+    meta_fields: Annotated[
+        str | None,
+        _param("Comma-separated fields of a document's meta that hold sets (tags, keywords...)"),
+    ] = None,
+    meta_weight: Annotated[
+        float | None, _param("Weight of the metadata score in the combined score (1 - mu)")
+    ] = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Create the store, or upgrade its schema.
@@ -228,6 +237,8 @@ def init(
         "stopwords": stopwords,
         "stem": stem,
         "html": html,
+        "meta_fields": None if meta_fields is None else field_names(meta_fields),
+        "meta_weight": meta_weight,
     }
     from dedup_store.core.params import FingerprintParams
     from dedup_store.db import migrate
@@ -334,6 +345,12 @@ def ingest(
     fmt: InputFormat = stdin_format.value
     started = time.perf_counter()
     with settings.store(create=True) as store, IngestProgress(not quiet) as progress:
+        if engine is Engine.spark and store.params.uses_meta:
+            raise typer.BadParameter(
+                "cannot load a store with meta_fields "
+                f"{','.join(store.params.meta_fields)} (it scores pairs by their metadata sets)",
+                param_hint="--engine spark",
+            )
         if engine is Engine.spark and store.params.weighted:
             raise typer.BadParameter(
                 f"cannot load a store with simhash_weights {store.params.simhash_weights} "
@@ -413,6 +430,15 @@ def check(
             "--file", metavar="PATH", help="Read the text from this file.", show_default=False
         ),
     ] = None,
+    meta: Annotated[
+        str | None,
+        typer.Option(
+            "--meta",
+            metavar="JSON",
+            help="The text's metadata, a JSON object (its meta_fields enter the scores).",
+            show_default=False,
+        ),
+    ] = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Show what adding a text would find, without storing it.
@@ -422,7 +448,7 @@ def check(
     """
     body = _text_to_check(text, file)
     with settings_of(ctx).store() as store:
-        result = store.check(body)
+        result = store.check(body, meta_object(meta))
     out = Output(fmt)
     matches = [m.to_dict() for m in result.matches]
     if fmt in (OutputFormat.json, OutputFormat.jsonl):
@@ -458,7 +484,9 @@ def _text_to_check(text: str | None, file: str | None) -> str:
     return record.text
 
 
-_MATCH_COLUMNS = ["external_id", "method", "jaccard", "containment", "hamming"]
+_MATCH_COLUMNS = [
+    "external_id", "method", "jaccard", "meta_score", "score", "containment", "hamming",
+]  # fmt: skip
 
 
 @app.command()
@@ -502,7 +530,7 @@ def clusters(
     _note_empty(fmt, count, f"no clusters with at least {min_size} documents")
 
 
-_PAIR_COLUMNS = ["a", "b", "method", "jaccard", "containment", "hamming"]
+_PAIR_COLUMNS = ["a", "b", "method", "jaccard", "meta_score", "score", "containment", "hamming"]
 
 
 @app.command()
@@ -541,7 +569,9 @@ def delete(
     Output(fmt).record({"deleted": deleted})
 
 
-_EXPORT_COLUMNS = ["id", "cluster_id", "representative", "created_at"]
+_EXPORT_COLUMNS = [
+    "id", "cluster_id", "representative", "created_at", "match", "jaccard", "meta_score", "score",
+]  # fmt: skip
 
 
 @app.command()

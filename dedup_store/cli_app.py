@@ -7,6 +7,7 @@ Nothing here imports the store, the database driver or numpy, so that ``--help``
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import sys
 from collections.abc import Mapping
@@ -136,3 +137,21 @@ def settings_of(ctx: typer.Context) -> Settings:
     settings = ctx.find_root().obj
     assert isinstance(settings, Settings)
     return settings
+
+
+def meta_object(meta: str | None) -> dict[str, Any] | None:
+    """The object of a ``--meta`` option (JSON), ``None`` without one."""
+    if meta is None:
+        return None
+    try:
+        value = json.loads(meta)
+    except json.JSONDecodeError as e:
+        raise typer.BadParameter(f"not JSON: {e}", param_hint="--meta") from None
+    if not isinstance(value, dict):
+        raise typer.BadParameter("must be a JSON object", param_hint="--meta")
+    return value
+
+
+def field_names(names: str) -> tuple[str, ...]:
+    """The names of a comma-separated option such as ``--meta-fields``."""
+    return tuple(name.strip() for name in names.split(",") if name.strip())

@@ -21,6 +21,7 @@ import numpy as np
 from sqlalchemy import Connection
 
 from dedup_store.core.fingerprint import FingerprintBatch, fingerprint_valid_texts
+from dedup_store.core.metadata import MetaSignatures, exact_key, meta_members, meta_signatures
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.scripts import guess_language
 from dedup_store.db import bulk, frequencies, hot, lookup, reports, scoring, write
@@ -86,6 +87,8 @@ class PreparedBatch:
             whose first occurrence wins).
         errors: ``(input position, error, exception class to raise)`` of bad records.
         update: replace known ids instead of skipping them.
+        meta: with ``meta_fields``, the signatures of the rows' metadata sets (the rows'
+            exact hashes are then their :func:`~dedup_store.core.metadata.exact_key`).
     """
 
     documents: list[Document]
@@ -95,6 +98,7 @@ class PreparedBatch:
     skipped: list[int]
     errors: list[tuple[int, RecordError, type[DedupStoreError]]]
     update: bool
+    meta: MetaSignatures | None = None
     _tails: list[bytes] | None = dataclasses.field(default=None, repr=False)
 
     def first_error(self) -> DedupStoreError:
@@ -220,9 +224,11 @@ def prepare_batch(
     errors: list[tuple[int, RecordError, type[DedupStoreError]]] = []
     skipped: list[int] = []
     chosen: dict[str, int] = {}
+    members: dict[int, list[str]] = {}
     for position, doc in enumerate(documents):
         try:
             validate_document(doc, max_bytes)
+            members[position] = meta_members(doc.meta, params.meta_fields)
         except DedupStoreError as e:
             number = None if first is None else first + position
             errors.append((position, record_error(doc, str(e), number), type(e)))
@@ -250,7 +256,20 @@ def prepare_batch(
     errors.sort(key=lambda item: item[0])
     row_position = [p for p in positions if p not in empty]
     skipped.sort()
-    return PreparedBatch(documents, batch, row_position, dict(known), skipped, errors, update)
+    meta = None
+    if params.uses_meta:
+        batch, meta = with_metadata(batch, [members[p] for p in row_position])
+    return PreparedBatch(documents, batch, row_position, dict(known), skipped, errors, update, meta)
+
+
+def with_metadata(
+    batch: FingerprintBatch, members: Sequence[Sequence[str]]
+) -> tuple[FingerprintBatch, MetaSignatures]:
+    """The batch with the exact keys of its rows whose metadata sets have ``members``
+    (:func:`~dedup_store.core.metadata.exact_key`), and the sets' signatures."""
+    keys = [exact_key(h, m) for h, m in zip(batch.exact_hashes, members, strict=True)]
+    signatures = meta_signatures(members, batch.params)
+    return dataclasses.replace(batch, exact_hashes=keys), signatures
 
 
 @dataclasses.dataclass
@@ -299,7 +318,7 @@ def write_batch(
         conn, schema, prepared.batch, new.rows[firsts], new.ids[firsts], stored
     )
     tails = prepared.encoded_tails(dest.keep_text)
-    write.insert_documents(conn, schema, new, [tails[r] for r in rows], secondary)
+    write.insert_documents(conn, schema, new, [tails[r] for r in rows], secondary, prepared.meta)
     frequencies.add(conn, schema, prepared.batch, row_array, new.ids)
     stored.added(new, [prepared.document_of_row(r).id for r in rows])
     edges = scoring.store_edges(conn, schema, new, found, stored)

@@ -98,6 +98,10 @@ class Match:
             ``verify`` mode).
         containment: share of the smaller document's shingles inside the larger one.
         hamming: Hamming distance of the two SimHashes.
+        meta_score: agreement of the signatures of the two documents' metadata sets (an
+            estimate of their Jaccard); ``None`` unless both have one (``meta_fields``).
+        score: the combined score, ``(1 - meta_weight) * jaccard + meta_weight *
+            meta_score``, or ``jaccard`` without a ``meta_score``.
     """
 
     external_id: str
@@ -105,6 +109,8 @@ class Match:
     jaccard: float
     containment: float
     hamming: int
+    meta_score: float | None
+    score: float
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -173,17 +179,25 @@ class MatchRow:
     jaccard: float
     containment: float
     hamming: int
+    meta_score: float | None
+    score: float
     new_id: int | None = None
 
     @property
     def rank(self) -> tuple[int, float, str]:
-        """Sort key, best first: by method, then by decreasing Jaccard, then by id."""
-        return (_METHOD_RANK[Method(self.method)], -self.jaccard, self.external_id)
+        """Sort key, best first: by method, then by decreasing combined score, then by id."""
+        return (_METHOD_RANK[Method(self.method)], -self.score, self.external_id)
 
     def match(self) -> Match:
         """The match as the caller sees it."""
         return Match(
-            self.external_id, Method(self.method), self.jaccard, self.containment, self.hamming
+            self.external_id,
+            Method(self.method),
+            self.jaccard,
+            self.containment,
+            self.hamming,
+            self.meta_score,
+            self.score,
         )
 
 
@@ -303,6 +317,7 @@ class Pair:
     """A stored match edge between two documents (``a`` is the older one).
 
     Attributes:
+        meta_score, score: as in :class:`Match`.
         excerpt: for an excerpt match (method ``containment``), the id of the smaller document,
             the one contained in the other; ``None`` for other methods.
     """
@@ -313,6 +328,8 @@ class Pair:
     jaccard: float
     containment: float
     hamming: int
+    meta_score: float | None
+    score: float
     found_at: dt.datetime
     excerpt: str | None = None
 

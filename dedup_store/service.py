@@ -19,6 +19,7 @@ from dedup_store.core.fingerprint import (
     reweighted,
     validate_text,
 )
+from dedup_store.core.metadata import with_meta
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import ddl, frequencies, hot, migrate, native, reports, scoring, single, write
 from dedup_store.db.ddl import DEFAULT_SCHEMA
@@ -167,7 +168,10 @@ class DedupStore:
         language = prepared.language_of_row(0)
         body = text if self.keep_text else None
 
-        statement, parameters = single.add_statement(self.schema, fp, id, meta, body, language)
+        meta_signature = prepared.meta.row(0) if prepared.meta else None
+        statement, parameters = single.add_statement(
+            self.schema, fp, id, meta, body, language, meta_signature
+        )
         outcome = single.outcome(self._add_rows(statement, parameters))
 
         def promote(conn: Connection) -> None:
@@ -278,16 +282,18 @@ class DedupStore:
 
     # -- reading ----------------------------------------------------------------------------
 
-    def check(self, text: str) -> CheckResult:
-        """What :meth:`add` would answer for ``text``, without writing anything.
+    def check(self, text: str, meta: Mapping[str, Any] | None = None) -> CheckResult:
+        """What :meth:`add` would answer for ``text`` with ``meta``, without writing anything.
 
         Raises:
             InvalidDocumentError, EmptyDocumentError: as :meth:`add`.
         """
         fp = self._weighted(text) if self.params.weighted else fingerprint(text, self.params)
-        found = self._check_rows(*scoring.check_statement(self.schema, fp))
+        fp, signature = with_meta(fp, meta)
+        found = self._check_rows(*scoring.check_statement(self.schema, fp, False, signature))
         if any(row[0] == -1 for row in found):  # it owns hot keys: with its secondary keys
-            found = self._check_rows(*scoring.check_statement(self.schema, fp, secondary=True))
+            statement = scoring.check_statement(self.schema, fp, True, signature)
+            found = self._check_rows(*statement)
         rows = [MatchRow(*row) for row in found]
         merging = merging_methods(self.params)
         status = Status.of((r.method for r in rows), merging)
@@ -315,7 +321,7 @@ class DedupStore:
         """The stored matches of document ``id`` (older and newer), best first."""
 
         def work(conn: Connection) -> list[MatchRow]:
-            return reports.stored_matches(conn, self.schema, self._doc_id(conn, id))
+            return reports.stored_matches(conn, self.schema, self._doc_id(conn, id), self.params)
 
         return sorted_matches(self._run(work))
 
@@ -339,22 +345,20 @@ class DedupStore:
         """Every stored match edge (streamed)."""
         with self._db.transaction() as conn:
             for row in reports.pair_rows(conn, self.schema):
-                a, b, method, jaccard, containment, hamming, found_at, excerpt = row
-                yield Pair(a, b, Method(method), jaccard, containment, hamming, found_at, excerpt)
+                a, b, method, jaccard, containment, hamming, meta, score, found_at, excerpt = row
+                scores = (jaccard, containment, hamming, meta, score)
+                yield Pair(a, b, Method(method), *scores, found_at, excerpt)
 
     def export(self) -> Iterator[dict[str, Any]]:
-        """Every document with its cluster (streamed)."""
+        """Every document with its cluster, its metadata, and the scores of its best match
+        with an older document (``match`` and the scores are ``None`` without one), streamed."""
+        names = ("id", "cluster_id", "representative", "created_at", "meta", "match", "method")
+        scores = ("jaccard", "meta_score", "score")
         with self._db.transaction() as conn:
-            for external_id, cluster_id, representative, created_at, meta in reports.export_rows(
-                conn, self.schema
-            ):
-                yield {
-                    "id": external_id,
-                    "cluster_id": cluster_id,
-                    "representative": representative,
-                    "created_at": created_at.isoformat(),
-                    "meta": meta,
-                }
+            for row in reports.export_rows(conn, self.schema, self.params):
+                record = dict(zip(names + scores, row, strict=True))
+                record["created_at"] = record["created_at"].isoformat()
+                yield record
 
     def stats(self) -> Stats:
         """Counts over the whole store."""

@@ -8,19 +8,23 @@ from sqlalchemy import Engine, text
 
 
 def snapshot(engine: Engine, schema: str) -> dict[str, Any]:
-    """Every document row (id, external id, exact_of, keys, shingles), every edge, and the
-    clusters as sets of external ids."""
+    """Every document row (id, external id, exact_of, keys, shingles, metadata signature),
+    every edge, and the clusters as sets of external ids."""
     s = f'"{schema}"'
     with engine.connect() as conn:
         documents = conn.execute(
             text(
                 f"SELECT id, external_id, exact_of, simhash, exact_hash, signature, band_keys, "
-                f"block_keys, shingle_count, token_count, length, language, meta, body, shingles "
+                f"block_keys, shingle_count, token_count, length, language, meta, body, shingles, "
+                f"meta_signature "
                 f"FROM {s}.documents ORDER BY id"
             )
         ).all()
         edges = conn.execute(
-            text(f"SELECT a, b, method, jaccard, containment, hamming FROM {s}.edges ORDER BY a, b")
+            text(
+                f"SELECT a, b, method, jaccard, containment, hamming, meta_score FROM {s}.edges "
+                "ORDER BY a, b"
+            )
         ).all()
         samples = conn.execute(
             text(f"SELECT key, doc_id FROM {s}.sample_keys ORDER BY key, doc_id")

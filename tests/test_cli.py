@@ -204,7 +204,7 @@ def test_similar_and_cluster(cli: CliHelper, corpus: Path) -> None:
     assert isinstance(cluster, dict)
     assert (cluster["members"], cluster["size"]) == (["other.txt"], 1)
     csv_lines = cli.ok("similar", "sub/b.txt", "--format", "csv").stdout.splitlines()
-    assert csv_lines[0] == "external_id,method,jaccard,containment,hamming"
+    assert csv_lines[0] == "external_id,method,jaccard,containment,hamming,meta_score,score"
     assert len(csv_lines) == 2
 
 
@@ -410,3 +410,40 @@ def test_db_tune_prints_settings_sized_for_the_named_machine(cli: CliHelper) -> 
     assert "wal_level" not in settings  # only the embedded server, which has no replicas
     refused = cli("db", "tune", "--memory", "lots")
     assert refused.exit_code == 2 and "not a size" in refused.stderr
+
+
+def test_metadata_sets_show_their_scores(cli: CliHelper, tmp_path: Path) -> None:
+    made = cli.json(
+        "init", "--meta-fields", "tags, keywords", "--meta-weight", "0.15", "--threshold", "0.9",
+        "--format", "json",
+    )  # fmt: skip
+    assert isinstance(made, dict) and made["params"]["meta_fields"] == ["tags", "keywords"]
+    base = words(1)
+    lines = [
+        {"id": "original", "text": " ".join(base), "tags": ["flood", "dam"]},
+        {"id": "retagged", "text": " ".join(base), "tags": ["baking"]},
+        {"id": "edited", "text": " ".join(near_copy(base)), "tags": ["Dam", "flood"]},
+    ]
+    path = tmp_path / "docs.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    summary = ingest_json(cli, "-q", str(path))
+    assert (summary["new"], summary["near_duplicates"]) == (2, 1)
+    (pair,) = [
+        json.loads(line) for line in cli.ok("pairs", "--format", "jsonl").stdout.splitlines()
+    ]
+    assert (pair["a"], pair["b"], pair["meta_score"]) == ("original", "edited", 1.0)
+    assert pair["score"] == pytest.approx(0.85 * pair["jaccard"] + 0.15)
+    header = cli.ok("pairs", "--format", "csv").stdout.splitlines()[0]
+    assert header == "a,b,method,jaccard,containment,hamming,meta_score,score,found_at,excerpt"
+    (similar,) = cli.json("similar", "edited")
+    assert similar["score"] == pair["score"] and similar["meta_score"] == 1.0
+    exported = {d["id"]: d for d in cli.json("export")}
+    assert exported["edited"]["match"] == "original"
+    assert exported["edited"]["score"] == pair["score"]
+    assert exported["retagged"]["match"] is None
+    checked = cli.json("check", " ".join(base), "--meta", '{"tags": "baking"}')
+    assert checked["status"] == "exact_duplicate"
+    assert [m["external_id"] for m in checked["matches"]] == ["retagged"]
+    assert cli("check", "x", "--meta", "[1]").exit_code == 2
+    spark = cli("ingest", "--engine", "spark", str(path))
+    assert spark.exit_code == 2 and "meta_fields tags,keywords" in spark.stderr

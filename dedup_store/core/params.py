@@ -18,7 +18,7 @@ from dedup_store.errors import InvalidParamsError, ParamsMismatchError
 
 BRODER_SUPER_SHINGLES = 6
 #: The format of :meth:`FingerprintParams.to_json` (3 added ``canonical_version``, 4
-#: ``simhash_weights``).
+#: ``simhash_weights``, ``meta_fields`` and ``meta_weight``).
 PARAMS_FORMAT = 4
 #: The canonicalization of new fingerprints (see :mod:`dedup_store.core.canonical`).
 CANONICAL_VERSION = 2
@@ -36,6 +36,8 @@ LEGACY_VALUES: dict[int, dict[str, Any]] = {
     2: {"canonical_version": 1, "max_excerpt_keys": 0, "simhash_weights": "count"},
     3: {"simhash_weights": "count"},
 }
+#: The longest name of a metadata field (:attr:`FingerprintParams.meta_fields`).
+MAX_META_FIELD = 100
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +89,15 @@ class FingerprintParams:
             joined across spaces, punctuation and other words) or ``1``, the canonicalization
             of stores made before it (each CJK run on its own), kept so that their
             fingerprints stay as they were.
+        meta_fields: The fields of a document's ``meta`` that hold sets (tags, keywords,
+            categories, cited links): a document's metadata set is the union of their members,
+            each normalized and qualified by its field (:mod:`dedup_store.core.metadata`).
+            Empty: metadata plays no part.
+        meta_weight: ``1 - mu``: the weight of the metadata score (the MinHash estimate of the
+            Jaccard of two metadata sets) in the combined score of a pair of documents that
+            both have metadata, ``(1 - meta_weight) * jaccard + meta_weight * metadata``; a
+            pair matched by ``exact``, ``minhash`` or ``simhash`` must also reach ``threshold``
+            with it.
     """
 
     shingle_size: int = 4
@@ -110,6 +121,8 @@ class FingerprintParams:
     verify: VerifyMode = "exact"
     seed: int = 1
     canonical_version: int = CANONICAL_VERSION
+    meta_fields: tuple[str, ...] = ()
+    meta_weight: float = 0.15
 
     def __post_init__(self) -> None:
         _check_int(self, "shingle_size", 1, 64)
@@ -130,6 +143,8 @@ class FingerprintParams:
         _check_unit(self, "false_negative_weight", open_low=True)
         _check_unit(self, "containment")
         _check_unit(self, "simhash_min_jaccard")
+        _check_unit(self, "meta_weight")
+        _check_fields(self)
         for name in ("stopwords", "stem", "containment_merges"):
             if not isinstance(getattr(self, name), bool):
                 value = getattr(self, name)
@@ -157,6 +172,23 @@ class FingerprintParams:
         """Whether SimHash features are weighted by the store's document frequencies."""
         return self.simhash_weights != "count"
 
+    @property
+    def uses_meta(self) -> bool:
+        """Whether documents' metadata sets enter their scores."""
+        return bool(self.meta_fields)
+
+    @property
+    def lowest_jaccard(self) -> float:
+        """The lowest Jaccard a pair can match with by ``minhash`` or ``simhash``: with
+        metadata sets, a Jaccard ``j`` with agreeing sets scores ``(1 - meta_weight) * j +
+        meta_weight``, which reaches ``threshold`` from ``j >= (threshold - meta_weight) / (1 -
+        meta_weight)``."""
+        lowest = self.threshold
+        if self.uses_meta:
+            weight = self.meta_weight
+            lowest = 0.0 if weight >= 1 else max(0.0, (self.threshold - weight) / (1 - weight))
+        return min(lowest, self.simhash_min_jaccard)
+
     @cached_property
     def bands(self) -> tuple[int, int]:
         """``(b, r)``: number of bands and min-hashes per band.
@@ -181,8 +213,10 @@ class FingerprintParams:
     # -- serialization --------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """The parameters as a plain dict (JSON-ready)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        """The parameters as a plain dict (JSON-ready; ``meta_fields`` as a list)."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data["meta_fields"] = list(self.meta_fields)
+        return data
 
     def to_json(self) -> str:
         """The parameters as a JSON object with sorted keys and a format number."""
@@ -196,6 +230,9 @@ class FingerprintParams:
         unknown = sorted(set(data) - known)
         if unknown:
             raise InvalidParamsError(f"unknown fingerprint parameters: {', '.join(unknown)}")
+        fields = data.get("meta_fields")
+        if isinstance(fields, list):
+            data["meta_fields"] = tuple(fields)
         return cls(**data)
 
     @classmethod
@@ -245,6 +282,19 @@ def _check_unit(p: FingerprintParams, name: str, open_low: bool = False) -> None
     if not ok or not (0.0 < value <= 1.0 if open_low else 0.0 <= value <= 1.0):
         bound = "(0, 1]" if open_low else "[0, 1]"
         raise InvalidParamsError(f"{name} must be a number in {bound}, got {value!r}")
+
+
+def _check_fields(p: FingerprintParams) -> None:
+    fields = p.meta_fields
+    if not isinstance(fields, tuple) or not all(
+        isinstance(f, str) and f.strip() == f and 0 < len(f) <= MAX_META_FIELD for f in fields
+    ):
+        raise InvalidParamsError(
+            "meta_fields must be names of fields (non-empty, at most "
+            f"{MAX_META_FIELD} characters, no surrounding spaces), got {fields!r}"
+        )
+    if len(set(fields)) != len(fields):
+        raise InvalidParamsError(f"meta_fields must be distinct, got {fields!r}")
 
 
 def _check_choice(p: FingerprintParams, name: str, choices: Any) -> None:

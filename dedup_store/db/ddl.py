@@ -69,6 +69,7 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
         Column("cluster_id", BigInteger, nullable=False),
         Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
         Column("exact_of", BigInteger),
+        Column("meta_signature", ARRAY(Integer)),
         Index("documents_exact_hash", "exact_hash", postgresql_using="hash"),
         Index("documents_cluster_id", "cluster_id"),
         Index("documents_exact_of", "exact_of", postgresql_where=text("exact_of IS NOT NULL")),
@@ -126,6 +127,7 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
         Column("containment", Float, nullable=False),
         Column("hamming", SmallInteger, nullable=False),
         Column("found_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+        Column("meta_score", Float),
         CheckConstraint("a < b", name="edges_ordered"),
         CheckConstraint(
             f"method IN ({', '.join(repr(m.value) for m in Method)})", name="edges_method"

@@ -11,25 +11,30 @@ from dedup_store.core.params import FingerprintParams
 from dedup_store.db import hot
 from dedup_store.db.lookup import find_documents as find_documents
 from dedup_store.db.names import qualified
-from dedup_store.results import MatchRow
+from dedup_store.db.scoring import combined_score_sql
+from dedup_store.results import MatchRow, Method
 
 #: Options of the streamed reports: a server-side cursor fetched in chunks. Given per statement,
 #: so a caller's Connection keeps its own options.
 _STREAM = {"yield_per": 5000}
 
 
-def stored_matches(conn: Connection, schema: str, doc_id: int) -> list[MatchRow]:
-    """The stored edges of one document, from either side."""
+def stored_matches(
+    conn: Connection, schema: str, doc_id: int, params: FingerprintParams
+) -> list[MatchRow]:
+    """The stored edges of one document, from either side, scored with the store's
+    ``params``."""
     s = qualified(schema)
     rows = conn.execute(
         text(
             f"""SELECT o.id, o.external_id, o.cluster_id, e.method, e.jaccard, e.containment,
-                   e.hamming
+                   e.hamming, e.meta_score,
+                   {combined_score_sql("e.jaccard", "e.meta_score", ":meta_weight")}
             FROM {s}.edges e
             JOIN {s}.documents o ON o.id = CASE WHEN e.a = :id THEN e.b ELSE e.a END
             WHERE e.a = :id OR e.b = :id"""
         ),
-        {"id": doc_id},
+        {"id": doc_id, "meta_weight": params.meta_weight},
     )
     return [MatchRow(*row) for row in rows]
 
@@ -72,7 +77,8 @@ def pair_rows(conn: Connection, schema: str) -> Iterator[Any]:
     """Every stored edge with both external ids, oldest first."""
     result = conn.execute(
         text(
-            "SELECT a, b, method, jaccard, containment, hamming, found_at, excerpt "
+            "SELECT a, b, method, jaccard, containment, hamming, meta_score, score, found_at, "
+            "excerpt "
             f"FROM {qualified(schema, 'duplicate_pairs')} ORDER BY a_doc_id, b_doc_id"
         ),
         execution_options=_STREAM,
@@ -83,14 +89,30 @@ def pair_rows(conn: Connection, schema: str) -> Iterator[Any]:
         result.close()
 
 
-def export_rows(conn: Connection, schema: str) -> Iterator[Any]:
-    """Every document with its cluster: ``(id, cluster_id, representative, created_at, meta)``."""
+def export_rows(conn: Connection, schema: str, params: FingerprintParams) -> Iterator[Any]:
+    """Every document with its cluster and its best match with an older document:
+    ``(id, cluster_id, representative, created_at, meta, match, method, jaccard, meta_score,
+    score)`` (the last five ``NULL`` without a match)."""
     s = qualified(schema)
+    ranks = ", ".join(f"'{m.value}'" for m in Method)
     result = conn.execute(
         text(
-            f"""SELECT d.external_id, d.cluster_id, r.external_id, d.created_at, d.meta
-            FROM {s}.documents d JOIN {s}.documents r ON r.id = d.cluster_id ORDER BY d.id"""
+            f"""SELECT d.external_id, d.cluster_id, r.external_id, d.created_at, d.meta,
+                   m.external_id, m.method, m.jaccard, m.meta_score, m.score
+            FROM {s}.documents d JOIN {s}.documents r ON r.id = d.cluster_id
+            LEFT JOIN LATERAL (
+                SELECT o.external_id, e.method, e.jaccard, e.meta_score, e.score
+                FROM (SELECT e.*,
+                             {combined_score_sql("e.jaccard", "e.meta_score", ":meta_weight")}
+                                 AS score
+                      FROM {s}.edges e WHERE e.b = d.id) e
+                JOIN {s}.documents o ON o.id = e.a
+                ORDER BY array_position(ARRAY[{ranks}], e.method), e.score DESC, o.external_id
+                LIMIT 1
+            ) m ON true
+            ORDER BY d.id"""
         ),
+        {"meta_weight": params.meta_weight},
         execution_options=_STREAM,
     )
     try:

@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, TextClause, text
 
-from dedup_store.core.arrays import I32, I64, U64
+from dedup_store.core.arrays import I32, I64, U32, U64
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.core.overlap import intersection_sizes
 from dedup_store.core.params import FingerprintParams
@@ -69,8 +69,22 @@ _SIGNATURE_AGREEMENT = (
 )
 
 
+_META_AGREEMENT = (
+    "(SELECT count(*) FROM unnest(x.meta_signature, y.meta_signature) s(p, q) WHERE p = q)"
+    "::float8 / cardinality(x.meta_signature)"
+)
+
+
 def scored_pairs_sql(pairs_from: str, intersection: str = EXACT_INTERSECTION) -> str:
-    """A query of ``(a, b, hamming, jaccard, containment, method)`` over candidate pairs.
+    """A query of ``(a, b, hamming, jaccard, containment, meta_score, score, method)`` over
+    candidate pairs.
+
+    ``meta_score`` is the agreement of the two metadata signatures (``NULL`` unless both
+    documents have one) and ``score`` the combined score (:func:`combined_score_sql`, the
+    Jaccard without ``meta_score``). ``minhash`` accepts a pair whose combined score reaches
+    ``threshold``; with a ``meta_score``, a pair that ``exact``, ``minhash`` or ``simhash``
+    would accept on its content alone is no match at all (not even an excerpt) unless its
+    combined score reaches ``threshold``.
 
     Args:
         pairs_from: a FROM clause that binds ``x`` (stored document, id ``a``), ``y`` (new
@@ -82,19 +96,25 @@ def scored_pairs_sql(pairs_from: str, intersection: str = EXACT_INTERSECTION) ->
         intersection: the SQL expression of ``|X ∩ Y|`` (exact mode).
     """
     return f"""
-    SELECT a, b, hamming, jaccard, containment,
-           CASE WHEN same THEN 'exact'
-                WHEN jaccard >= :tau THEN 'minhash'
+    SELECT a, b, hamming, jaccard, containment, meta_score, score,
+           CASE WHEN by_content AND meta_score IS NOT NULL AND score < :tau THEN NULL
+                WHEN same THEN 'exact'
+                WHEN score >= :tau THEN 'minhash'
                 WHEN hamming <= :simhash_k AND jaccard >= :simhash_min_jaccard THEN 'simhash'
                 WHEN :containment > 0 AND sampled AND containment >= :containment
                     THEN 'containment'
            END AS method
     FROM (
-        SELECT a, b, same, hamming, sampled,
+    SELECT a, b, same, hamming, jaccard, containment, meta_score, sampled,
+           {combined_score_sql("jaccard", "meta_score", ":meta_weight")} AS score,
+           same OR jaccard >= :tau OR (hamming <= :simhash_k AND jaccard >= :simhash_min_jaccard)
+               AS by_content
+    FROM (
+        SELECT a, b, same, hamming, sampled, meta_score,
                CASE WHEN same THEN 1.0 ELSE inter / nullif(nx + ny - inter, 0) END AS jaccard,
                CASE WHEN same THEN 1.0 ELSE inter / nullif(least(nx, ny), 0) END AS containment
         FROM (
-            SELECT a, b, same, hamming, sampled, nx, ny,
+            SELECT a, b, same, hamming, sampled, nx, ny, meta_score,
                    CASE WHEN :exact_mode THEN exact_inter
                         ELSE est / (1 + est) * (nx + ny) END AS inter
             FROM (
@@ -110,7 +130,9 @@ def scored_pairs_sql(pairs_from: str, intersection: str = EXACT_INTERSECTION) ->
                                          >= :min_ratio * greatest(x.shingle_count,
                                                                   y.shingle_count))
                             THEN {intersection}::float8 END AS exact_inter,
-                       CASE WHEN NOT :exact_mode THEN {_SIGNATURE_AGREEMENT} END AS est
+                       CASE WHEN NOT :exact_mode THEN {_SIGNATURE_AGREEMENT} END AS est,
+                       CASE WHEN x.meta_signature IS NOT NULL AND y.meta_signature IS NOT NULL
+                            THEN {_META_AGREEMENT} END AS meta_score
                 FROM {pairs_from}
                 -- a pair found only through SimHash blocks is dropped by its Hamming distance
                 -- alone, before the costlier Jaccard scoring
@@ -120,7 +142,17 @@ def scored_pairs_sql(pairs_from: str, intersection: str = EXACT_INTERSECTION) ->
             ) raw
         ) counted
     ) scored
+    ) combined
     """
+
+
+def combined_score_sql(jaccard: str, meta_score: str, meta_weight: str) -> str:
+    """The SQL of the combined score of a pair: ``jaccard`` when ``meta_score`` is ``NULL``,
+    else ``(1 - meta_weight) * jaccard + meta_weight * meta_score`` (three SQL expressions)."""
+    return (
+        f"CASE WHEN {meta_score} IS NULL THEN {jaccard} "
+        f"ELSE (1 - {meta_weight}) * {jaccard} + {meta_weight} * {meta_score} END"
+    )
 
 
 def fetch_document(s: str, alias: str, id_expression: str) -> str:
@@ -143,9 +175,10 @@ def score_parameters(params: FingerprintParams) -> dict[str, Any]:
         "tau": params.threshold,
         "simhash_k": params.simhash_k,
         "simhash_min_jaccard": params.simhash_min_jaccard,
-        "min_ratio": min(params.threshold, params.simhash_min_jaccard),
+        "min_ratio": params.lowest_jaccard,
         "containment": params.containment,
         "exact_mode": params.verify == "exact",
+        "meta_weight": params.meta_weight,
     }
 
 
@@ -187,7 +220,8 @@ def matches_sql(
 ) -> str:
     """A query of the verified matches of an unstored fingerprint given in bind parameters.
 
-    Rows ``(a, external_id, cluster_id, method, jaccard, containment, hamming)``; the
+    Rows ``(a, external_id, cluster_id, method, jaccard, containment, hamming, meta_score,
+    score)``; the
     parameters are :func:`fingerprint_parameters`. ``secondary`` gives the secondary keys per
     band and per block slot (:func:`~dedup_store.db.hot.secondary_counts`): a hot slot is also
     looked up by them. ``found`` names a CTE of the statement holding the rows of
@@ -198,7 +232,8 @@ def matches_sql(
                        CAST(:simhash AS bigint) AS simhash,
                        CAST(:signature AS integer[]) AS signature,
                        CAST(:shingles AS integer[]) AS shingles,
-                       CAST(:shingle_count AS integer) AS shingle_count) y"""
+                       CAST(:shingle_count AS integer) AS shingle_count,
+                       CAST(:meta_signature AS integer[]) AS meta_signature) y"""
     rows = found or f"({found_sql(schema, band_count, block_count, hot_limit, secondary)})"
     candidates = f"""(
         SELECT a, bool_and(block) AS block_only, bool_or(sample) AS sampled
@@ -212,7 +247,8 @@ def matches_sql(
         WITH query_shingles AS MATERIALIZED (
             SELECT DISTINCT unnest(CAST(:shingles AS integer[])) AS sh
         )
-        SELECT j.a, d.external_id, d.cluster_id, j.method, j.jaccard, j.containment, j.hamming
+        SELECT j.a, d.external_id, d.cluster_id, j.method, j.jaccard, j.containment, j.hamming,
+               j.meta_score, j.score
         FROM ({scored}) j JOIN {s}.documents d ON d.id = j.a
         WHERE j.method IS NOT NULL
     """
@@ -235,15 +271,21 @@ def _check_statement(
         SELECT * FROM ({matches}) m
         UNION ALL
         SELECT -1::bigint, NULL::text, NULL::bigint, NULL::text, NULL::float8, NULL::float8,
-               NULL::integer
+               NULL::integer, NULL::float8, NULL::float8
         WHERE EXISTS ({hot.touched_sql(s)})
     """)
 
 
-def fingerprint_parameters(fp: Fingerprint, secondary: bool = False) -> dict[str, Any]:
-    """The bind parameters of :func:`matches_sql` for ``fp``, with its secondary keys or
-    without them (:func:`~dedup_store.db.hot.query_parameters`)."""
+def fingerprint_parameters(
+    fp: Fingerprint, secondary: bool = False, meta_signature: U32 | None = None
+) -> dict[str, Any]:
+    """The bind parameters of :func:`matches_sql` for ``fp`` with the signature of its
+    metadata set (``None``: it has none), with its secondary keys or without them
+    (:func:`~dedup_store.db.hot.query_parameters`)."""
     parameters: dict[str, Any] = {
+        "meta_signature": None
+        if meta_signature is None
+        else array_literal(meta_signature.view(np.int32).tolist()),
         "exact": fp.exact_hash,
         "simhash": int(np.uint64(fp.simhash).view(np.int64)),
         "signature": array_literal(fp.signature.view(np.int32).tolist()),
@@ -268,11 +310,12 @@ def lookup_shape(fp: Fingerprint) -> tuple[int, int, int, tuple[int, int]]:
 
 
 def check_statement(
-    schema: str, fp: Fingerprint, secondary: bool = False
+    schema: str, fp: Fingerprint, secondary: bool = False, meta_signature: U32 | None = None
 ) -> tuple[str, dict[str, Any]]:
     """The statement of ``check`` (:func:`matches_sql`) and its ``:name`` parameters, with or
-    without the secondary keys of ``fp``."""
-    parameters = fingerprint_parameters(fp, secondary)
+    without the secondary keys of ``fp``; ``meta_signature`` as in
+    :func:`fingerprint_parameters`."""
+    parameters = fingerprint_parameters(fp, secondary, meta_signature)
     return _check_statement(schema, *lookup_shape(fp)).text, parameters
 
 
@@ -311,12 +354,14 @@ def store_edges(
     statement = f"""
         WITH {found},
         judged AS ({scored}),
-        ins AS (INSERT INTO {s}.edges (a, b, method, jaccard, containment, hamming)
-                SELECT a, b, method, jaccard, containment, hamming FROM judged
+        ins AS (INSERT INTO {s}.edges (a, b, method, jaccard, containment, hamming, meta_score)
+                SELECT a, b, method, jaccard, containment, hamming, meta_score FROM judged
                 WHERE method IS NOT NULL
                 ON CONFLICT DO NOTHING
-                RETURNING a, b, method, jaccard, containment, hamming)
-        SELECT ins.*, d.external_id, d.cluster_id FROM ins JOIN {s}.documents d ON d.id = ins.a
+                RETURNING a, b, method, jaccard, containment, hamming, meta_score)
+        SELECT ins.*, {combined_score_sql("ins.jaccard", "ins.meta_score", ":meta_weight")},
+               d.external_id, d.cluster_id
+        FROM ins JOIN {s}.documents d ON d.id = ins.a
     """
     inter, possible = batch_intersections(conn, schema, new, candidates, stored)
     inter = inter[possible]
@@ -327,9 +372,9 @@ def store_edges(
         **score_parameters(new.batch.params),
     }
     return [
-        MatchRow(a, external_id, cluster_id, method, jaccard, containment, hamming, new_id=b)
-        for a, b, method, jaccard, containment, hamming, external_id, cluster_id in conn.execute(
-            text(statement), parameters
+        MatchRow(a, external_id, cluster_id, method, jaccard, containment, hamming, meta, score, b)
+        for a, b, method, jaccard, containment, hamming, meta, score, external_id, cluster_id in (
+            conn.execute(text(statement), parameters)
         )
     ]
 
@@ -364,7 +409,7 @@ def batch_intersections(
     a_sizes, a_simhashes = _columns([summary[a] for a in candidates.a.tolist()])
     b_sizes, b_simhashes = _columns([summary[b] for b in candidates.b.tolist()])
     ratio = np.minimum(a_sizes, b_sizes) / np.maximum(np.maximum(a_sizes, b_sizes), 1)
-    min_jaccard = min(params.threshold, params.simhash_min_jaccard)
+    min_jaccard = params.lowest_jaccard
     # a pair found through SimHash blocks only matches within simhash_k (as the SQL rules)
     near = ~candidates.block_only | (hamming_many(a_simhashes, b_simhashes) <= params.simhash_k)
     wanted = np.flatnonzero(near & (candidates.sampled | (ratio >= min_jaccard)))

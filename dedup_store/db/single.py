@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, TextClause, text
 
+from dedup_store.core.arrays import U32
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.db import hot
 from dedup_store.db.encoding import array_literal
@@ -112,12 +113,13 @@ def _statement(
             INSERT INTO {s}.documents (
                 id, cluster_id, simhash, exact_hash, signature, band_keys, block_keys,
                 shingle_count, token_count, length, external_id, language, meta, body, shingles,
-                exact_of)
+                exact_of, meta_signature)
             SELECT n.id, k.label, CAST(:simhash AS bigint), CAST(:exact AS bytea),
                    CAST(:signature AS integer[]), CAST(:band_keys AS bigint[]),
                    CAST(:block_keys AS bigint[]), :shingle_count, :token_count, :length,
                    :external_id, :language, CAST(:meta AS jsonb), :body,
-                   CAST(:shingles AS integer[]), (SELECT id FROM first)
+                   CAST(:shingles AS integer[]), (SELECT id FROM first),
+                   CAST(:meta_signature AS integer[])
             FROM new_id n CROSS JOIN keeper k
         ),
         sample AS (
@@ -132,8 +134,8 @@ def _statement(
             WHERE NOT EXISTS (SELECT 1 FROM first)
         ),
         edge AS (
-            INSERT INTO {s}.edges (a, b, method, jaccard, containment, hamming)
-            SELECT m.a, n.id, m.method, m.jaccard, m.containment, m.hamming
+            INSERT INTO {s}.edges (a, b, method, jaccard, containment, hamming, meta_score)
+            SELECT m.a, n.id, m.method, m.jaccard, m.containment, m.hamming, m.meta_score
             FROM matched m CROSS JOIN new_id n
         ),
         moved AS (
@@ -143,10 +145,10 @@ def _statement(
         SELECT coalesce((SELECT id FROM new_id), (SELECT id FROM known)),
                EXISTS (SELECT 1 FROM new_id),
                coalesce((SELECT label FROM keeper), (SELECT cluster_id FROM known)),
-               NULL, NULL, NULL, NULL, NULL, NULL
+               NULL, NULL, NULL, NULL, NULL, NULL, NULL::float8, NULL::float8
         UNION ALL
         SELECT m.a, NULL, NULL, m.external_id, m.cluster_id, m.method, m.jaccard,
-               m.containment, m.hamming
+               m.containment, m.hamming, m.meta_score, m.score
         FROM matched m
     """)
 
@@ -173,16 +175,19 @@ def add_statement(
     meta: Any,
     body: str | None,
     language: str,
+    meta_signature: U32 | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The statement that inserts one document, with its ``:name`` parameters.
 
     Run it holding the writers' lock (:func:`~dedup_store.db.native.locked_statement`, or
     :func:`~dedup_store.db.write.lock_writers` first) and read its rows with :func:`outcome`.
-    ``meta`` must be JSON-serializable (validated by the caller).
+    ``meta`` must be JSON-serializable (validated by the caller); ``meta_signature`` is the
+    signature of its metadata set (``None``: none), and ``fp`` then has its exact key
+    (:func:`~dedup_store.core.metadata.exact_key`).
     """
     statement = _statement(schema, *lookup_shape(fp))
     parameters = {
-        **fingerprint_parameters(fp),
+        **fingerprint_parameters(fp, meta_signature=meta_signature),
         "seq": qualified(schema, "document_ids"),
         "external_id": external_id,
         "band_keys": array_literal(fp.band_keys.tolist()),

@@ -18,6 +18,7 @@ from sqlalchemy import Connection, text
 from dedup_store.core.arrays import I64
 from dedup_store.core.clustering import components, merge_labels
 from dedup_store.core.fingerprint import FingerprintBatch
+from dedup_store.core.metadata import MetaSignatures
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import bulk_copy, frequencies, hot
 from dedup_store.db.encoding import sample_columns, top32
@@ -100,9 +101,11 @@ def insert_documents(
     new: NewRows,
     tails: Sequence[bytes],
     secondary: hot.SecondaryRows | None = None,
+    meta: MetaSignatures | None = None,
 ) -> None:
     """COPY the selected documents of a batch with their keys; ``tails`` are the
-    :func:`encode_tails` of their rows.
+    :func:`encode_tails` of their rows; ``meta`` the signatures of the metadata sets of the
+    batch's rows (a store with ``meta_fields``).
 
     Call it after :func:`~dedup_store.db.hot.find_candidates`, whose lookups must only meet
     older documents' keys, and which gives the ``secondary`` keys of their hot slots.
@@ -113,8 +116,9 @@ def insert_documents(
     lengths = np.fromiter(
         (len(batch.canonical_texts[r]) for r in rows.tolist()), np.int64, len(rows)
     )
+    columns = DOCUMENT_COLUMNS + (("meta_signature",) if meta is not None else ())
     prefix = bulk_copy.fixed_prefix(
-        len(DOCUMENT_COLUMNS),
+        len(columns),
         [
             (new.ids, ">i8"),
             (new.ids, ">i8"),
@@ -130,14 +134,17 @@ def insert_documents(
     )
     width = len(prefix) // max(1, len(rows))
     null, link = bulk_copy.field(None), struct.Struct("!iq").pack
+    extra = [b""] * len(rows) if meta is None else _meta_fields(meta, rows)
     parts: list[bytes] = []
     for i, exact_of in enumerate(new.exact_of.tolist()):
         parts += [
             prefix[width * i : width * (i + 1)],
             tails[i],
             link(8, exact_of) if exact_of else null,
+            extra[i],
         ]
-    bulk_copy.copy_payload(conn, schema, "documents", DOCUMENT_COLUMNS, b"".join(parts))
+    bulk_copy.copy_payload(conn, schema, "documents", columns, b"".join(parts))
+
     firsts = new.firsts  # exact copies get no sample keys
     keys, docs = sample_columns(batch, rows[firsts], new.ids[firsts])
     order = np.argsort(keys, kind="stable")  # in index order: the b-tree is walked in order
@@ -146,6 +153,15 @@ def insert_documents(
     )
     if secondary is not None and len(secondary):
         hot.write_secondary(conn, schema, secondary)
+
+
+def _meta_fields(meta: MetaSignatures, rows: I64) -> list[bytes]:
+    """The ``meta_signature`` field of each of the batch's ``rows`` (NULL: no metadata set)."""
+    signatures = meta.signatures[rows].view(np.int32)
+    offsets = np.arange(len(rows) + 1, dtype=np.int64) * signatures.shape[1]
+    fields = bulk_copy.int4_array_fields(signatures.ravel(), offsets)
+    null = bulk_copy.field(None)
+    return [f if present else null for f, present in zip(fields, meta.present[rows], strict=True)]
 
 
 def merge_clusters(
@@ -240,7 +256,8 @@ def promote_copies(conn: Connection, schema: str, doc_ids: Sequence[int]) -> Non
     """Make the oldest surviving copy of each deleted first document the first of its group.
 
     The heir takes over the deleted document's sample keys and secondary keys (equal texts
-    have equal keys), its edges with documents outside the group, and the other copies' links;
+    have equal keys), its edges with documents outside the group with their scores (copies
+    share their metadata set too), and the other copies' links;
     its own band and block keys enter the partial key indexes as its ``exact_of`` becomes NULL.
     """
     s = qualified(schema)
@@ -259,9 +276,10 @@ def promote_copies(conn: Connection, schema: str, doc_ids: Sequence[int]) -> Non
             UPDATE {s}.secondary_keys k SET doc_id = h.heir FROM heirs h WHERE k.doc_id = h.old
         ),
         copied AS (
-            INSERT INTO {s}.edges (a, b, method, jaccard, containment, hamming, found_at)
+            INSERT INTO {s}.edges (a, b, method, jaccard, containment, hamming, meta_score,
+                                   found_at)
             SELECT least(o.other, h.heir), greatest(o.other, h.heir), e.method, e.jaccard,
-                   e.containment, e.hamming, e.found_at
+                   e.containment, e.hamming, e.meta_score, e.found_at
             FROM heirs h
             JOIN {s}.edges e ON h.old IN (e.a, e.b)
             CROSS JOIN LATERAL (SELECT CASE WHEN e.a = h.old THEN e.b ELSE e.a END AS other) o
@@ -271,8 +289,10 @@ def promote_copies(conn: Connection, schema: str, doc_ids: Sequence[int]) -> Non
             ON CONFLICT DO NOTHING
         ),
         relinked AS (
-            INSERT INTO {s}.edges (a, b, method, jaccard, containment, hamming)
-            SELECT h.heir, c.id, 'exact', 1.0, 1.0, 0 FROM heirs h
+            INSERT INTO {s}.edges (a, b, method, jaccard, containment, hamming, meta_score)
+            SELECT h.heir, c.id, 'exact', 1.0, 1.0, 0,
+                   CASE WHEN c.meta_signature IS NOT NULL THEN 1.0 END
+            FROM heirs h
             JOIN {s}.documents c ON c.exact_of = h.old
             WHERE c.id <> h.heir AND c.id NOT IN (SELECT id FROM gone)
             ON CONFLICT DO NOTHING

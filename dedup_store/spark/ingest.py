@@ -292,8 +292,14 @@ def require_spark_params(params: FingerprintParams) -> FingerprintParams:
     Raises:
         InvalidParamsError: the store weighs its SimHash features with document frequencies
             kept in SQL (``simhash_weights`` other than ``count``), which a Spark load does not
-            compute.
+            compute, or scores metadata sets (``meta_fields``), which it does not sign.
     """
+    if params.uses_meta:
+        raise InvalidParamsError(
+            f"a Spark load cannot write a store with meta_fields {list(params.meta_fields)}"
+            " (metadata sets are signed and scored by the local engine only): ingest it"
+            " with the local engine"
+        )
     if params.weighted:
         raise InvalidParamsError(
             f"a Spark load cannot write a store with simhash_weights {params.simhash_weights!r}"

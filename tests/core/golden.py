@@ -1,8 +1,9 @@
 """Golden fingerprint vectors: the documents, the parameters, and how a record is computed.
 
 ``tests/golden/fingerprints.json`` holds, for each case, the document, its parameters and the
-fingerprint they must produce. :mod:`tests.core.test_golden` compares; after an intended change of
-the hashing, regenerate the file with ``python -m tests.core.regen_golden`` and review the diff.
+fingerprint they must produce (a case with metadata also its ``meta`` and ``expected_meta``).
+:mod:`tests.core.test_golden` compares; after an intended change of the hashing, regenerate the
+file with ``python -m tests.core.regen_golden`` and review the diff.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from dedup_store.core import Fingerprint, FingerprintParams, fingerprint, fingerprint_batch
+from dedup_store.core.metadata import meta_members, with_meta
 from dedup_store.core.weights import DocumentFrequencies, distinct_features
 
 GOLDEN_PATH = Path(__file__).resolve().parents[1] / "golden" / "fingerprints.json"
@@ -54,6 +56,17 @@ def fingerprint_record(fp: Fingerprint) -> dict[str, Any]:
         "simhash": f"{fp.simhash:016x}",
         "block_keys": [f"{int(v) & 0xFFFF_FFFF_FFFF_FFFF:016x}" for v in fp.block_keys],
         "sample_keys": [f"{int(v):016x}" for v in fp.sample_keys],
+    }
+
+
+def meta_record(text: str, params: FingerprintParams, meta: dict[str, Any]) -> dict[str, Any]:
+    """What the metadata set ``meta`` of a document pins: its members, its signature and the
+    document's exact key (:mod:`dedup_store.core.metadata`)."""
+    fp, signature = with_meta(fingerprint(text, params), meta)
+    return {
+        "members": meta_members(meta, params.meta_fields),
+        "signature": None if signature is None else [int(v) for v in signature],
+        "exact_key": fp.exact_hash.hex(),
     }
 
 

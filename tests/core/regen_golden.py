@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from dedup_store.core import FingerprintParams
-from tests.core.golden import GOLDEN_PATH, record
+from tests.core.golden import GOLDEN_PATH, meta_record, record
 
 ENGLISH = (
     "The river rose steadily through the night, and by morning the lower fields were under "
@@ -90,6 +90,30 @@ V1_CASES = [
 ]
 
 
+# Metadata sets: members of several fields and forms (a string, a list, case and width to
+# normalize), and a document without any.
+META_CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
+    (
+        "english-meta",
+        {"meta_fields": ("tags", "keywords", "links")},
+        ENGLISH,
+        {
+            "tags": ["Flood", " dam ", "ＶＡＬＬＥＹ"],
+            "keywords": "spillway",
+            "links": ["https://example.org/river"],
+            "author": "not a set field",
+        },
+    ),
+    (
+        "chinese-meta",
+        {"meta_fields": ("tags",), "num_perm": 128},
+        CHINESE,
+        {"tags": ["洪水", "水库"]},
+    ),
+    ("russian-meta-none", {"meta_fields": ("tags",)}, RUSSIAN, {"tags": [], "other": ["x"]}),
+]
+
+
 def build() -> dict[str, Any]:
     """The golden file's content, computed with the current code."""
     cases = []
@@ -97,6 +121,18 @@ def build() -> dict[str, Any]:
         params = FingerprintParams(**overrides)
         expected = record(text, params)
         cases.append({"name": name, "params": params.to_dict(), "text": text, "expected": expected})
+    for name, overrides, text, meta in META_CASES:
+        params = FingerprintParams(**overrides)
+        cases.append(
+            {
+                "name": name,
+                "params": params.to_dict(),
+                "text": text,
+                "meta": meta,
+                "expected": record(text, params),
+                "expected_meta": meta_record(text, params, meta),
+            }
+        )
     return {"regenerate_with": "python -m tests.core.regen_golden", "cases": cases}
 
 

@@ -15,9 +15,10 @@ import pytest
 from dedup_store.core import FingerprintParams, fingerprint_batch
 from dedup_store.core.fingerprint import reweighted
 from dedup_store.core.kernels import Backend
-from tests.core.golden import fingerprint_record, golden_store, load_cases, record
+from tests.core.golden import fingerprint_record, golden_store, load_cases, meta_record, record
 
 CASES = load_cases()
+META_CASES = [case for case in CASES if "meta" in case]
 
 
 def test_golden_covers_every_script() -> None:
@@ -45,3 +46,16 @@ def test_golden_fingerprint_in_a_large_batch(case: dict[str, Any], backend: Back
         batch = reweighted(batch, golden_store(params), rows=np.zeros(1, dtype=np.int64))
     _check(case, fingerprint_record(batch.row(0)))
     assert len({row.tobytes() for row in batch.signatures}) == 1
+
+
+def test_golden_covers_metadata_sets() -> None:
+    signatures = [case["expected_meta"]["signature"] for case in META_CASES]
+    assert sum(s is None for s in signatures) == 1 and len(signatures) >= 3
+
+
+@pytest.mark.parametrize("case", META_CASES, ids=[case["name"] for case in META_CASES])
+def test_golden_metadata_set(case: dict[str, Any], backend: Backend) -> None:
+    params = FingerprintParams.from_dict(case["params"])
+    actual = meta_record(case["text"], params, case["meta"])
+    for field, expected in case["expected_meta"].items():
+        assert actual[field] == expected, f"{case['name']}: {field} changed"

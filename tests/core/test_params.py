@@ -28,6 +28,11 @@ from dedup_store.errors import InvalidParamsError, ParamsMismatchError
         ({"scheme": "broder", "num_perm": 5}, "scheme 'broder' needs num_perm >= 6, got 5"),
         ({"simhash_blocks": 16, "simhash_k": 8}, "gives 12870 block keys per document"),
         ({"canonical_version": 3}, "canonical_version must be an integer in [1, 2], got 3"),
+        ({"meta_weight": 1.5}, "meta_weight must be a number in [0, 1], got 1.5"),
+        ({"meta_fields": ["tags"]}, "meta_fields must be names of fields"),
+        ({"meta_fields": ("tags", "")}, "meta_fields must be names of fields"),
+        ({"meta_fields": (" tags",)}, "meta_fields must be names of fields"),
+        ({"meta_fields": ("tags", "tags")}, "meta_fields must be distinct"),
     ],
 )
 def test_invalid_params_name_the_value(changes: dict[str, object], message: str) -> None:
@@ -89,6 +94,21 @@ def test_stores_made_before_weighted_simhash_keep_counts() -> None:
         FingerprintParams(simhash_weights="bm25")  # type: ignore[arg-type]
 
 
+def test_metadata_sets_are_off_in_older_stores_and_round_trip() -> None:
+    recorded = FingerprintParams().to_dict()
+    del recorded["meta_fields"], recorded["meta_weight"]
+    for recorded_format in (1, 2, 3, 4):
+        old = FingerprintParams.from_stored({"format": recorded_format, **recorded})
+        assert old.meta_fields == () and not old.uses_meta
+    tagged = FingerprintParams(meta_fields=("tags", "keywords"), meta_weight=0.1)
+    assert json.loads(tagged.to_json())["meta_fields"] == ["tags", "keywords"]
+    assert FingerprintParams.from_json(tagged.to_json()) == tagged
+    with pytest.raises(ParamsMismatchError, match="meta_fields: \\[\\] != \\['tags'\\]"):
+        old.require_same(FingerprintParams(meta_fields=("tags",)), "store 'main'")
+    with pytest.raises(ParamsMismatchError, match=r"meta_weight: 0\.1 != 0\.15"):
+        tagged.require_same(dataclasses.replace(tagged, meta_weight=0.15))
+
+
 def test_bad_json_is_refused() -> None:
     with pytest.raises(InvalidParamsError, match="not valid JSON"):
         FingerprintParams.from_json("{nope")
@@ -117,3 +137,11 @@ def test_mismatch_names_every_difference() -> None:
         "store 'main': fingerprint parameters differ (num_perm: 84 != 128, stem: False != True)"
     )
     assert info.value.differences == {"num_perm": (84, 128), "stem": (False, True)}
+
+
+def test_lowest_jaccard_of_a_match() -> None:
+    assert FingerprintParams(threshold=0.9, simhash_min_jaccard=1.0).lowest_jaccard == 0.9
+    tagged = FingerprintParams(threshold=0.9, simhash_min_jaccard=1.0, meta_fields=("tags",))
+    assert tagged.lowest_jaccard == pytest.approx(0.75 / 0.85)
+    assert dataclasses.replace(tagged, meta_weight=1.0).lowest_jaccard == 0.0
+    assert FingerprintParams().lowest_jaccard == 0.3

@@ -40,10 +40,10 @@ def test_merging_methods_are_methods() -> None:
 
 def test_matches_are_listed_by_method_then_by_decreasing_jaccard() -> None:
     rows = [
-        MatchRow(4, "d", 1, "containment", 0.2, 0.9, 30),
-        MatchRow(3, "c", 1, "simhash", 0.5, 0.6, 2),
-        MatchRow(2, "b", 1, "minhash", 0.81, 0.9, 5),
-        MatchRow(5, "e", 1, "minhash", 0.95, 0.97, 1),
-        MatchRow(1, "a", 1, "exact", 1.0, 1.0, 0),
+        MatchRow(4, "d", 1, "containment", 0.2, 0.9, 30, None, 0.2),
+        MatchRow(3, "c", 1, "simhash", 0.5, 0.6, 2, None, 0.5),
+        MatchRow(2, "b", 1, "minhash", 0.81, 0.9, 5, None, 0.81),
+        MatchRow(5, "e", 1, "minhash", 0.95, 0.97, 1, None, 0.95),
+        MatchRow(1, "a", 1, "exact", 1.0, 1.0, 0, None, 1.0),
     ]
     assert [m.external_id for m in sorted_matches(rows)] == ["a", "e", "b", "c", "d"]

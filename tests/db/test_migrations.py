@@ -135,3 +135,18 @@ def test_0002_store_upgrades_its_exact_copies(engine: Engine, schema: str) -> No
     with DedupStore(engine, schema=schema) as store:
         assert _key_index_names(engine, schema)
         assert [m.external_id for m in store.check(base).matches][:1] == ["first"]
+
+
+def test_0005_store_upgrades_its_edges_with_content_scores(engine: Engine, schema: str) -> None:
+    base = "Quarterly revenue rose eight percent as subscriptions grew in every region we serve"
+    with DedupStore(engine, schema=schema) as store:
+        store.add_many([("first", base), ("copy", base)])
+        expected = [(p.a, p.b, p.jaccard) for p in store.pairs()]
+    assert expected
+    migrate.downgrade(engine, schema, "0005")
+    assert "excerpt" in {c["name"] for c in inspect(engine).get_columns("duplicate_pairs", schema)}
+    migrate.upgrade(engine, schema)
+    with DedupStore(engine, schema=schema) as store:
+        pairs = list(store.pairs())
+        assert [(p.a, p.b, p.jaccard) for p in pairs] == expected
+        assert all(p.meta_score is None and p.score == p.jaccard for p in pairs)

@@ -253,3 +253,12 @@ def test_a_store_with_weighted_simhash_features_is_refused(
         ingest_records(records, database_url, schema, params=weighted, spark=spark)
     with DedupStore(engine, weighted, schema=schema) as store:
         assert store.stats().documents == 0  # refused before anything was read or written
+
+
+def test_a_store_with_metadata_sets_is_refused(
+    spark: Any, engine: Engine, database_url: str, schema: str
+) -> None:
+    with_meta = FingerprintParams(meta_fields=("tags",))
+    records = [Document("a", "the quick brown fox jumps over the lazy dog", {"tags": ["x"]})]
+    with pytest.raises(InvalidParamsError, match="meta_fields"):
+        ingest_records(records, database_url, schema, params=with_meta, spark=spark)
