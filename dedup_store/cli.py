@@ -29,7 +29,9 @@ from dedup_store.cli_app import (
     print_version,
     settings_of,
 )
+from dedup_store.cli_db import db_app
 from dedup_store.cli_render import (
+    FormatOption,
     IngestProgress,
     Output,
     OutputFormat,
@@ -81,17 +83,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-db_app = typer.Typer(
-    help="Manage the database: the embedded server and schema migrations.",
-    no_args_is_help=True,
-)
 app.add_typer(db_app, name="db")
 
 DocId = Annotated[str, typer.Argument(metavar="ID", help="A stored document id.")]
-FormatOption = Annotated[
-    OutputFormat,
-    typer.Option("--format", "-f", help="Output format: a table for people, or json/jsonl/csv."),
-]
 
 
 @app.callback()
@@ -587,95 +581,6 @@ def export(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
 def _note_empty(fmt: OutputFormat, count: int, message: str) -> None:
     if count == 0 and fmt is OutputFormat.table:
         typer.echo(message, err=True)
-
-
-# -- db --------------------------------------------------------------------------------------
-
-
-@db_app.command("status")
-def db_status(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
-    """Show the database in use and the embedded server's state."""
-    settings = settings_of(ctx)
-    source = config.describe_source(None if settings.url_from_environment else settings.db_url)
-    info: dict[str, Any] = {"source": source, "schema": settings.schema}
-    if source == "embedded":
-        from dedup_store.db import embedded
-
-        state = embedded.status()
-        info.update(
-            running=state.running,
-            pid=state.pid,
-            data_dir=str(state.data_dir),
-            initialized=state.initialized,
-            url=state.url,
-        )
-    else:
-        info["url"] = config.redact(config.resolve_url(settings.db_url))
-    Output(fmt).record(info, title="database")
-
-
-@db_app.command("stop")
-def db_stop() -> None:
-    """Stop the embedded server (the next command starts it again)."""
-    from dedup_store.db import embedded
-
-    stopped = embedded.stop()
-    typer.echo("embedded server stopped" if stopped else "embedded server was not running")
-
-
-@db_app.command("tune")
-def db_tune(
-    memory: Annotated[
-        str | None,
-        typer.Option(help="The server machine's memory, e.g. 16GB. Default: this machine's."),
-    ] = None,
-    cores: Annotated[
-        int | None,
-        typer.Option(min=1, help="The server machine's cores. Default: this machine's."),
-    ] = None,
-) -> None:
-    """Print postgresql.conf settings for a server of your own, sized for its machine."""
-    from dedup_store.db import tuning
-
-    here_memory, here_cores = tuning.machine()
-    try:
-        size = here_memory if memory is None else tuning.parse_size(memory)
-    except ValueError as e:
-        raise typer.BadParameter(str(e), param_hint="--memory") from None
-    count = cores or here_cores
-    described = memory or "this machine's"
-    heading = (
-        f"dedup_store: settings for a server with {described} memory and {count} cores.\n"
-        "Add them to postgresql.conf, or run ALTER SYSTEM SET name = 'value' for each;"
-        " then restart the server.\nOn a server without replicas or a WAL archive, "
-        "wal_level = 'minimal' with max_wal_senders = '0' also lets a bulk load into a new"
-        " store skip the WAL."
-    )
-    typer.echo(tuning.conf_text(tuning.server_settings(size, count), heading), nl=False)
-
-
-@db_app.command("upgrade")
-def db_upgrade(ctx: typer.Context) -> None:
-    """Create the schema, or upgrade it to the newest revision."""
-    from dedup_store.db import migrate
-
-    settings = settings_of(ctx)
-    migrate.upgrade(settings.resolve(), settings.schema)
-    typer.echo(f"schema {settings.schema} is at revision {migrate.head()}")
-
-
-@db_app.command("current")
-def db_current(ctx: typer.Context) -> None:
-    """Print the schema's revision and whether it is the newest."""
-    from dedup_store.db import migrate
-
-    settings = settings_of(ctx)
-    revision = migrate.current(settings.resolve(), settings.schema)
-    latest = migrate.head()
-    state = "up to date" if revision == latest else f"behind {latest}; run `dedup-store db upgrade`"
-    if revision is None:
-        state = "no store yet; run `dedup-store init`"
-    typer.echo(f"{revision or 'none'} ({state})")
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ import json
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain
-from typing import Any, TextIO
+from typing import Annotated, Any, TextIO
 
 import typer
 from rich.console import Console
@@ -43,6 +43,12 @@ class OutputFormat(enum.StrEnum):
     json = "json"
     jsonl = "jsonl"
     csv = "csv"
+
+
+FormatOption = Annotated[
+    OutputFormat,
+    typer.Option("--format", "-f", help="Output format: a table for people, or json/jsonl/csv."),
+]
 
 
 def to_json(value: Any, indent: int | None = None) -> str:

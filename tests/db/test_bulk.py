@@ -22,7 +22,7 @@ from tests.conftest import drop_schema
 from tests.db.corpus import PlantedCorpus
 from tests.db.test_hot_keys import _edits
 from tests.snapshots import snapshot
-from tests.spark.corpora import real_documents
+from tests.spark.corpora import hot_tables, real_documents
 
 EXAMPLES = str(Path(__file__).resolve().parents[2] / "examples")
 
@@ -49,19 +49,13 @@ def _load(
 def _tables(engine: Engine, schema: str) -> dict[str, Any]:
     """What a snapshot leaves out: hot keys, secondary keys, and the indexes with their
     definitions (schema name removed)."""
-    s = f'"{schema}"'
     with engine.connect() as conn:
-        hot = conn.execute(text(f"SELECT * FROM {s}.hot_keys ORDER BY 1, 2, 3")).all()
-        secondary = conn.execute(
-            text(f"SELECT * FROM {s}.secondary_keys ORDER BY 1, 2, 3, 4")
-        ).all()
         indexes = conn.execute(
             text("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = :s ORDER BY 1"),
             {"s": schema},
         ).all()
     return {
-        "hot": [tuple(r) for r in hot],
-        "secondary": [tuple(r) for r in secondary],
+        **hot_tables(engine, schema),
         "indexes": [(name, d.replace(schema, "S")) for name, d in indexes],
     }
 
