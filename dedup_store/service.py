@@ -47,6 +47,9 @@ from dedup_store.results import (
 
 #: A load of at least this many times the documents stored is written in bulk by default.
 BULK_FACTOR = 4
+#: A load known to hold fewer documents is not written in bulk by default: rebuilding the
+#: store's two dozen lookup indexes costs more than maintaining them for so few documents.
+BULK_MINIMUM = 1000
 
 
 class DedupStore:
@@ -259,8 +262,9 @@ class DedupStore:
                 aggregate); otherwise ``IngestSummary.clusters`` is ``None``.
             bulk: load in bulk; ``None`` decides: a bulk load when the store holds no
                 documents, or when ``records`` has a length of at least
-                :data:`BULK_FACTOR` times the documents stored; never with ``update`` or inside
-                a caller's Connection (where it must be asked for).
+                :data:`BULK_FACTOR` times the documents stored; never for ``records`` with a
+                length below :data:`BULK_MINIMUM`, with ``update`` or inside a caller's
+                Connection (where it must be asked for).
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
@@ -393,6 +397,8 @@ class DedupStore:
         if update or self._db.connection is not None:
             return False
         size = len(records) if isinstance(records, Sized) else 0
+        if isinstance(records, Sized) and size < BULK_MINIMUM:
+            return False
         stored = self._db.read(
             lambda conn: reports.count_documents(conn, self.schema, size // BULK_FACTOR + 1)
         )

@@ -18,6 +18,7 @@ from sqlalchemy import Engine, text
 from dedup_store import AddResult, DedupStore, Document, FingerprintParams
 from dedup_store.errors import EmptyDocumentError
 from dedup_store.inputs import read_inputs
+from dedup_store.service import BULK_MINIMUM
 from tests.conftest import drop_schema
 from tests.db.corpus import PlantedCorpus
 from tests.db.test_hot_keys import _edits
@@ -125,17 +126,20 @@ def test_a_bulk_load_into_a_stored_corpus_meets_the_stored_documents(
 
 
 def test_ingest_chooses_a_bulk_load_for_a_load_large_against_the_store(
-    engine: Engine, schema: str
+    engine: Engine, schema: str, other_schema: str
 ) -> None:
     corpus = PlantedCorpus(3)
-    docs = [Document(f"d{i}", corpus.original()) for i in range(50)]
+    docs = [Document(f"d{i}", corpus.original()) for i in range(BULK_MINIMUM + 10)]
     with DedupStore(engine, schema=schema) as store:
-        assert store.ingest(docs[:5]).bulk  # empty store
-        assert not store.ingest(docs[5:10]).bulk  # twice the store
+        assert store.ingest(iter(docs[:5])).bulk  # empty store, size unknown
+        assert not store.ingest(docs[5:10]).bulk  # a few documents
         assert not store.ingest(docs[:10], update=True).bulk
-        assert store.ingest(docs[10:50]).bulk  # four times the store
+        assert store.ingest(docs[10:]).bulk  # BULK_MINIMUM, and four times the store
         assert not store.ingest(iter(docs[:3])).bulk  # size unknown, store not empty
-        assert store.stats().documents == 50
+        assert store.stats().documents == BULK_MINIMUM + 10
+    with DedupStore(engine, schema=other_schema) as store:
+        # an empty store, but rebuilding its indexes costs more than a few documents save
+        assert not store.ingest(docs[: BULK_MINIMUM - 1]).bulk
 
 
 def test_a_bad_record_stops_a_bulk_load_after_committing_the_batches_before_it(
