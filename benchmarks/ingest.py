@@ -104,10 +104,15 @@ class IngestRun:
 
 
 def ingest(
-    store: DedupStore, path: Path, batch_size: int, span: tuple[int, int], bulk: bool | None
+    store: DedupStore,
+    path: Path,
+    batch_size: int,
+    span: tuple[int, int],
+    bulk: bool | None,
+    workers: int = 0,
 ) -> IngestRun:
     """Ingest ``span`` = ``(first, count)`` documents of the file, timing the call and each
-    batch (``bulk``: as :meth:`DedupStore.ingest`)."""
+    batch (``bulk`` and ``workers``: as :meth:`DedupStore.ingest`)."""
     marks: list[tuple[int, float]] = []
     count = 0
 
@@ -119,7 +124,9 @@ def ingest(
     first, limit = span
     records = (Document(i, text) for i, text in read_documents(path, limit, first))
     started = time.perf_counter()
-    summary = store.ingest(records, batch_size=batch_size, on_batch=on_batch, bulk=bulk)
+    summary = store.ingest(
+        records, batch_size=batch_size, on_batch=on_batch, bulk=bulk, workers=workers
+    )
     seconds = time.perf_counter() - started
     marks.append((count, seconds))
     summary.clusters = store.stats().clusters  # not timed: a whole-store aggregate
@@ -133,6 +140,7 @@ def profiled_ingest(
     span: tuple[int, int],
     bulk: bool | None,
     lines: int,
+    workers: int = 0,
 ) -> IngestRun:
     """:func:`ingest` under pyinstrument, printing the call trees of both threads.
 
@@ -154,7 +162,7 @@ def profiled_ingest(
     pipeline.write_batch = profiled_write  # the writer thread's per-batch call
     main.start()
     try:
-        run = ingest(store, path, batch_size, span, bulk)
+        run = ingest(store, path, batch_size, span, bulk, workers)
     finally:
         main.stop()
         pipeline.write_batch = write_batch
@@ -547,6 +555,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--edit-rate", type=float, default=0.02, help="share of a copy's words replaced (min 1)")
     add("--batch-size", type=int, default=5000, help="DedupStore.ingest batch size")
     add(
+        "--workers",
+        type=int,
+        default=1,
+        help="DedupStore.ingest fingerprinting processes, for every ingest of the run (0: "
+        "fingerprint in the calling thread)",
+    )
+    add(
         "--simhash-weights",
         choices=["count", "tfidf", "tfidf-length"],
         default="count",
@@ -598,7 +613,8 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
     schema = f"bench_ingest_{os.getpid()}"
     print(
         f"{args.docs:,} documents (+{args.append:,} appended) of ~{args.words} words, dup-rate "
-        f"{args.dup_rate}, edit-rate {args.edit_rate}, batch {args.batch_size}, seed {args.seed}; "
+        f"{args.dup_rate}, edit-rate {args.edit_rate}, batch {args.batch_size}, workers "
+        f"{args.workers}, seed {args.seed}; "
         f"default params (num_perm {params.num_perm}, bands {params.bands}, shingle "
         f"{params.shingle_size}, verify {params.verify}, simhash_weights "
         f"{params.simhash_weights}); schema {schema}"
@@ -620,25 +636,40 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
             span = (0, args.docs)
             if args.profile == "load":
                 ours = profiled_ingest(
-                    store, generated.path, args.batch_size, span, args.bulk, args.profile_lines
+                    store,
+                    generated.path,
+                    args.batch_size,
+                    span,
+                    args.bulk,
+                    args.profile_lines,
+                    args.workers,
                 )
             else:
-                ours = ingest(store, generated.path, args.batch_size, span, args.bulk)
+                ours = ingest(store, generated.path, args.batch_size, span, args.bulk, args.workers)
             print_ingest("load", ours, generated, read_seconds)
             appended = None
             if args.append:
                 span = (args.docs, args.append)
                 if args.profile == "append":
                     appended = profiled_ingest(
-                        store, generated.path, args.batch_size, span, False, args.profile_lines
+                        store,
+                        generated.path,
+                        args.batch_size,
+                        span,
+                        False,
+                        args.profile_lines,
+                        args.workers,
                     )
                 else:
-                    appended = ingest(store, generated.path, args.batch_size, span, False)
+                    appended = ingest(
+                        store, generated.path, args.batch_size, span, False, args.workers
+                    )
                 print_ingest("append", appended, generated, read_seconds)
             print(f"after ingest: {load()}")
             phases, notes = check_phases(store, engine, queries, corpus, args.analyze)
             checks = phases[-1][1]
-        print_checks(phases, ours.summary.documents + args.append, notes)
+        if args.check_queries:
+            print_checks(phases, ours.summary.documents + args.append, notes)
         print_storage(storage(engine, schema), ours.summary.documents + args.append)
     finally:
         if not args.keep:
@@ -663,7 +694,8 @@ def incremental_baseline(args: argparse.Namespace, engine: sa.Engine, path: Path
     try:
         params = FingerprintParams(simhash_weights=args.simhash_weights)
         with DedupStore(args.url, params, schema=schema) as store:
-            return ingest(store, path, args.batch_size, (0, args.incremental_docs), False)
+            span = (0, args.incremental_docs)
+            return ingest(store, path, args.batch_size, span, False, args.workers)
     finally:
         drop_schema(engine, schema)
 

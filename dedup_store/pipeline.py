@@ -10,6 +10,7 @@ fingerprinting the next batch while the last one is written.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import time
@@ -46,6 +47,8 @@ from dedup_store.results import (
     Status,
     sorted_matches,
 )
+from dedup_store.workers import Preparer, PrepareSettings
+from dedup_store.workers import preparer as workers_preparer
 
 OnBatch = Callable[[list[AddResult], list[RecordError]], None]
 """Called after each stored batch with its results and its bad records."""
@@ -339,26 +342,35 @@ def ingest(
     on_batch: OnBatch | None,
     on_progress: OnProgress | None,
     bulk_load: bool = False,
+    workers: int = 0,
 ) -> IngestSummary:
     """Stream ``records`` into the store, one transaction per batch, or all of them in one
-    bulk load (see :meth:`dedup_store.DedupStore.ingest`)."""
-    if bulk_load:
-        if update:
-            raise ValueError("a bulk load adds documents: it cannot update them")
-        return _bulk_ingest(dest, records, batch_size, on_error, on_batch, on_progress)
-    try:
-        return _stream(
-            records,
-            batch_size,
-            on_error,
-            on_batch,
-            on_progress,
-            prepare=lambda chunk, first: _prepare(dest, chunk, update, first),
-            write=lambda prepared: _write(dest, prepared),
-            pipelined=dest.db.connection is None,
-        )
-    except _StoppedAt as stop:
-        raise stop.error from None
+    bulk load (see :meth:`dedup_store.DedupStore.ingest`); ``workers`` processes fingerprint
+    the batches (:mod:`dedup_store.workers`)."""
+    if bulk_load and update:
+        raise ValueError("a bulk load adds documents: it cannot update them")
+    settings = PrepareSettings(dest.params, dest.max_bytes, update, dest.keep_text)
+    with workers_preparer(settings, workers) as preparer:
+        if bulk_load:
+            return _bulk_ingest(
+                dest, records, batch_size, on_error, on_batch, on_progress, preparer
+            )
+        try:
+            return _stream(
+                records,
+                batch_size,
+                on_error,
+                on_batch,
+                on_progress,
+                prepare=lambda chunk, first: preparer.submit(
+                    chunk, _stored_ids(dest, chunk), first
+                ),
+                ahead=preparer.ahead,
+                write=lambda prepared: _write(dest, prepared),
+                pipelined=dest.db.connection is None,
+            )
+        except _StoppedAt as stop:
+            raise stop.error from None
 
 
 def _bulk_ingest(
@@ -368,6 +380,7 @@ def _bulk_ingest(
     on_error: Literal["skip", "stop"],
     on_batch: OnBatch | None,
     on_progress: OnProgress | None,
+    preparer: Preparer,
 ) -> IngestSummary:
     """One transaction: drop the lookup indexes, write the batches with lookups in memory,
     build the indexes, commit (:mod:`dedup_store.db.bulk`).
@@ -382,11 +395,9 @@ def _bulk_ingest(
         stored = bulk.begin(conn, dest.schema, dest.params)
         known = stored.external_ids
 
-        def prepare(chunk: list[Document], first: int) -> PreparedBatch:
+        def prepare(chunk: list[Document], first: int) -> Future[PreparedBatch]:
             ids = {d.id: known[d.id] for d in chunk if isinstance(d.id, str) and d.id in known}
-            prepared = prepare_batch(chunk, dest.params, ids, False, dest.max_bytes, first)
-            prepared.encoded_tails(dest.keep_text)  # here, while the writer works
-            return prepared
+            return preparer.submit(chunk, ids, first)
 
         summary = IngestSummary()
         try:
@@ -397,6 +408,7 @@ def _bulk_ingest(
                 on_batch,
                 on_progress,
                 prepare=prepare,
+                ahead=preparer.ahead,
                 write=lambda prepared: write_batch(conn, dest, prepared, stored),
                 pipelined=True,
             )
@@ -429,15 +441,17 @@ def _stream(
     on_batch: OnBatch | None,
     on_progress: OnProgress | None,
     *,
-    prepare: Callable[[list[Document], int], PreparedBatch],
+    prepare: Callable[[list[Document], int], Future[PreparedBatch]],
+    ahead: int,
     write: Callable[[PreparedBatch], WrittenBatch],
     pipelined: bool,
 ) -> IngestSummary:
     """Prepare and write ``records`` batch by batch.
 
-    With ``pipelined``, batch k+1 is written by a background thread while batch k+2 is
-    fingerprinted here (the writer mostly waits on the server); the first batch is written on
-    the caller's thread.
+    ``prepare`` may work in the background: up to ``ahead`` more batches are submitted to it
+    before the result of the oldest is taken. With ``pipelined``, batch k+1 is written by a
+    background thread while batch k+2 is taken from ``prepare`` here (the writer mostly waits
+    on the server); the first batch is written on the caller's thread.
 
     Raises:
         _StoppedAt: a bad record with ``on_error="stop"``.
@@ -446,56 +460,83 @@ def _stream(
     started = time.perf_counter()
     progress = _Progress(on_progress)
     with contextlib.ExitStack() as stack:
-        writer: ThreadPoolExecutor | None = None
-        pending: Future[WrittenBatch] | None = None
-        first = 1
+        flow = _Flow(summary, on_batch, progress, write)
         # a batch being written when the caller is interrupted is still reported
-        stack.callback(lambda: _settle(pending, summary, on_batch))
+        stack.callback(flow.settle)
+        queued: collections.deque[Future[PreparedBatch]] = collections.deque()
+        first = 1
         for chunk in batches(records, batch_size, BATCH_BYTES):
-            prepared = prepare(chunk, first)
+            queued.append(prepare(chunk, first))
             first += len(chunk)
-            progress.fingerprinted(len(chunk))
-            if pending is not None:
-                progress.stored(_report(pending.result(), summary, on_batch))
-                pending = None
-            if prepared.errors and on_error == "stop":
-                raise _StoppedAt(prepared.first_error())
-            if writer is None and pipelined and summary.documents + summary.errors > 0:
-                writer = stack.enter_context(ThreadPoolExecutor(max_workers=1))
-            if writer is not None:
-                pending = writer.submit(write, prepared)
-            else:
-                progress.stored(_report(write(prepared), summary, on_batch))
-        if pending is not None:
-            progress.stored(_report(pending.result(), summary, on_batch))
-            pending = None
+            while len(queued) > ahead:
+                flow.step(queued.popleft().result(), on_error, stack if pipelined else None)
+        while queued:
+            flow.step(queued.popleft().result(), on_error, stack if pipelined else None)
+        flow.drain()
     summary.seconds = time.perf_counter() - started
     return summary
 
 
-def _prepare(
-    dest: Destination, documents: list[Document], update: bool, first: int
-) -> PreparedBatch:
-    """Validate and fingerprint a batch (ids already stored are not fingerprinted)."""
+class _Flow:
+    """The write side of :func:`_stream`: each prepared batch is written (by a background
+    thread once one batch is written) and reported once written."""
+
+    def __init__(
+        self,
+        summary: IngestSummary,
+        on_batch: OnBatch | None,
+        progress: _Progress,
+        write: Callable[[PreparedBatch], WrittenBatch],
+    ) -> None:
+        self.summary, self.on_batch, self.progress, self.write = summary, on_batch, progress, write
+        self.writer: ThreadPoolExecutor | None = None
+        self.pending: Future[WrittenBatch] | None = None
+
+    def step(
+        self,
+        prepared: PreparedBatch,
+        on_error: Literal["skip", "stop"],
+        stack: contextlib.ExitStack | None,
+    ) -> None:
+        """Write ``prepared`` after reporting the batch before it; ``stack`` (pipelined) holds
+        the writer thread."""
+        self.progress.fingerprinted(len(prepared.documents))
+        self.drain()
+        if prepared.errors and on_error == "stop":
+            raise _StoppedAt(prepared.first_error())
+        summary = self.summary
+        if self.writer is None and stack is not None and summary.documents + summary.errors > 0:
+            self.writer = stack.enter_context(ThreadPoolExecutor(max_workers=1))
+        if self.writer is not None:
+            self.pending = self.writer.submit(self.write, prepared)
+        else:
+            self.progress.stored(_report(self.write(prepared), summary, self.on_batch))
+
+    def drain(self) -> None:
+        """Wait for the batch being written and report it."""
+        if self.pending is not None:
+            written = self.pending.result()
+            self.pending = None
+            self.progress.stored(_report(written, self.summary, self.on_batch))
+
+    def settle(self) -> None:
+        """Report a batch still being written when ``ingest`` stops early (its result is lost
+        if the write itself failed: the error that stopped ``ingest`` is the one raised)."""
+        pending, self.pending = self.pending, None
+        if pending is not None and pending.exception() is None:
+            _report(pending.result(), self.summary, self.on_batch)
+
+
+def _stored_ids(dest: Destination, documents: list[Document]) -> dict[str, int]:
+    """``{external id: id}`` of the ``documents`` already stored (ids that are known are not
+    fingerprinted)."""
     ids = lookup_ids(documents)
-    known = dest.db.run(lambda conn: reports.find_documents(conn, dest.schema, ids))
-    prepared = prepare_batch(documents, dest.params, known, update, dest.max_bytes, first)
-    prepared.encoded_tails(dest.keep_text)  # here, while the writer works
-    return prepared
+    return dest.db.run(lambda conn: reports.find_documents(conn, dest.schema, ids))
 
 
 def _write(dest: Destination, prepared: PreparedBatch) -> WrittenBatch:
     """Write a prepared batch in one transaction (retried on serialization failures)."""
     return dest.db.run(lambda conn: write_batch(conn, dest, prepared))
-
-
-def _settle(
-    pending: Future[WrittenBatch] | None, summary: IngestSummary, on_batch: OnBatch | None
-) -> None:
-    """Report a batch still being written when ``ingest`` stops early (its result is lost if
-    the write itself failed: the error that stopped ``ingest`` is the one raised)."""
-    if pending is not None and pending.exception() is None:
-        _report(pending.result(), summary, on_batch)
 
 
 def _report(written: WrittenBatch, summary: IngestSummary, on_batch: OnBatch | None) -> int:

@@ -234,6 +234,7 @@ class DedupStore:
         on_progress: OnProgress | None = None,
         count_clusters: bool = False,
         bulk: bool | None = None,
+        workers: int = 0,
     ) -> IngestSummary:
         """Stream records into the store, one transaction per batch, in bounded memory; or,
         for a load large against the store, in one bulk load.
@@ -265,6 +266,10 @@ class DedupStore:
                 :data:`BULK_FACTOR` times the documents stored; never for ``records`` with a
                 length below :data:`BULK_MINIMUM`, with ``update`` or inside a caller's
                 Connection (where it must be asked for).
+            workers: processes that fingerprint the next batches while this one writes
+                (:mod:`dedup_store.workers`); 0 fingerprints in the calling thread. They are
+                started with the ``spawn`` method, so a script that passes ``workers`` must
+                ingest under ``if __name__ == "__main__":``.
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
@@ -279,6 +284,7 @@ class DedupStore:
             on_batch=on_batch,
             on_progress=on_progress,
             bulk_load=bulk,
+            workers=workers,
         )
         if count_clusters:
             summary.clusters = self.stats().clusters

@@ -80,12 +80,14 @@ def _hot_documents() -> list[Document]:
 
 
 @pytest.mark.parametrize(
-    ("corpus", "params", "batch_size"),
+    ("corpus", "params", "batch_size", "workers"),
     [
-        ("examples", FingerprintParams(), 7),
-        ("real", FingerprintParams(), 500),
-        ("hot", FingerprintParams(hot_key_limit=5), 16),
-        ("hot", FingerprintParams(hot_key_limit=0), 16),
+        ("examples", FingerprintParams(), 7, 0),
+        ("real", FingerprintParams(), 500, 0),
+        ("real", FingerprintParams(), 500, 2),
+        ("hot", FingerprintParams(hot_key_limit=5), 16, 0),
+        ("hot", FingerprintParams(hot_key_limit=5), 16, 1),
+        ("hot", FingerprintParams(hot_key_limit=0), 16, 0),
     ],
 )
 def test_a_bulk_load_stores_what_the_incremental_path_stores(
@@ -95,7 +97,9 @@ def test_a_bulk_load_stores_what_the_incremental_path_stores(
     corpus: str,
     params: FingerprintParams,
     batch_size: int,
+    workers: int,
 ) -> None:
+    """Also with the batches fingerprinted in worker processes (the bulk load only)."""
     docs: list[Any] = {
         "examples": lambda: list(read_inputs([EXAMPLES])),
         "real": real_documents,
@@ -103,12 +107,29 @@ def test_a_bulk_load_stores_what_the_incremental_path_stores(
     }[corpus]()
     kw = {"batch_size": batch_size, "on_error": "skip"}
     one_by_one = _load(engine, schema, docs, False, params, **kw)
-    in_bulk = _load(engine, other_schema, docs, True, params, **kw)
+    in_bulk = _load(engine, other_schema, docs, True, params, workers=workers, **kw)
     assert in_bulk == one_by_one
     stored = _assert_same(engine, schema, other_schema)
     assert len(stored["edges"]) > 10
     if params.hot_key_limit:
         assert _tables(engine, other_schema)["secondary"] or corpus != "hot"
+
+
+def test_worker_processes_change_nothing_in_an_incremental_ingest(
+    engine: Engine, schema: str, other_schema: str
+) -> None:
+    docs: list[Any] = _hot_documents()
+    params = FingerprintParams(hot_key_limit=5)
+    changed = [Document(d.id, d.text + " an added closing sentence") for d in docs[:30]]
+    answers = []
+    for name, workers in ((schema, 0), (other_schema, 2)):
+        results = _load(engine, name, docs, False, params, batch_size=16, workers=workers)
+        results += _load(
+            engine, name, changed, False, params, batch_size=16, workers=workers, update=True
+        )
+        answers.append(results)
+    assert answers[0] == answers[1]
+    _assert_same(engine, schema, other_schema)
 
 
 def test_a_bulk_load_into_a_stored_corpus_meets_the_stored_documents(
@@ -142,15 +163,17 @@ def test_ingest_chooses_a_bulk_load_for_a_load_large_against_the_store(
         assert not store.ingest(docs[: BULK_MINIMUM - 1]).bulk
 
 
+@pytest.mark.parametrize("workers", [0, 1])
 def test_a_bad_record_stops_a_bulk_load_after_committing_the_batches_before_it(
-    engine: Engine, schema: str, other_schema: str
+    engine: Engine, schema: str, other_schema: str, workers: int
 ) -> None:
     corpus = PlantedCorpus(4)
     docs = [Document(f"d{i}", corpus.original()) for i in range(30)]
-    docs.insert(25, Document("bad", "... !!! ..."))
+    docs.insert(25, Document("bad", "... !!! ...", source="dump.jsonl", line=26))
     for name, bulk in ((schema, False), (other_schema, True)):
-        with DedupStore(engine, schema=name) as store, pytest.raises(EmptyDocumentError):
-            store.ingest(docs, batch_size=10, bulk=bulk)
+        with DedupStore(engine, schema=name) as store:
+            with pytest.raises(EmptyDocumentError, match="dump.jsonl.*26"):
+                store.ingest(docs, batch_size=10, bulk=bulk, workers=workers)
     _assert_same(engine, schema, other_schema)
     with DedupStore(engine, schema=other_schema) as store:
         assert store.stats().documents == 20

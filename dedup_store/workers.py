@@ -1,0 +1,152 @@
+"""Where batches are fingerprinted: in the calling thread, or in worker processes.
+
+Fingerprinting (canonicalization, shingling, MinHash, SimHash, the COPY fields of the rows) is
+pure Python and numpy work that holds the interpreter lock, and so does most of writing a
+batch (its lookups, joins and encodings). With ``workers`` > 0, :class:`ProcessPreparer`
+fingerprints the next batches in that many processes while the calling process writes, so on
+a machine with cores to spare the two no longer take turns.
+
+The processes are started with the ``spawn`` method (forking a process that has threads and
+open connections is not safe): the calling program's main module is imported again in each of
+them, so a script that ingests must do so under ``if __name__ == "__main__":``, as every
+program that uses :mod:`multiprocessing` must. The processes ignore ``SIGINT``: an interrupt
+stops the load in the calling process, which ends them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import signal
+from collections.abc import Mapping
+from concurrent.futures import Future, ProcessPoolExecutor
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from dedup_store.core.params import FingerprintParams
+from dedup_store.results import Document
+
+if TYPE_CHECKING:
+    from dedup_store.pipeline import PreparedBatch
+
+
+@dataclasses.dataclass(frozen=True)
+class PrepareSettings:
+    """How a batch is prepared: the store's parameters, largest text, whether known ids are
+    replaced, and whether the text is kept (see :func:`dedup_store.pipeline.prepare_batch`)."""
+
+    params: FingerprintParams
+    max_bytes: int
+    update: bool
+    keep_text: bool
+
+
+class Preparer:
+    """Fingerprint each batch in the calling thread when it is submitted."""
+
+    #: batches submitted before the first result is needed
+    ahead = 0
+
+    def __init__(self, settings: PrepareSettings) -> None:
+        self.settings = settings
+
+    def submit(
+        self, documents: list[Document], known: Mapping[str, int], first: int
+    ) -> Future[PreparedBatch]:
+        """The batch prepared (``known``: its ids already stored; ``first``: the number of its
+        first record in the input)."""
+        future: Future[PreparedBatch] = Future()
+        try:
+            future.set_result(prepare(documents, known, first, self.settings))
+        except Exception as error:
+            future.set_exception(error)
+        return future
+
+    def __enter__(self) -> Preparer:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        return None
+
+
+class ProcessPreparer(Preparer):
+    """Fingerprint batches in ``workers`` processes, up to ``workers + 1`` batches ahead of the
+    one being written.
+
+    The documents go to a process and do not come back: it returns the fingerprints and the
+    encoded rows, and :meth:`submit`'s future gives the batch with its documents restored.
+    """
+
+    def __init__(self, settings: PrepareSettings, workers: int) -> None:
+        super().__init__(settings)
+        self.ahead = workers + 1
+        self._pool = ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_ignore_interrupts,
+        )
+
+    def submit(
+        self, documents: list[Document], known: Mapping[str, int], first: int
+    ) -> Future[PreparedBatch]:
+        remote = self._pool.submit(prepare_detached, documents, dict(known), first, self.settings)
+        local: Future[PreparedBatch] = Future()
+
+        def restore(done: Future[PreparedBatch]) -> None:
+            error = done.exception()
+            if error is not None:
+                local.set_exception(error)
+                return
+            prepared = done.result()
+            prepared.documents = documents
+            local.set_result(prepared)
+
+        remote.add_done_callback(restore)
+        return local
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def preparer(settings: PrepareSettings, workers: int) -> Preparer:
+    """A :class:`ProcessPreparer` with ``workers`` processes, or with 0 a :class:`Preparer`."""
+    if workers < 0:
+        raise ValueError(f"workers must be 0 or more, got {workers}")
+    return ProcessPreparer(settings, workers) if workers else Preparer(settings)
+
+
+def prepare(
+    documents: list[Document], known: Mapping[str, int], first: int, settings: PrepareSettings
+) -> PreparedBatch:
+    """Validate and fingerprint a batch and encode its rows' COPY fields."""
+    from dedup_store.pipeline import prepare_batch
+
+    prepared = prepare_batch(
+        documents, settings.params, known, settings.update, settings.max_bytes, first
+    )
+    prepared.encoded_tails(settings.keep_text)
+    return prepared
+
+
+def prepare_detached(
+    documents: list[Document], known: Mapping[str, int], first: int, settings: PrepareSettings
+) -> PreparedBatch:
+    """In a worker process: :func:`prepare` without the documents (the caller has them)."""
+    prepared = prepare(documents, known, first, settings)
+    prepared.documents = []
+    return prepared
+
+
+def _ignore_interrupts() -> None:
+    """Leave ``SIGINT`` to the calling process (it stops the load and ends the workers)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
