@@ -316,6 +316,16 @@ def ingest(
             show_default=False,
         ),
     ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="Processes that fingerprint the next batches while this one writes (0: "
+            "fingerprint in this process; default: 1 for a bulk load on a machine with 2 cores "
+            "or more).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Add documents from files, directories, JSONL, CSV or standard input.
 
@@ -385,6 +395,7 @@ def ingest(
                     on_progress=progress.on_progress,
                     count_clusters=True,
                     bulk=bulk,
+                    workers="auto" if workers is None else workers,
                 )
         except KeyboardInterrupt:
             summary = progress.stored

@@ -27,7 +27,8 @@ from dedup_store.core.params import FingerprintParams
 from dedup_store.core.scripts import guess_language
 from dedup_store.db import bulk, frequencies, hot, lookup, reports, scoring, write
 from dedup_store.db.engine import Database
-from dedup_store.db.lookup import INDEXED, StoredKeys
+from dedup_store.db.lane import Lane
+from dedup_store.db.lookup import INDEXED, Reach, StoredKeys, connection_of
 from dedup_store.db.scoring import merging_methods
 from dedup_store.errors import DedupStoreError, EmptyDocumentError
 from dedup_store.records import (
@@ -294,6 +295,32 @@ class WrittenBatch:
         )
 
 
+@dataclasses.dataclass
+class StagedBatch:
+    """A batch whose ids, candidates and intersections are worked out, to be written by
+    :func:`commit_batch`.
+
+    Attributes:
+        prepared: the batch.
+        known: stored ids found among the batch's (their rows are skipped).
+        new: the rows to insert, with their ids.
+        candidates: their candidate pairs with older documents.
+        secondary: their secondary keys (hot slots).
+        inter, possible: the candidates' intersections, and which may match
+            (:func:`~dedup_store.db.scoring.batch_intersections`).
+        drawn_in_memory: the ids were drawn by a bulk load, which moves the sequence.
+    """
+
+    prepared: PreparedBatch
+    known: dict[str, int]
+    new: lookup.NewRows
+    candidates: lookup.Candidates
+    secondary: hot.SecondaryRows
+    inter: np.ndarray
+    possible: np.ndarray
+    drawn_in_memory: bool
+
+
 def write_batch(
     conn: Connection, dest: Destination, prepared: PreparedBatch, stored: StoredKeys = INDEXED
 ) -> WrittenBatch:
@@ -302,34 +329,66 @@ def write_batch(
     ``stored`` answers the lookups of the keys and exact hashes of stored documents: the
     store's indexes, or memory during a bulk load.
     """
-    schema, params = dest.schema, dest.params
     if not stored.bulk_load:
         dest.db.without_jit(conn)
-        write.lock_writers(conn, schema)
+        write.lock_writers(conn, dest.schema)
+    return commit_batch(conn, dest, stage_batch(conn, dest, prepared, stored))
+
+
+def stage_batch(
+    conn: Reach, dest: Destination, prepared: PreparedBatch, stored: StoredKeys
+) -> StagedBatch:
+    """The first half of :func:`write_batch`: what the batch writes, and its candidates.
+
+    During a bulk load (``stored`` in memory) this needs no SQL unless the batch makes keys hot
+    or meets documents stored before the load: ``conn`` is then reached through a
+    :class:`~dedup_store.db.lane.Lane` still writing the batch before.
+    """
+    schema, params = dest.schema, dest.params
     known = stored.documents(conn, schema, prepared.candidate_ids())
     if prepared.update and known:
-        write.delete_documents(conn, schema, list(known.values()), params)
+        write.delete_documents(connection_of(conn), schema, list(known.values()), params)
         known = {}
     rows = prepared.rows_to_insert(known)
     row_array = np.asarray(rows, dtype=np.int64)
     if params.weighted:  # the store's document frequencies as of now, plus the batch's
-        prepared.weigh(frequencies.weigh(conn, schema, prepared.batch, row_array))
-    ids = write.allocate_ids(conn, schema, len(rows))
+        batch = frequencies.weigh(connection_of(conn), schema, prepared.batch, row_array)
+        prepared.weigh(batch)
+    if isinstance(stored, bulk.LoadedKeys):
+        ids = stored.allocate(len(rows))
+    else:
+        ids = write.allocate_ids(connection_of(conn), schema, len(rows))
     new = lookup.new_rows(conn, schema, prepared.batch, row_array, ids, stored)
     firsts = new.firsts  # exact copies have no keys of their own
     found, secondary = hot.find_candidates(
         conn, schema, prepared.batch, new.rows[firsts], new.ids[firsts], stored
     )
-    tails = prepared.encoded_tails(dest.keep_text)
-    write.insert_documents(conn, schema, new, [tails[r] for r in rows], secondary, prepared.meta)
-    frequencies.add(conn, schema, prepared.batch, row_array, new.ids)
     stored.added(new, [prepared.document_of_row(r).id for r in rows])
-    edges = scoring.store_edges(conn, schema, new, found, stored)
-    mapping = write.merge_clusters(conn, schema, edges, params)
+    inter, possible = scoring.batch_intersections(conn, schema, new, found, stored)
+    drawn = isinstance(stored, bulk.LoadedKeys)
+    return StagedBatch(prepared, known, new, found, secondary, inter, possible, drawn)
+
+
+def commit_batch(conn: Connection, dest: Destination, staged: StagedBatch) -> WrittenBatch:
+    """The second half of :func:`write_batch`: write the rows, score and store the edges,
+    merge the clusters."""
+    schema, prepared, new = dest.schema, staged.prepared, staged.new
+    if staged.drawn_in_memory and len(new.ids):
+        write.advance_ids(conn, schema, int(new.ids[-1]))
+    tails = prepared.encoded_tails(dest.keep_text)
+    rows = new.rows.tolist()
+    write.insert_documents(
+        conn, schema, new, [tails[r] for r in rows], staged.secondary, prepared.meta
+    )
+    frequencies.add(conn, schema, prepared.batch, new.rows, new.ids)
+    edges = scoring.store_verified(
+        conn, schema, new, staged.candidates, staged.inter, staged.possible
+    )
+    mapping = write.merge_clusters(conn, schema, edges, dest.params)
     if len(new.ids):
         write.refresh_statistics(conn, schema, int(new.ids[-1]))
-    twin_clusters = reports.cluster_ids(conn, schema, prepared.twin_ids(known))
-    return WrittenBatch(prepared, new.ids.tolist(), edges, mapping, known, twin_clusters)
+    twin_clusters = reports.cluster_ids(conn, schema, prepared.twin_ids(staged.known))
+    return WrittenBatch(prepared, new.ids.tolist(), edges, mapping, staged.known, twin_clusters)
 
 
 def ingest(
@@ -385,6 +444,9 @@ def _bulk_ingest(
     """One transaction: drop the lookup indexes, write the batches with lookups in memory,
     build the indexes, commit (:mod:`dedup_store.db.bulk`).
 
+    Each batch is staged here (:func:`stage_batch`) while the statements of the batch before
+    it run on the connection's :class:`~dedup_store.db.lane.Lane`.
+
     A bad record with ``on_error="stop"``, or an interrupt (``KeyboardInterrupt``), ends the
     load as in the incremental path: the batches written before it are committed (with the
     indexes built), then the error is raised. Any other error rolls the whole load back.
@@ -401,17 +463,23 @@ def _bulk_ingest(
 
         summary = IngestSummary()
         try:
-            summary = _stream(
-                records,
-                batch_size,
-                on_error,
-                on_batch,
-                on_progress,
-                prepare=prepare,
-                ahead=preparer.ahead,
-                write=lambda prepared: write_batch(conn, dest, prepared, stored),
-                pipelined=True,
-            )
+            with Lane(conn) as lane:
+
+                def write(prepared: PreparedBatch) -> Future[WrittenBatch]:
+                    staged = stage_batch(lane.connection, dest, prepared, stored)
+                    return lane.submit(lambda c: commit_batch(c, dest, staged))
+
+                summary = _stream(
+                    records,
+                    batch_size,
+                    on_error,
+                    on_batch,
+                    on_progress,
+                    prepare=prepare,
+                    ahead=preparer.ahead,
+                    write=write,
+                    pipelined=False,
+                )
         except _StoppedAt as stop:
             stopped = stop.error
         except KeyboardInterrupt as interrupt:
@@ -443,7 +511,7 @@ def _stream(
     *,
     prepare: Callable[[list[Document], int], Future[PreparedBatch]],
     ahead: int,
-    write: Callable[[PreparedBatch], WrittenBatch],
+    write: Callable[[PreparedBatch], WrittenBatch | Future[WrittenBatch]],
     pipelined: bool,
 ) -> IngestSummary:
     """Prepare and write ``records`` batch by batch.
@@ -478,19 +546,22 @@ def _stream(
 
 
 class _Flow:
-    """The write side of :func:`_stream`: each prepared batch is written (by a background
-    thread once one batch is written) and reported once written."""
+    """The write side of :func:`_stream`: each prepared batch is written, then reported.
+
+    ``write`` either writes a batch and returns it, or (a staged bulk load) stages it and
+    returns the future of its statements, which run while the next batch is staged.
+    """
 
     def __init__(
         self,
         summary: IngestSummary,
         on_batch: OnBatch | None,
         progress: _Progress,
-        write: Callable[[PreparedBatch], WrittenBatch],
+        write: Callable[[PreparedBatch], WrittenBatch | Future[WrittenBatch]],
     ) -> None:
         self.summary, self.on_batch, self.progress, self.write = summary, on_batch, progress, write
         self.writer: ThreadPoolExecutor | None = None
-        self.pending: Future[WrittenBatch] | None = None
+        self.pending: collections.deque[Future[WrittenBatch]] = collections.deque()
 
     def step(
         self,
@@ -498,32 +569,48 @@ class _Flow:
         on_error: Literal["skip", "stop"],
         stack: contextlib.ExitStack | None,
     ) -> None:
-        """Write ``prepared`` after reporting the batch before it; ``stack`` (pipelined) holds
-        the writer thread."""
+        """Write ``prepared`` and report the batches before it; ``stack`` (pipelined) holds
+        the writer thread, which writes each batch once the one before it is reported."""
         self.progress.fingerprinted(len(prepared.documents))
-        self.drain()
         if prepared.errors and on_error == "stop":
+            self.drain()
             raise _StoppedAt(prepared.first_error())
-        summary = self.summary
-        if self.writer is None and stack is not None and summary.documents + summary.errors > 0:
-            self.writer = stack.enter_context(ThreadPoolExecutor(max_workers=1))
-        if self.writer is not None:
-            self.pending = self.writer.submit(self.write, prepared)
+        if stack is not None:
+            self.drain()
+            summary = self.summary
+            if self.writer is None and summary.documents + summary.errors > 0:
+                self.writer = stack.enter_context(ThreadPoolExecutor(max_workers=1))
+            if self.writer is not None:
+                self.pending.append(self.writer.submit(self._written, prepared))
+                return
+        written = self.write(prepared)
+        if isinstance(written, Future):
+            self.pending.append(written)
+            self.drain(keep=1)  # the batch before, written while this one was staged
         else:
-            self.progress.stored(_report(self.write(prepared), summary, self.on_batch))
+            self.drain()
+            self.progress.stored(_report(written, self.summary, self.on_batch))
 
-    def drain(self) -> None:
-        """Wait for the batch being written and report it."""
-        if self.pending is not None:
-            written = self.pending.result()
-            self.pending = None
+    def _written(self, prepared: PreparedBatch) -> WrittenBatch:
+        """``write(prepared)``, waited for."""
+        written = self.write(prepared)
+        return written.result() if isinstance(written, Future) else written
+
+    def drain(self, keep: int = 0) -> None:
+        """Report the batches being written, oldest first, until ``keep`` are left."""
+        while len(self.pending) > keep:
+            written = self.pending[0].result()
+            self.pending.popleft()
             self.progress.stored(_report(written, self.summary, self.on_batch))
 
     def settle(self) -> None:
-        """Report a batch still being written when ``ingest`` stops early (its result is lost
-        if the write itself failed: the error that stopped ``ingest`` is the one raised)."""
-        pending, self.pending = self.pending, None
-        if pending is not None and pending.exception() is None:
+        """Report the batches still being written when ``ingest`` stops early, up to the
+        first that failed (the error that stopped ``ingest`` is the one raised)."""
+        while self.pending:
+            pending = self.pending.popleft()
+            if pending.exception() is not None:
+                self.pending.clear()
+                return
             _report(pending.result(), self.summary, self.on_batch)
 
 

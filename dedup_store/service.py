@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from typing import Any, Literal
 
@@ -50,6 +51,12 @@ BULK_FACTOR = 4
 #: A load known to hold fewer documents is not written in bulk by default: rebuilding the
 #: store's two dozen lookup indexes costs more than maintaining them for so few documents.
 BULK_MINIMUM = 1000
+
+
+def _auto_workers(records: Iterable[Record], bulk: bool) -> int:
+    """The fingerprinting processes ``workers="auto"`` starts for a load of ``records``."""
+    large = bulk or (isinstance(records, Sized) and len(records) >= BULK_MINIMUM)
+    return 1 if large and (os.cpu_count() or 1) >= 2 else 0
 
 
 class DedupStore:
@@ -234,7 +241,7 @@ class DedupStore:
         on_progress: OnProgress | None = None,
         count_clusters: bool = False,
         bulk: bool | None = None,
-        workers: int = 0,
+        workers: int | Literal["auto"] = 0,
     ) -> IngestSummary:
         """Stream records into the store, one transaction per batch, in bounded memory; or,
         for a load large against the store, in one bulk load.
@@ -267,14 +274,18 @@ class DedupStore:
                 length below :data:`BULK_MINIMUM`, with ``update`` or inside a caller's
                 Connection (where it must be asked for).
             workers: processes that fingerprint the next batches while this one writes
-                (:mod:`dedup_store.workers`); 0 fingerprints in the calling thread. They are
-                started with the ``spawn`` method, so a script that passes ``workers`` must
-                ingest under ``if __name__ == "__main__":``.
+                (:mod:`dedup_store.workers`); 0 fingerprints in the calling thread; ``auto``
+                starts one on a machine with two cores or more, for a bulk load or a load of
+                at least :data:`BULK_MINIMUM` records (starting a process costs about a
+                second). They are started with the ``spawn`` method, so a script that asks
+                for them must ingest under ``if __name__ == "__main__":``.
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         if bulk is None:
             bulk = self._bulk_pays(records, update)
+        if workers == "auto":
+            workers = _auto_workers(records, bulk)
         summary = pipeline.ingest(
             self._destination,
             records,

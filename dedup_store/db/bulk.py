@@ -26,7 +26,7 @@ from dedup_store.core.keyindex import key_index
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import ddl, write
 from dedup_store.db.encoding import BAND, BLOCK, SAMPLE, int4_array, sorted_top32
-from dedup_store.db.lookup import INDEXED, Found, KeyGroup, NewRows, key_groups
+from dedup_store.db.lookup import INDEXED, Found, KeyGroup, NewRows, Reach, key_groups
 from dedup_store.db.names import qualified, quote
 
 #: Indexes of the store's tables that only key lookups use: dropped for a bulk load.
@@ -50,11 +50,12 @@ class LoadedKeys:
         self._exact: dict[bytes, int] = {}
         self._hot: dict[tuple[int, int], set[int]] = {}
         self._shingles = ShingleChunks()
+        self._next_id = 1
         self.external_ids: dict[str, int] = {}
 
     def find(
         self,
-        conn: Connection,
+        conn: Reach,
         schema: str,
         groups: list[KeyGroup],
         hot_limit: int,
@@ -75,32 +76,38 @@ class LoadedKeys:
         return found
 
     def members(
-        self, conn: Connection, schema: str, kind: int, slot: int, keys: list[int]
+        self, conn: Reach, schema: str, kind: int, slot: int, keys: list[int]
     ) -> tuple[I64, I64]:
         # a key that is not hot has at most hot_key_limit stored documents: all are found
         ids, found_keys = self._index.find((kind, slot), distinct(np.array(keys, np.int64)))
         order = np.argsort(ids)
         return ids[order], found_keys[order]
 
-    def firsts(self, conn: Connection, schema: str, hashes: list[bytes]) -> dict[bytes, int]:
+    def firsts(self, conn: Reach, schema: str, hashes: list[bytes]) -> dict[bytes, int]:
         return {h: self._exact[h] for h in hashes if h in self._exact}
 
-    def summaries(
-        self, conn: Connection, schema: str, ids: list[int]
-    ) -> dict[int, tuple[int, int]]:
+    def summaries(self, conn: Reach, schema: str, ids: list[int]) -> dict[int, tuple[int, int]]:
         found, rest = self._shingles.summaries(ids)
         found.update(INDEXED.summaries(conn, schema, rest))
         return found
 
-    def shingles(self, conn: Connection, schema: str, ids: list[int]) -> dict[int, I32]:
+    def shingles(self, conn: Reach, schema: str, ids: list[int]) -> dict[int, I32]:
         known, rest = self._shingles.find(ids)
         known.update(INDEXED.shingles(conn, schema, rest))
         return known
 
+    def allocate(self, count: int) -> I64:
+        """``count`` new document ids, as :func:`~dedup_store.db.write.allocate_ids` would
+        draw them; each batch's :func:`~dedup_store.db.write.advance_ids` moves the sequence
+        past them."""
+        ids = np.arange(self._next_id, self._next_id + count, dtype=np.int64)
+        self._next_id += count
+        return ids
+
     def promoted(self, kind: int, slot: int, keys: list[int]) -> None:
         self._hot.setdefault((kind, slot), set()).update(keys)
 
-    def documents(self, conn: Connection, schema: str, external_ids: list[str]) -> dict[str, int]:
+    def documents(self, conn: Reach, schema: str, external_ids: list[str]) -> dict[str, int]:
         known = self.external_ids
         return {e: known[e] for e in external_ids if e in known}
 
@@ -116,8 +123,9 @@ class LoadedKeys:
 
     def load(self, conn: Connection, schema: str) -> None:
         """Read what the store holds: its first documents' keys and exact hashes, its excerpt
-        keys, its hot keys and its external ids (one scan of each table)."""
+        keys, its hot keys, its external ids (one scan of each table) and its next id."""
         s = qualified(schema)
+        self._next_id = write.next_id(conn, schema)
         rows = conn.execute(
             text(
                 f"SELECT id, exact_hash, band_keys, block_keys, exact_of IS NULL, external_id "

@@ -30,7 +30,15 @@ from dedup_store.core.fingerprint import Fingerprint, FingerprintBatch
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import bulk_copy, lookup
 from dedup_store.db.encoding import BAND, BLOCK, array_literal
-from dedup_store.db.lookup import INDEXED, Candidates, KeyGroup, StoredKeys, slot_lookup
+from dedup_store.db.lookup import (
+    INDEXED,
+    Candidates,
+    KeyGroup,
+    Reach,
+    StoredKeys,
+    connection_of,
+    slot_lookup,
+)
 from dedup_store.db.names import qualified
 
 SECONDARY_COLUMNS = ("kind", "slot", "key", "doc_id")
@@ -73,7 +81,7 @@ _FIELDS = ("kind", "slot", "key", "doc")
 
 
 def find_candidates(
-    conn: Connection,
+    conn: Reach,
     schema: str,
     batch: FingerprintBatch,
     rows: I64,
@@ -111,7 +119,7 @@ def find_candidates(
         hot_of[number] = np.union1d(found.hot[number], new_hot)
     if pending:
         promote(
-            conn,
+            connection_of(conn),
             schema,
             params,
             np.concatenate([np.full(len(k), kind) for kind, _, k in pending]),
@@ -120,7 +128,11 @@ def find_candidates(
             stored,
         )
     secondary, written = _secondary_groups(batch, rows, ids, groups, hot_of)
-    a_more, b_more, kind_more = _secondary_pairs(conn, schema, secondary, hot_limit)
+    a_more, b_more, kind_more = (
+        _secondary_pairs(connection_of(conn), schema, secondary, hot_limit)
+        if secondary
+        else ([], [], [])
+    )
     a_parts, b_parts, kind_parts = parts
     merged = lookup.merge(a_parts + a_more, b_parts + b_more, kind_parts + kind_more)
     return merged, written

@@ -18,8 +18,8 @@ are split by secondary keys (:mod:`dedup_store.db.hot`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -38,6 +38,15 @@ from dedup_store.db.encoding import (
     sample_columns,
 )
 from dedup_store.db.names import qualified
+
+Reach: TypeAlias = Connection | Callable[[], Connection]
+"""A connection, or how to get it when a step turns out to need SQL: a staged bulk load
+(:class:`dedup_store.db.lane.Lane`) hands it over once the statements before it have run."""
+
+
+def connection_of(reach: Reach) -> Connection:
+    """The connection of ``reach``."""
+    return reach if isinstance(reach, Connection) else reach()
 
 
 def slot_lookup(s: str, kind: int, slot: int, condition: str) -> str:
@@ -377,7 +386,7 @@ class NewRows:
 
 
 def new_rows(
-    conn: Connection,
+    conn: Reach,
     schema: str,
     batch: FingerprintBatch,
     rows: I64,
@@ -421,7 +430,7 @@ class StoredKeys(Protocol):
 
     def find(
         self,
-        conn: Connection,
+        conn: Reach,
         schema: str,
         groups: list[KeyGroup],
         hot_limit: int,
@@ -431,27 +440,25 @@ class StoredKeys(Protocol):
         ...
 
     def members(
-        self, conn: Connection, schema: str, kind: int, slot: int, keys: list[int]
+        self, conn: Reach, schema: str, kind: int, slot: int, keys: list[int]
     ) -> tuple[I64, I64]:
         """``(ids, keys)`` of the stored documents owning ``keys`` in one slot, by id."""
         ...
 
-    def firsts(self, conn: Connection, schema: str, hashes: list[bytes]) -> dict[bytes, int]:
+    def firsts(self, conn: Reach, schema: str, hashes: list[bytes]) -> dict[bytes, int]:
         """``{exact hash: id}`` of the stored first documents of the exact groups ``hashes``."""
         ...
 
-    def documents(self, conn: Connection, schema: str, external_ids: list[str]) -> dict[str, int]:
+    def documents(self, conn: Reach, schema: str, external_ids: list[str]) -> dict[str, int]:
         """``{external id: id}`` of the stored documents among ``external_ids``."""
         ...
 
-    def summaries(
-        self, conn: Connection, schema: str, ids: list[int]
-    ) -> dict[int, tuple[int, int]]:
+    def summaries(self, conn: Reach, schema: str, ids: list[int]) -> dict[int, tuple[int, int]]:
         """``{id: (shingle count, simhash)}`` of stored documents ``ids`` (the SimHash as a
         signed 64-bit integer, as stored)."""
         ...
 
-    def shingles(self, conn: Connection, schema: str, ids: list[int]) -> dict[int, I32]:
+    def shingles(self, conn: Reach, schema: str, ids: list[int]) -> dict[int, I32]:
         """``{id: sorted shingles as stored}`` of stored documents ``ids``."""
         ...
 
@@ -471,32 +478,36 @@ class IndexedKeys:
 
     def find(
         self,
-        conn: Connection,
+        conn: Reach,
         schema: str,
         groups: list[KeyGroup],
         hot_limit: int,
         hot_kinds: frozenset[int],
     ) -> Found:
-        return find_keys(conn, schema, groups, hot_limit, hot_kinds)
+        return find_keys(connection_of(conn), schema, groups, hot_limit, hot_kinds)
 
     def members(
-        self, conn: Connection, schema: str, kind: int, slot: int, keys: list[int]
+        self, conn: Reach, schema: str, kind: int, slot: int, keys: list[int]
     ) -> tuple[I64, I64]:
         probe = slot_lookup(qualified(schema), kind, slot, "= ANY(CAST(:keys AS bigint[]))")
-        rows = conn.execute(
-            text(
-                "SELECT array_agg(l.id ORDER BY l.id), array_agg(l.key ORDER BY l.id) "
-                f"FROM ({probe}) l"
-            ),
-            {"keys": array_literal(keys)},
-        ).one()
+        rows = (
+            connection_of(conn)
+            .execute(
+                text(
+                    "SELECT array_agg(l.id ORDER BY l.id), array_agg(l.key ORDER BY l.id) "
+                    f"FROM ({probe}) l"
+                ),
+                {"keys": array_literal(keys)},
+            )
+            .one()
+        )
         if rows[0] is None:
             empty = np.empty(0, dtype=np.int64)
             return empty, empty
         return np.array(rows[0], dtype=np.int64), np.array(rows[1], dtype=np.int64)
 
-    def firsts(self, conn: Connection, schema: str, hashes: list[bytes]) -> dict[bytes, int]:
-        rows = conn.execute(
+    def firsts(self, conn: Reach, schema: str, hashes: list[bytes]) -> dict[bytes, int]:
+        rows = connection_of(conn).execute(
             text(
                 f"SELECT exact_hash, id FROM {qualified(schema, 'documents')} "
                 "WHERE exact_hash = ANY(:hashes) AND exact_of IS NULL"
@@ -505,12 +516,10 @@ class IndexedKeys:
         )
         return {bytes(row[0]): int(row[1]) for row in rows}
 
-    def summaries(
-        self, conn: Connection, schema: str, ids: list[int]
-    ) -> dict[int, tuple[int, int]]:
+    def summaries(self, conn: Reach, schema: str, ids: list[int]) -> dict[int, tuple[int, int]]:
         if not ids:
             return {}
-        rows = conn.execute(
+        rows = connection_of(conn).execute(
             text(
                 f"SELECT id, shingle_count, simhash FROM {qualified(schema, 'documents')} "
                 "WHERE id = ANY(:i)"
@@ -519,11 +528,11 @@ class IndexedKeys:
         )
         return {row[0]: (row[1], row[2]) for row in rows}
 
-    def shingles(self, conn: Connection, schema: str, ids: list[int]) -> dict[int, I32]:
+    def shingles(self, conn: Reach, schema: str, ids: list[int]) -> dict[int, I32]:
         # read in PostgreSQL's binary array form
         if not ids:
             return {}
-        rows = conn.execute(
+        rows = connection_of(conn).execute(
             text(
                 f"SELECT id, array_send(shingles) FROM {qualified(schema, 'documents')} "
                 "WHERE id = ANY(:i)"
@@ -535,8 +544,8 @@ class IndexedKeys:
     def promoted(self, kind: int, slot: int, keys: list[int]) -> None:
         pass  # recorded in hot_keys
 
-    def documents(self, conn: Connection, schema: str, external_ids: list[str]) -> dict[str, int]:
-        return find_documents(conn, schema, external_ids)
+    def documents(self, conn: Reach, schema: str, external_ids: list[str]) -> dict[str, int]:
+        return find_documents(connection_of(conn), schema, external_ids)
 
     def added(self, new: NewRows, external_ids: list[str]) -> None:
         pass  # the rows' index entries were written with them

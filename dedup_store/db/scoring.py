@@ -47,6 +47,7 @@ from dedup_store.db.lookup import (
     INDEXED,
     Candidates,
     NewRows,
+    Reach,
     StoredKeys,
     key_lookups,
     sample_lookup,
@@ -326,10 +327,23 @@ def store_edges(
     candidates: Candidates,
     stored: StoredKeys = INDEXED,
 ) -> list[MatchRow]:
-    """Verify and store the matches of the new documents with older documents.
+    """Verify and store the matches of the new documents with older documents
+    (:func:`batch_intersections`, then :func:`store_verified`)."""
+    inter, possible = batch_intersections(conn, schema, new, candidates, stored)
+    return store_verified(conn, schema, new, candidates, inter, possible)
 
-    One statement: the candidates found by their keys, plus each exact copy's link to the first
-    document of its group (``exact_of``), scored in SQL.
+
+def store_verified(
+    conn: Connection,
+    schema: str,
+    new: NewRows,
+    candidates: Candidates,
+    inter: I64,
+    possible: npt.NDArray[np.bool_],
+) -> list[MatchRow]:
+    """Score and store the ``possible`` candidates, whose intersections ``inter`` are those of
+    :func:`batch_intersections`, in one statement: the candidates found by their keys, plus
+    each exact copy's link to the first document of its group (``exact_of``), scored in SQL.
     """
     s = qualified(schema)
     found = f"""
@@ -363,7 +377,6 @@ def store_edges(
                d.external_id, d.cluster_id
         FROM ins JOIN {s}.documents d ON d.id = ins.a
     """
-    inter, possible = batch_intersections(conn, schema, new, candidates, stored)
     inter = inter[possible]
     parameters = {
         "ids": new.ids.tolist(),
@@ -380,7 +393,7 @@ def store_edges(
 
 
 def batch_intersections(
-    conn: Connection,
+    conn: Reach,
     schema: str,
     new: NewRows,
     candidates: Candidates,

@@ -64,6 +64,23 @@ def allocate_ids(conn: Connection, schema: str, count: int) -> I64:
     return np.arange(first, first + count, dtype=np.int64)
 
 
+def next_id(conn: Connection, schema: str) -> int:
+    """The id :func:`allocate_ids` would draw next (without drawing it)."""
+    last, called = conn.execute(
+        text(f"SELECT last_value, is_called FROM {qualified(schema, 'document_ids')}")
+    ).one()
+    return int(last) + 1 if called else int(last)
+
+
+def advance_ids(conn: Connection, schema: str, last: int) -> None:
+    """Move the id sequence to ``last``, the last of the ids a bulk load drew in memory
+    (:meth:`dedup_store.db.bulk.LoadedKeys.allocate`); it holds the writers' lock."""
+    conn.execute(
+        text("SELECT setval(CAST(:seq AS regclass), :last)"),
+        {"seq": qualified(schema, "document_ids"), "last": last},
+    )
+
+
 def encode_tails(
     batch: FingerprintBatch,
     external_ids: Sequence[str],

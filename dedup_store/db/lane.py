@@ -1,0 +1,55 @@
+"""A connection whose statements run on a thread of their own, in the order they were given.
+
+A bulk load (:func:`dedup_store.pipeline.ingest`) works out a batch's ids, candidates and
+intersections in memory while the statements of the batch before it (its COPY, its scoring,
+its cluster merges) run here. A step that needs the connection itself, such as making a key hot,
+asks :meth:`Lane.connection`, which waits until every statement given before has run.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from types import TracebackType
+from typing import TypeVar
+
+from sqlalchemy import Connection
+
+T = TypeVar("T")
+
+
+class Lane:
+    """Work on ``conn`` run in order on one thread (use it as a context manager)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dedup-store-sql")
+        self._given: collections.deque[Future[object]] = collections.deque()
+
+    def submit(self, work: Callable[[Connection], T]) -> Future[T]:
+        """Run ``work(conn)`` after the work given before."""
+        while self._given and self._given[0].done() and self._given[0].exception() is None:
+            self._given.popleft()
+        future = self._thread.submit(work, self._conn)
+        self._given.append(future)  # type: ignore[arg-type]
+        return future
+
+    def connection(self) -> Connection:
+        """The connection, once the work given before has run; the first failure of that
+        work is raised instead."""
+        while self._given:
+            self._given[0].result()
+            self._given.popleft()
+        return self._conn
+
+    def __enter__(self) -> Lane:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._thread.shutdown(wait=True)
