@@ -13,31 +13,28 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import functools
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 from sqlalchemy import Connection
 
-from dedup_store.core.fingerprint import FingerprintBatch, fingerprint_valid_texts
-from dedup_store.core.metadata import MetaSignatures, exact_key, meta_members, meta_signatures
+from dedup_store.core.arrays import I64
 from dedup_store.core.params import FingerprintParams
-from dedup_store.core.scripts import guess_language
 from dedup_store.db import bulk, frequencies, hot, lookup, reports, scoring, write
 from dedup_store.db.engine import Database
 from dedup_store.db.lane import Lane
 from dedup_store.db.lookup import INDEXED, Reach, StoredKeys, connection_of
-from dedup_store.db.scoring import merging_methods
-from dedup_store.errors import DedupStoreError, EmptyDocumentError
+from dedup_store.errors import DedupStoreError
+from dedup_store.prepared import BatchOutcome, PreparedBatch
 from dedup_store.records import (
     Record,
     batches,
-    describe,
     lookup_ids,
-    record_error,
-    validate_document,
 )
 from dedup_store.results import (
     AddResult,
@@ -45,8 +42,6 @@ from dedup_store.results import (
     IngestSummary,
     MatchRow,
     RecordError,
-    Status,
-    sorted_matches,
 )
 from dedup_store.workers import Preparer, PrepareSettings
 from dedup_store.workers import preparer as workers_preparer
@@ -71,215 +66,10 @@ class Destination:
 
 
 @dataclasses.dataclass
-class BatchOutcome:
-    """Results (in input order, bad records left out) and the bad records of a batch."""
-
-    results: list[AddResult]
-    errors: list[RecordError]
-
-
-@dataclasses.dataclass
-class PreparedBatch:
-    """A validated, fingerprinted batch.
-
-    Attributes:
-        documents: the batch's records, in input order.
-        batch: fingerprints of the records to be written.
-        row_position: input position of each fingerprint row.
-        known_before: ``{external id: internal id}`` of stored ids seen before fingerprinting.
-        skipped: input positions reported as skipped (known ids; an id repeated in the batch,
-            whose first occurrence wins).
-        errors: ``(input position, error, exception class to raise)`` of bad records.
-        update: replace known ids instead of skipping them.
-        meta: with ``meta_fields``, the signatures of the rows' metadata sets (the rows'
-            exact hashes are then their :func:`~dedup_store.core.metadata.exact_key`).
-    """
-
-    documents: list[Document]
-    batch: FingerprintBatch
-    row_position: list[int]
-    known_before: dict[str, int]
-    skipped: list[int]
-    errors: list[tuple[int, RecordError, type[DedupStoreError]]]
-    update: bool
-    meta: MetaSignatures | None = None
-    _tails: list[bytes] | None = dataclasses.field(default=None, repr=False)
-
-    def first_error(self) -> DedupStoreError:
-        """The exception to raise for the first bad record."""
-        _, error, kind = self.errors[0]
-        return kind(describe(error))
-
-    def record_errors(self) -> list[RecordError]:
-        """The bad records, in input order."""
-        return [error for _, error, _ in self.errors]
-
-    def candidate_ids(self) -> list[str]:
-        """External ids of the fingerprinted rows."""
-        return [self.documents[p].id for p in self.row_position]
-
-    def rows_to_insert(self, known: Mapping[str, int]) -> list[int]:
-        """Fingerprint rows whose ids are not stored (``known`` is read under the lock)."""
-        return [r for r, p in enumerate(self.row_position) if self.documents[p].id not in known]
-
-    def document_of_row(self, row: int) -> Document:
-        """The record of fingerprint row ``row``."""
-        return self.documents[self.row_position[row]]
-
-    def encoded_tails(self, keep_text: bool) -> list[bytes]:
-        """The COPY fields of each row's document that need no id (:func:`write.encode_tails`),
-        computed on the first call: call it while the batch before is being written."""
-        if self._tails is None:
-            docs = [self.document_of_row(r) for r in range(len(self.row_position))]
-            self._tails = write.encode_tails(
-                self.batch,
-                [d.id for d in docs],
-                [d.meta for d in docs],
-                [d.text if keep_text else None for d in docs],
-                [self.language_of_row(r) for r in range(len(docs))],
-            )
-        return self._tails
-
-    def weigh(self, batch: FingerprintBatch) -> None:
-        """Replace the batch by ``batch``, the same rows with their SimHashes weighted by the
-        store's document frequencies (:func:`dedup_store.db.frequencies.weigh`); the encoded
-        tails hold no SimHash and stay."""
-        self.batch = batch
-
-    def language_of_row(self, row: int) -> str:
-        """A best-effort language guess from the script of the canonical text."""
-        return guess_language(self.batch.canonical_texts[row])
-
-    def twin_ids(self, known: Mapping[str, int]) -> list[int]:
-        """Internal ids of the stored documents that skipped records are twins of."""
-        return list({**self.known_before, **known}.values())
-
-    def outcome(
-        self,
-        ids: Sequence[int],
-        edges: Sequence[MatchRow],
-        mapping: Mapping[int, int],
-        known: Mapping[str, int],
-        twin_clusters: Mapping[int, int],
-    ) -> BatchOutcome:
-        """Per-record results once the batch is written.
-
-        Args:
-            ids: internal ids of the inserted rows (in :meth:`rows_to_insert` order).
-            edges: the edges the batch stored.
-            mapping: cluster relabelling done by the batch.
-            known: stored ids found under the lock (their rows were skipped).
-            twin_clusters: ``{internal id: cluster id}`` of the :meth:`twin_ids`.
-        """
-        matches: dict[int | None, list[MatchRow]] = {}
-        for edge in edges:
-            matches.setdefault(edge.new_id, []).append(edge)
-        results: dict[int, AddResult] = {}
-        cluster_of_id = {
-            external_id: twin_clusters.get(doc_id)
-            for external_id, doc_id in {**self.known_before, **known}.items()
-        }
-        merging = merging_methods(self.batch.params)
-        for row, doc_id in zip(self.rows_to_insert(known), ids, strict=True):
-            position = self.row_position[row]
-            external_id = self.documents[position].id
-            cluster = mapping.get(doc_id, doc_id)
-            cluster_of_id[external_id] = cluster
-            found = matches.get(doc_id)
-            if self.update and external_id in self.known_before:
-                status = Status.UPDATED
-            elif found is None:  # most documents: nothing to sort
-                results[position] = AddResult(external_id, Status.NEW, [], cluster)
-                continue
-            else:
-                status = Status.of((e.method for e in found), merging)
-            results[position] = AddResult(external_id, status, sorted_matches(found or []), cluster)
-        not_inserted = [p for p in self.row_position + self.skipped if p not in results]
-        for position in not_inserted:
-            external_id = self.documents[position].id
-            results[position] = AddResult(
-                external_id, Status.SKIPPED, [], cluster_of_id.get(external_id)
-            )
-        return BatchOutcome([results[p] for p in sorted(results)], self.record_errors())
-
-
-def prepare_batch(
-    documents: list[Document],
-    params: FingerprintParams,
-    known: Mapping[str, int],
-    update: bool,
-    max_bytes: int,
-    first: int | None = None,
-) -> PreparedBatch:
-    """Validate and fingerprint a batch; known ids are skipped unless ``update``.
-
-    An id repeated in the batch is written once: its first copy, or with ``update`` its last
-    copy (as if the copies had been added one after the other); the other copies are skipped.
-
-    Args:
-        documents: the records of the batch.
-        params: the store's fingerprint parameters.
-        known: ``{external id: internal id}`` of the batch's ids already stored.
-        update: replace known ids instead of skipping them.
-        max_bytes: largest accepted text, in UTF-8 bytes.
-        first: number of the batch's first record in the whole input (counting from 1); a bad
-            record without a source file and line is reported by its number.
-    """
-    errors: list[tuple[int, RecordError, type[DedupStoreError]]] = []
-    skipped: list[int] = []
-    chosen: dict[str, int] = {}
-    members: dict[int, list[str]] = {}
-    for position, doc in enumerate(documents):
-        try:
-            validate_document(doc, max_bytes)
-            members[position] = meta_members(doc.meta, params.meta_fields)
-        except DedupStoreError as e:
-            number = None if first is None else first + position
-            errors.append((position, record_error(doc, str(e), number), type(e)))
-            continue
-        earlier = chosen.get(doc.id)
-        if earlier is not None and update:
-            skipped.append(earlier)
-            chosen[doc.id] = position
-        elif earlier is not None or (doc.id in known and not update):
-            skipped.append(position)
-        else:
-            chosen[doc.id] = position
-    positions = sorted(chosen.values())
-    batch = fingerprint_valid_texts([documents[p].text for p in positions], params)
-    empty = {positions[row] for row in batch.empty_index}
-    message = "document is empty after canonicalization (no words left)"
-    errors.extend(
-        (
-            p,
-            record_error(documents[p], message, None if first is None else first + p),
-            EmptyDocumentError,
-        )
-        for p in empty
-    )
-    errors.sort(key=lambda item: item[0])
-    row_position = [p for p in positions if p not in empty]
-    skipped.sort()
-    meta = None
-    if params.uses_meta:
-        batch, meta = with_metadata(batch, [members[p] for p in row_position])
-    return PreparedBatch(documents, batch, row_position, dict(known), skipped, errors, update, meta)
-
-
-def with_metadata(
-    batch: FingerprintBatch, members: Sequence[Sequence[str]]
-) -> tuple[FingerprintBatch, MetaSignatures]:
-    """The batch with the exact keys of its rows whose metadata sets have ``members``
-    (:func:`~dedup_store.core.metadata.exact_key`), and the sets' signatures."""
-    keys = [exact_key(h, m) for h, m in zip(batch.exact_hashes, members, strict=True)]
-    signatures = meta_signatures(members, batch.params)
-    return dataclasses.replace(batch, exact_hashes=keys), signatures
-
-
-@dataclasses.dataclass
 class WrittenBatch:
     """A written batch: what its per-record results are made of (:meth:`outcome`), on the
-    caller's thread while the writer goes on with the next batch."""
+    caller's thread while the writer goes on with the next batch (or, in a bulk load, on the
+    connection's lane while the caller stages the next batch)."""
 
     prepared: PreparedBatch
     ids: list[int]
@@ -288,7 +78,8 @@ class WrittenBatch:
     known: dict[str, int]
     twin_clusters: dict[int, int]
 
-    def outcome(self) -> BatchOutcome:
+    @functools.cached_property
+    def results(self) -> BatchOutcome:
         """The batch's results and bad records (:meth:`PreparedBatch.outcome`)."""
         return self.prepared.outcome(
             self.ids, self.edges, self.mapping, self.known, self.twin_clusters
@@ -308,7 +99,7 @@ class StagedBatch:
         secondary: their secondary keys (hot slots).
         inter, possible: the candidates' intersections, and which may match
             (:func:`~dedup_store.db.scoring.batch_intersections`).
-        drawn_in_memory: the ids were drawn by a bulk load, which moves the sequence.
+        bulk_load: the batch is part of a bulk load.
     """
 
     prepared: PreparedBatch
@@ -316,9 +107,9 @@ class StagedBatch:
     new: lookup.NewRows
     candidates: lookup.Candidates
     secondary: hot.SecondaryRows
-    inter: np.ndarray
-    possible: np.ndarray
-    drawn_in_memory: bool
+    inter: I64
+    possible: npt.NDArray[np.bool_]
+    bulk_load: bool
 
 
 def write_batch(
@@ -365,20 +156,21 @@ def stage_batch(
     )
     stored.added(new, [prepared.document_of_row(r).id for r in rows])
     inter, possible = scoring.batch_intersections(conn, schema, new, found, stored)
-    drawn = isinstance(stored, bulk.LoadedKeys)
-    return StagedBatch(prepared, known, new, found, secondary, inter, possible, drawn)
+    return StagedBatch(prepared, known, new, found, secondary, inter, possible, stored.bulk_load)
 
 
 def commit_batch(conn: Connection, dest: Destination, staged: StagedBatch) -> WrittenBatch:
     """The second half of :func:`write_batch`: write the rows, score and store the edges,
     merge the clusters."""
     schema, prepared, new = dest.schema, staged.prepared, staged.new
-    if staged.drawn_in_memory and len(new.ids):
-        write.advance_ids(conn, schema, int(new.ids[-1]))
-    tails = prepared.encoded_tails(dest.keep_text)
-    rows = new.rows.tolist()
+    encoded = prepared.encoded_rows(dest.keep_text)
     write.insert_documents(
-        conn, schema, new, [tails[r] for r in rows], staged.secondary, prepared.meta
+        conn,
+        schema,
+        new,
+        [encoded[r] for r in new.rows.tolist()],
+        staged.secondary,
+        with_meta=prepared.meta is not None,
     )
     frequencies.add(conn, schema, prepared.batch, new.rows, new.ids)
     edges = scoring.store_verified(
@@ -386,7 +178,9 @@ def commit_batch(conn: Connection, dest: Destination, staged: StagedBatch) -> Wr
     )
     mapping = write.merge_clusters(conn, schema, edges, dest.params)
     if len(new.ids):
-        write.refresh_statistics(conn, schema, int(new.ids[-1]))
+        # a bulk load plans only statements on documents, and analyzes everything at its end
+        tables = ("documents",) if staged.bulk_load else write.TABLES
+        write.refresh_statistics(conn, schema, int(new.ids[-1]), tables)
     twin_clusters = reports.cluster_ids(conn, schema, prepared.twin_ids(staged.known))
     return WrittenBatch(prepared, new.ids.tolist(), edges, mapping, staged.known, twin_clusters)
 
@@ -467,7 +261,7 @@ def _bulk_ingest(
 
                 def write(prepared: PreparedBatch) -> Future[WrittenBatch]:
                     staged = stage_batch(lane.connection, dest, prepared, stored)
-                    return lane.submit(lambda c: commit_batch(c, dest, staged))
+                    return lane.submit(lambda c: _with_results(commit_batch(c, dest, staged)))
 
                 summary = _stream(
                     records,
@@ -626,9 +420,15 @@ def _write(dest: Destination, prepared: PreparedBatch) -> WrittenBatch:
     return dest.db.run(lambda conn: write_batch(conn, dest, prepared))
 
 
+def _with_results(written: WrittenBatch) -> WrittenBatch:
+    """``written`` with its :attr:`~WrittenBatch.results` worked out."""
+    _ = written.results
+    return written
+
+
 def _report(written: WrittenBatch, summary: IngestSummary, on_batch: OnBatch | None) -> int:
     """Count a written batch into ``summary``; returns the number of records it held."""
-    outcome = written.outcome()
+    outcome = written.results
     for result in outcome.results:
         summary.count(result)
     summary.errors += len(outcome.errors)

@@ -28,7 +28,8 @@ from dedup_store.db.engine import Bind, Database
 from dedup_store.db.names import validate_schema
 from dedup_store.db.scoring import merging_methods
 from dedup_store.errors import EmptyDocumentError, UnknownDocumentError
-from dedup_store.pipeline import Destination, OnBatch, OnProgress, prepare_batch
+from dedup_store.pipeline import Destination, OnBatch, OnProgress
+from dedup_store.prepared import prepare_batch
 from dedup_store.records import Record
 from dedup_store.results import (
     AddResult,

@@ -21,19 +21,16 @@ import signal
 from collections.abc import Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from types import TracebackType
-from typing import TYPE_CHECKING
 
 from dedup_store.core.params import FingerprintParams
+from dedup_store.prepared import PreparedBatch, prepare_batch
 from dedup_store.results import Document
-
-if TYPE_CHECKING:
-    from dedup_store.pipeline import PreparedBatch
 
 
 @dataclasses.dataclass(frozen=True)
 class PrepareSettings:
     """How a batch is prepared: the store's parameters, largest text, whether known ids are
-    replaced, and whether the text is kept (see :func:`dedup_store.pipeline.prepare_batch`)."""
+    replaced, and whether the text is kept (see :func:`dedup_store.prepared.prepare_batch`)."""
 
     params: FingerprintParams
     max_bytes: int
@@ -129,12 +126,10 @@ def prepare(
     documents: list[Document], known: Mapping[str, int], first: int, settings: PrepareSettings
 ) -> PreparedBatch:
     """Validate and fingerprint a batch and encode its rows' COPY fields."""
-    from dedup_store.pipeline import prepare_batch
-
     prepared = prepare_batch(
         documents, settings.params, known, settings.update, settings.max_bytes, first
     )
-    prepared.encoded_tails(settings.keep_text)
+    prepared.encoded_rows(settings.keep_text)
     return prepared
 
 

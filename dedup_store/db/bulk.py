@@ -63,7 +63,7 @@ class LoadedKeys:
     ) -> Found:
         found = Found([], [], [], [])
         for group in groups:
-            keys = distinct(group.keys)
+            keys = group.uniques
             ids, found_keys = self._index.find((group.kind, group.slot), keys)
             hot = self._hot.get((group.kind, group.slot), set())
             hot_keys = np.empty(0, dtype=np.int64)
@@ -98,8 +98,7 @@ class LoadedKeys:
 
     def allocate(self, count: int) -> I64:
         """``count`` new document ids, as :func:`~dedup_store.db.write.allocate_ids` would
-        draw them; each batch's :func:`~dedup_store.db.write.advance_ids` moves the sequence
-        past them."""
+        draw them; :func:`finish` moves the sequence past those written."""
         ids = np.arange(self._next_id, self._next_id + count, dtype=np.int64)
         self._next_id += count
         return ids
@@ -255,6 +254,7 @@ def finish(
     """
     for name, value in settings.items():
         conn.execute(text("SELECT set_config(:name, :value, true)"), {"name": name, "value": value})
+    write.catch_up_ids(conn, schema)
     started = time.perf_counter()
     metadata = ddl.build_metadata(schema)
     for table, name in LOOKUP_INDEXES:

@@ -68,21 +68,25 @@ def copy_payload(
         _copy(conn, schema, table, columns, payload)
 
 
-def fixed_prefix(count: int, columns: Sequence[tuple[npt.NDArray[Any], npt.DTypeLike]]) -> bytes:
-    """The leading fixed-width fields of many rows, one row after another.
+def fixed_prefix(
+    count: int | None, columns: Sequence[tuple[npt.NDArray[Any], npt.DTypeLike]]
+) -> bytes:
+    """Fixed-width fields of many rows, one row after another.
 
     Each row starts with the tuple's field count (``count`` fields in all; the caller appends
     the variable-width ones after each row's prefix), then each column's length and value.
 
     Args:
-        count: number of fields of the whole tuple.
+        count: number of fields of the whole tuple; ``None``: no count (fields that go
+            further into the row).
         columns: ``(values, big-endian dtype)`` per column, e.g. ``(ids, ">i8")``.
     """
-    layout: list[tuple[str, Any]] = [("count", ">i2")]
+    layout: list[tuple[str, Any]] = [] if count is None else [("count", ">i2")]
     for i, (_, dtype) in enumerate(columns):
         layout += [(f"l{i}", ">i4"), (f"v{i}", dtype)]
     rows = np.empty(len(columns[0][0]), dtype=np.dtype(layout))
-    rows["count"] = count
+    if count is not None:
+        rows["count"] = count
     for i, (values, dtype) in enumerate(columns):
         rows[f"l{i}"] = np.dtype(dtype).itemsize
         rows[f"v{i}"] = values

@@ -112,7 +112,7 @@ def find_candidates(
             continue
         keys = found.uniques[number]
         older = lookup.stored_counts(keys, found.keys[number])
-        owners = lookup.stored_counts(keys, group.keys)
+        owners = group.counts  # keys are the group's distinct keys
         new_hot = keys[(older + owners > hot_limit) & ~np.isin(keys, found.hot[number])]
         if len(new_hot):
             pending.append((group.kind, group.slot, new_hot))

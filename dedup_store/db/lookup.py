@@ -18,6 +18,7 @@ are split by secondary keys (:mod:`dedup_store.db.hot`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol, TypeAlias
 
@@ -25,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I32, I64, distinct, ranges
+from dedup_store.core.arrays import I32, I64, ranges
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.mixing import mix64
 from dedup_store.db.encoding import (
@@ -71,6 +72,31 @@ class KeyGroup:
     slot: int
     keys: I64
     docs: I64
+
+    @functools.cached_property
+    def order(self) -> I64:
+        """Positions of the keys sorted by key, then by document."""
+        if np.all(self.docs[1:] >= self.docs[:-1]):  # as a batch's groups are: one sort
+            return np.argsort(self.keys, kind="stable")
+        return np.lexsort((self.docs, self.keys))
+
+    @functools.cached_property
+    def uniques(self) -> I64:
+        """The distinct keys, sorted."""
+        return self._runs[0]
+
+    @functools.cached_property
+    def counts(self) -> I64:
+        """How many of the group's documents own each of :attr:`uniques`."""
+        return self._runs[1]
+
+    @functools.cached_property
+    def _runs(self) -> tuple[I64, I64]:
+        ordered = self.keys[self.order]
+        if len(ordered) == 0:
+            return ordered, np.empty(0, dtype=np.int64)
+        starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+        return ordered[starts], np.diff(np.append(starts, len(ordered)))
 
 
 def key_groups(batch: FingerprintBatch, rows: I64, ids: I64) -> list[KeyGroup]:
@@ -189,7 +215,7 @@ def _lookup_statement(
     uniques = []
     for number, group in enumerate(groups):
         name = f"g{number}"
-        keys = distinct(group.keys)
+        keys = group.uniques
         uniques.append(keys)
         parameters[name] = array_literal(keys.tolist())
         if group.kind == SAMPLE:
@@ -229,7 +255,7 @@ def _without_hot(
     group: KeyGroup, keys: I64, found_ids: I64, found_keys: I64, hot_limit: int
 ) -> tuple[KeyGroup, I64, I64]:
     """Drop hot excerpt keys; keep the ``hot_limit`` oldest documents of a band or block key."""
-    hot = keys[stored_counts(keys, found_keys) + stored_counts(keys, group.keys) > hot_limit]
+    hot = keys[stored_counts(keys, found_keys) + group.counts > hot_limit]
     if group.kind == SAMPLE:
         if len(hot) == 0:
             return group, found_ids, found_keys
@@ -247,7 +273,7 @@ def _without_hot(
 
 def join_found(group: KeyGroup, found_ids: I64, found_keys: I64) -> tuple[I64, I64]:
     """Pair each stored document found with every new document owning the key it was found by."""
-    order = np.argsort(group.keys, kind="stable")
+    order = group.order
     keys = group.keys[order]
     lo = np.searchsorted(keys, found_keys, side="left")
     hi = np.searchsorted(keys, found_keys, side="right")
@@ -262,7 +288,7 @@ def pairs_inside(group: KeyGroup, hot_limit: int = 0, spread: bool = False) -> t
     as :func:`~dedup_store.db.hot.window` does for stored documents) the ones from a pivot
     derived from the key, wrapping around.
     """
-    order = np.lexsort((group.docs, group.keys))
+    order = group.order
     keys, docs = group.keys[order], group.docs[order]
     same = keys[1:] == keys[:-1]
     if not same.any():

@@ -23,14 +23,22 @@ from dedup_store.core.params import FingerprintParams
 from dedup_store.db import bulk_copy, frequencies, hot
 from dedup_store.db.encoding import sample_columns, top32
 from dedup_store.db.lookup import NewRows
-from dedup_store.db.names import qualified
+from dedup_store.db.names import qualified, quote
 from dedup_store.db.scoring import merging_methods
 from dedup_store.results import MatchRow
 
 #: The tables ANALYZE'd by :func:`refresh_statistics`.
 TABLES = ("documents", "edges", "sample_keys", "secondary_keys")
 
-# fixed-width columns first (encoded for the whole batch with numpy), then variable ones
+# the columns of a document row encoded before it is written (:func:`encode_rows`: fixed-width
+# columns first, encoded for the whole batch with numpy), then those it gets when it is written
+# (the SimHash and its block keys too: a store with weighted SimHash features weighs them then)
+ENCODED_COLUMNS = (
+    "exact_hash", "signature", "band_keys", "shingle_count", "token_count", "length",
+    "external_id", "language", "meta", "body", "shingles",
+)  # fmt: skip
+WRITTEN_COLUMNS = ("id", "cluster_id", "simhash", "block_keys", "exact_of")
+#: Every column of a document row (the order the Spark load writes them in).
 DOCUMENT_COLUMNS = (
     "id", "cluster_id", "simhash", "exact_hash", "signature", "band_keys", "block_keys",
     "shingle_count", "token_count", "length", "external_id", "language", "meta", "body",
@@ -72,39 +80,67 @@ def next_id(conn: Connection, schema: str) -> int:
     return int(last) + 1 if called else int(last)
 
 
-def advance_ids(conn: Connection, schema: str, last: int) -> None:
-    """Move the id sequence to ``last``, the last of the ids a bulk load drew in memory
-    (:meth:`dedup_store.db.bulk.LoadedKeys.allocate`); it holds the writers' lock."""
+def catch_up_ids(conn: Connection, schema: str) -> None:
+    """Move the id sequence past the largest stored id: a bulk load draws its ids in memory
+    (:meth:`dedup_store.db.bulk.LoadedKeys.allocate`) and calls this before it commits, holding
+    the writers' lock."""
     conn.execute(
-        text("SELECT setval(CAST(:seq AS regclass), :last)"),
-        {"seq": qualified(schema, "document_ids"), "last": last},
+        text(
+            "SELECT setval(CAST(:seq AS regclass), m.id) "
+            f"FROM (SELECT max(id) AS id FROM {qualified(schema, 'documents')}) m "
+            "WHERE m.id >= :next"
+        ),
+        {"seq": qualified(schema, "document_ids"), "next": next_id(conn, schema)},
     )
 
 
-def encode_tails(
+def encode_rows(
     batch: FingerprintBatch,
     external_ids: Sequence[str],
     metas: Sequence[Mapping[str, Any] | None],
     bodies: Sequence[str | None],
     languages: Sequence[str],
+    meta: MetaSignatures | None = None,
 ) -> list[bytes]:
-    """Per fingerprint row of ``batch`` (other arguments per row too), the binary COPY fields
-    of its document row that depend neither on its id nor on what the store holds: external id,
-    language, meta, body and shingles. Computed while the batch before is being written."""
+    """Per fingerprint row of ``batch`` (other arguments per row too), its document row in
+    binary COPY form up to the :data:`WRITTEN_COLUMNS`: the field count, then the
+    :data:`ENCODED_COLUMNS` (and ``meta_signature`` with ``meta``), which depend neither on its
+    id nor on what the store holds (nor on its document frequencies). Computed before the batch
+    is written, in a worker process when there is one (:mod:`dedup_store.workers`)."""
+    n = len(external_ids)
+    if n == 0:
+        return []
+    count = len(ENCODED_COLUMNS) + len(WRITTEN_COLUMNS) + (meta is not None)
     offsets = batch.shingle_offsets
+    lengths = np.fromiter((len(t) for t in batch.canonical_texts), np.int64, n)
+    prefix = bulk_copy.fixed_prefix(
+        count,
+        [
+            (np.frombuffer(b"".join(batch.exact_hashes), dtype="V16"), "V16"),
+            bulk_copy.array_matrix(batch.signatures.view(np.int32)),
+            bulk_copy.array_matrix(batch.band_keys),
+            (np.diff(offsets), ">i4"),
+            (batch.token_counts, ">i4"),
+            (lengths, ">i4"),
+        ],
+    )
+    width = len(prefix) // n
     shingle_fields = bulk_copy.int4_array_fields(top32(batch.shingles), offsets)
+    extra = [b""] * n if meta is None else _meta_fields(meta, np.arange(n, dtype=np.int64))
     field, jsonb = bulk_copy.field, bulk_copy.jsonb
     return [
         b"".join(
             (
+                prefix[width * i : width * (i + 1)],
                 field(external_ids[i].encode("utf-8")),
                 field(languages[i].encode("utf-8")),
                 field(jsonb(metas[i])),
                 field(_utf8(bodies[i])),
                 shingle_fields[i],
+                extra[i],
             )
         )
-        for i in range(len(external_ids))
+        for i in range(n)
     ]
 
 
@@ -116,49 +152,37 @@ def insert_documents(
     conn: Connection,
     schema: str,
     new: NewRows,
-    tails: Sequence[bytes],
+    encoded: Sequence[bytes],
     secondary: hot.SecondaryRows | None = None,
-    meta: MetaSignatures | None = None,
+    with_meta: bool = False,
 ) -> None:
-    """COPY the selected documents of a batch with their keys; ``tails`` are the
-    :func:`encode_tails` of their rows; ``meta`` the signatures of the metadata sets of the
-    batch's rows (a store with ``meta_fields``).
+    """COPY the selected documents of a batch with their keys; ``encoded`` are the
+    :func:`encode_rows` of their rows, ``with_meta`` whether those hold ``meta_signature``
+    (a store with ``meta_fields``).
 
     Call it after :func:`~dedup_store.db.hot.find_candidates`, whose lookups must only meet
     older documents' keys, and which gives the ``secondary`` keys of their hot slots.
     """
     batch, rows = new.batch, new.rows
-    starts, ends = batch.shingle_offsets[rows], batch.shingle_offsets[rows + 1]
-    exact = np.frombuffer(b"".join(batch.exact_hashes[r] for r in rows.tolist()), dtype="V16")
-    lengths = np.fromiter(
-        (len(batch.canonical_texts[r]) for r in rows.tolist()), np.int64, len(rows)
-    )
-    columns = DOCUMENT_COLUMNS + (("meta_signature",) if meta is not None else ())
-    prefix = bulk_copy.fixed_prefix(
-        len(columns),
+    meta_column = ("meta_signature",) if with_meta else ()
+    columns = ENCODED_COLUMNS + meta_column + WRITTEN_COLUMNS
+    written = bulk_copy.fixed_prefix(
+        None,
         [
             (new.ids, ">i8"),
             (new.ids, ">i8"),
             (batch.simhashes[rows].view(np.int64), ">i8"),
-            (exact, "V16"),
-            bulk_copy.array_matrix(batch.signatures[rows].view(np.int32)),
-            bulk_copy.array_matrix(batch.band_keys[rows]),
             bulk_copy.array_matrix(batch.block_keys[rows]),
-            (ends - starts, ">i4"),
-            (batch.token_counts[rows], ">i4"),
-            (lengths, ">i4"),
         ],
     )
-    width = len(prefix) // max(1, len(rows))
+    width = len(written) // max(1, len(rows))
     null, link = bulk_copy.field(None), struct.Struct("!iq").pack
-    extra = [b""] * len(rows) if meta is None else _meta_fields(meta, rows)
     parts: list[bytes] = []
     for i, exact_of in enumerate(new.exact_of.tolist()):
         parts += [
-            prefix[width * i : width * (i + 1)],
-            tails[i],
+            encoded[i],
+            written[width * i : width * (i + 1)],
             link(8, exact_of) if exact_of else null,
-            extra[i],
         ]
     bulk_copy.copy_payload(conn, schema, "documents", columns, b"".join(parts))
 
@@ -205,8 +229,10 @@ def merge_clusters(
     return mapping
 
 
-def refresh_statistics(conn: Connection, schema: str, newest_id: int) -> bool:
-    """ANALYZE the store's tables when they have doubled since the planner last looked.
+def refresh_statistics(
+    conn: Connection, schema: str, newest_id: int, tables: Sequence[str] = TABLES
+) -> bool:
+    """ANALYZE the store's ``tables`` when they have doubled since the planner last looked.
 
     Servers with autovacuum off (or slow to catch up during a bulk load) would otherwise plan
     every statement for empty tables. Doubling keeps the total cost logarithmic.
@@ -218,8 +244,8 @@ def refresh_statistics(conn: Connection, schema: str, newest_id: int) -> bool:
     ).scalar_one()
     if newest_id < 1000 or 0 < newest_id <= 2 * known:
         return False
-    for table in TABLES:
-        conn.execute(text(f"ANALYZE {s}.{table}"))
+    for table in tables:
+        conn.execute(text(f"ANALYZE {s}.{quote(table)}"))
     return True
 
 
