@@ -28,6 +28,9 @@ One run, on one seeded corpus (:mod:`benchmarks.ingest_corpus`) of ``--docs`` do
    bytes), ``MinHash.bulk`` (chunks of 5,000) and ``insert`` in an ``insertion_session``. Queries:
    shingling, ``MinHash.update_batch`` and ``query``.
 
+Each timed ingest starts after a ``CHECKPOINT``, so that none writes out what an earlier step left
+dirty. ``--workers`` (default 1) is given to every ingest of the run, ours and the baseline's.
+
 Run it as ``python -m benchmarks.ingest`` (see ``--help``).
 """
 
@@ -60,6 +63,7 @@ from dedup_store import (
 )
 from dedup_store.config import normalize_url
 from dedup_store.core import FingerprintParams
+from dedup_store.db.names import quote
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
 TABLES = ("documents", "sample_keys", "edges")
@@ -260,7 +264,14 @@ def analyzed(engine: sa.Engine, schema: str) -> bool:
 def drop_schema(engine: sa.Engine, schema: str) -> None:
     """Drop the benchmark's schema and everything in it."""
     with engine.begin() as conn:
-        conn.execute(sa.text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+        conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {quote(schema)} CASCADE"))
+
+
+def checkpoint(engine: sa.Engine) -> None:
+    """``CHECKPOINT``, so that a timed ingest does not write out the pages an earlier step
+    (an earlier ingest, a dropped schema) left dirty: each starts from the same state."""
+    with engine.begin() as conn:
+        conn.execute(sa.text("CHECKPOINT"))
 
 
 # -- datasketch ---------------------------------------------------------------------------------
@@ -634,6 +645,7 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
     try:
         with DedupStore(args.url, params, schema=schema) as store:
             span = (0, args.docs)
+            checkpoint(engine)
             if args.profile == "load":
                 ours = profiled_ingest(
                     store,
@@ -650,6 +662,7 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
             appended = None
             if args.append:
                 span = (args.docs, args.append)
+                checkpoint(engine)
                 if args.profile == "append":
                     appended = profiled_ingest(
                         store,
@@ -695,6 +708,7 @@ def incremental_baseline(args: argparse.Namespace, engine: sa.Engine, path: Path
         params = FingerprintParams(simhash_weights=args.simhash_weights)
         with DedupStore(args.url, params, schema=schema) as store:
             span = (0, args.incremental_docs)
+            checkpoint(engine)
             return ingest(store, path, args.batch_size, span, False, args.workers)
     finally:
         drop_schema(engine, schema)

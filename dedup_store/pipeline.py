@@ -96,7 +96,8 @@ class StagedBatch:
         known: stored ids found among the batch's (their rows are skipped).
         new: the rows to insert, with their ids.
         candidates: their candidate pairs with older documents.
-        secondary: their secondary keys (hot slots).
+        secondary: the ``secondary_keys`` rows to write (hot slots).
+        promotion: the keys a bulk load made hot with the batch, to record with it.
         inter, possible: the candidates' intersections, and which may match
             (:func:`~dedup_store.db.scoring.batch_intersections`).
         bulk_load: the batch is part of a bulk load.
@@ -107,6 +108,7 @@ class StagedBatch:
     new: lookup.NewRows
     candidates: lookup.Candidates
     secondary: hot.SecondaryRows
+    promotion: hot.Promotion
     inter: I64
     possible: npt.NDArray[np.bool_]
     bulk_load: bool
@@ -151,18 +153,22 @@ def stage_batch(
         ids = write.allocate_ids(connection_of(conn), schema, len(rows))
     new = lookup.new_rows(conn, schema, prepared.batch, row_array, ids, stored)
     firsts = new.firsts  # exact copies have no keys of their own
-    found, secondary = hot.find_candidates(
+    found, secondary, promotion = hot.find_candidates(
         conn, schema, prepared.batch, new.rows[firsts], new.ids[firsts], stored
     )
     stored.added(new, [prepared.document_of_row(r).id for r in rows])
     inter, possible = scoring.batch_intersections(conn, schema, new, found, stored)
-    return StagedBatch(prepared, known, new, found, secondary, inter, possible, stored.bulk_load)
+    return StagedBatch(
+        prepared, known, new, found, secondary, promotion, inter, possible, stored.bulk_load
+    )
 
 
 def commit_batch(conn: Connection, dest: Destination, staged: StagedBatch) -> WrittenBatch:
     """The second half of :func:`write_batch`: write the rows, score and store the edges,
     merge the clusters."""
     schema, prepared, new = dest.schema, staged.prepared, staged.new
+    promotion = staged.promotion
+    hot.record_hot(conn, schema, promotion.kinds, promotion.slots, promotion.keys)
     encoded = prepared.encoded_rows(dest.keep_text)
     write.insert_documents(
         conn,

@@ -13,16 +13,19 @@ its lock (they never see a store without its indexes).
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I32, I64, distinct
+from dedup_store.core.arrays import I32, I64, U32, distinct
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.keyindex import key_index
+from dedup_store.core.mixing import hashint8
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import ddl, write
 from dedup_store.db.encoding import BAND, BLOCK, SAMPLE, int4_array, sorted_top32
@@ -50,7 +53,9 @@ class LoadedKeys:
         self._exact: dict[bytes, int] = {}
         self._hot: dict[tuple[int, int], set[int]] = {}
         self._shingles = ShingleChunks()
+        self._secondary: dict[tuple[int, int, int], list[int]] = {}  # ids, ascending
         self._next_id = 1
+        self._max_id = 0
         self.external_ids: dict[str, int] = {}
 
     def find(
@@ -106,12 +111,54 @@ class LoadedKeys:
     def promoted(self, kind: int, slot: int, keys: list[int]) -> None:
         self._hot.setdefault((kind, slot), set()).update(keys)
 
+    def member_values(
+        self, conn: Reach, schema: str, kind: int, ids: I64, num_perm: int
+    ) -> npt.NDArray[Any]:
+        values, missing = self._shingles.values(ids, "signatures" if kind == BAND else "simhashes")
+        if len(missing):  # stored before the load
+            values[missing] = INDEXED.member_values(conn, schema, kind, ids[missing], num_perm)
+        return values
+
+    def windows(
+        self, conn: Reach, schema: str, groups: list[KeyGroup], hot_limit: int
+    ) -> list[tuple[I64, I64]]:
+        # as lookup.window: from a pivot derived from the key and the largest stored id
+        hits = []
+        for group in groups:
+            keys = group.uniques
+            pivots = (hashint8(keys) % (self._max_id + 1)).tolist()
+            ids: list[int] = []
+            found: list[int] = []
+            for key, pivot in zip(keys.tolist(), pivots, strict=True):
+                members = self._secondary.get((group.kind, group.slot, key))
+                if not members:
+                    continue
+                at = bisect.bisect_left(members, pivot)
+                chosen = (members[at : at + hot_limit] + members[:at])[:hot_limit]
+                ids += chosen
+                found += [key] * len(chosen)
+            hits.append((np.array(ids, dtype=np.int64), np.array(found, dtype=np.int64)))
+        return hits
+
+    def add_secondary(
+        self, kinds: npt.NDArray[np.int16], slots: npt.NDArray[np.int16], keys: I64, docs: I64
+    ) -> None:
+        rows = zip(kinds.tolist(), slots.tolist(), keys.tolist(), docs.tolist(), strict=True)
+        for kind, slot, key, doc in rows:
+            members = self._secondary.setdefault((kind, slot, key), [])
+            if members and members[-1] > doc:
+                bisect.insort(members, doc)
+            else:
+                members.append(doc)
+
     def documents(self, conn: Reach, schema: str, external_ids: list[str]) -> dict[str, int]:
         known = self.external_ids
         return {e: known[e] for e in external_ids if e in known}
 
     def added(self, new: NewRows, external_ids: list[str]) -> None:
         self.external_ids.update(zip(external_ids, new.ids.tolist(), strict=True))
+        if len(new.ids):
+            self._max_id = max(self._max_id, int(new.ids[-1]))
         firsts = new.firsts
         rows, ids = new.rows[firsts], new.ids[firsts]
         for group in key_groups(new.batch, rows, ids):
@@ -133,6 +180,7 @@ class LoadedKeys:
         ).all()
         firsts = [row for row in rows if row[4]]
         self.external_ids = {row[5]: int(row[0]) for row in rows}
+        self._max_id = int(rows[-1][0]) if rows else 0
         if firsts:
             ids = np.array([row[0] for row in firsts], dtype=np.int64)
             self._exact = {bytes(row[1]): int(row[0]) for row in firsts}
@@ -151,16 +199,24 @@ class LoadedKeys:
             self._index.add((SAMPLE, 0), keys, np.array(samples[1], dtype=np.int64))
         for kind, slot, key in conn.execute(text(f"SELECT kind, slot, key FROM {s}.hot_keys")):
             self._hot.setdefault((int(kind), int(slot)), set()).add(int(key))
+        secondary = conn.execute(
+            text(f"SELECT kind, slot, key, doc_id FROM {s}.secondary_keys ORDER BY doc_id")
+        ).all()
+        if secondary:
+            table = np.array(secondary, dtype=np.int64)
+            kinds, slots = table[:, 0].astype(np.int16), table[:, 1].astype(np.int16)
+            self.add_secondary(kinds, slots, table[:, 2], table[:, 3])
 
 
 class ShingleChunks:
-    """The stored (32-bit, sorted) shingles and the SimHashes of the documents a load wrote,
-    one chunk per batch, so that verifying a candidate pair does not read them back from the
-    table."""
+    """The stored (32-bit, sorted) shingles, the SimHashes and the MinHash signatures of the
+    documents a load wrote, one chunk per batch, so that verifying a candidate pair (or making
+    a key hot) does not read them back from the table."""
 
     def __init__(self) -> None:
         self._firsts: list[int] = []
-        self._chunks: list[tuple[I64, I64, I32, I64]] = []  # ids, offsets, values, simhashes
+        # ids, offsets, values, simhashes, signatures
+        self._chunks: list[tuple[I64, I64, I32, I64, U32]] = []
 
     def add(self, batch: FingerprintBatch, rows: I64, ids: I64) -> None:
         """Keep the shingles of ``rows`` of ``batch``, written with ascending ``ids``."""
@@ -169,7 +225,8 @@ class ShingleChunks:
         offsets, values = sorted_top32(batch, rows)
         self._firsts.append(int(ids[0]))
         simhashes = batch.simhashes[rows].view(np.int64)
-        self._chunks.append((ids.astype(np.int64), offsets, values, simhashes))
+        signatures = batch.signatures[rows]
+        self._chunks.append((ids.astype(np.int64), offsets, values, simhashes, signatures))
 
     def find(self, ids: list[int]) -> tuple[dict[int, I32], list[int]]:
         """``({id: shingles}, ids not kept here)``."""
@@ -185,11 +242,27 @@ class ShingleChunks:
         )
         return found, missing
 
+    def values(self, ids: I64, which: str) -> tuple[npt.NDArray[Any], I64]:
+        """The ``simhashes`` (uint64) or ``signatures`` (rows of uint32) of the ascending
+        ``ids``, in that order, and the positions of the ids not kept here (left zero)."""
+        found: dict[int, Any] = {}
+        column = 3 if which == "simhashes" else 4
+        missing = set(self._locate(ids.tolist(), found, lambda c, row: c[column][row]))
+        if which == "simhashes":
+            out: npt.NDArray[Any] = np.zeros(len(ids), dtype=np.uint64)
+        else:
+            width = self._chunks[0][4].shape[1] if self._chunks else 0
+            out = np.zeros((len(ids), width), dtype=np.uint32)
+        for position, doc in enumerate(ids.tolist()):
+            if doc not in missing:
+                out[position] = found[doc]
+        return out, np.flatnonzero(np.isin(ids, np.array(sorted(missing), dtype=np.int64)))
+
     def _locate(
         self,
         ids: list[int],
         found: dict[int, Any],
-        value: Callable[[tuple[I64, I64, I32, I64], int], Any],
+        value: Callable[[tuple[I64, I64, I32, I64, U32], int], Any],
     ) -> list[int]:
         """Put ``value(chunk, row)`` of each of ``ids`` kept here into ``found``; returns the
         others."""

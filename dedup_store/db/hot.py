@@ -25,7 +25,7 @@ import numpy.typing as npt
 from sqlalchemy import Connection, text
 
 from dedup_store.core import rekey
-from dedup_store.core.arrays import I64, distinct
+from dedup_store.core.arrays import I64
 from dedup_store.core.fingerprint import Fingerprint, FingerprintBatch
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import bulk_copy, lookup
@@ -38,11 +38,11 @@ from dedup_store.db.lookup import (
     StoredKeys,
     connection_of,
     slot_lookup,
+    window,
 )
 from dedup_store.db.names import qualified
 
 SECONDARY_COLUMNS = ("kind", "slot", "key", "doc_id")
-_ARRAY_HEADER = 20  # bytes before the elements of a one-dimensional array_send
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,15 +87,16 @@ def find_candidates(
     rows: I64,
     ids: I64,
     stored: StoredKeys = INDEXED,
-) -> tuple[Candidates, SecondaryRows]:
+) -> tuple[Candidates, SecondaryRows, Promotion]:
     """Pairs of (older document, new document) sharing a key, the new ones not yet stored,
     with hot buckets split.
 
     ``rows`` and ``ids`` are the batch rows and new ids of the documents that own keys (the
     first of their exact group). Keys that more than ``hot_key_limit`` documents (stored and
     new) share become hot (:func:`promote`); a new document's hot slots are also looked up by
-    its secondary keys. Returns the candidates and the new documents' ``secondary_keys`` rows.
-    ``stored`` answers the lookups of keys of stored documents.
+    its secondary keys. Returns the candidates, the ``secondary_keys`` rows to write with the
+    batch, and (during a bulk load) the keys it made hot, to be recorded with it. ``stored``
+    answers the lookups of keys of stored documents.
     """
     params = batch.params
     hot_limit = params.hot_key_limit
@@ -104,7 +105,7 @@ def find_candidates(
     found = stored.find(conn, schema, groups, hot_limit, kinds)
     parts = lookup.found_pairs(groups, found, hot_limit)
     if not kinds or len(ids) == 0:
-        return lookup.merge(*parts), SecondaryRows.concat([])
+        return lookup.merge(*parts), SecondaryRows.concat([]), Promotion.none()
     hot_of: dict[int, I64] = {}
     pending: list[tuple[int, int, I64]] = []
     for number, group in enumerate(groups):
@@ -117,9 +118,10 @@ def find_candidates(
         if len(new_hot):
             pending.append((group.kind, group.slot, new_hot))
         hot_of[number] = np.union1d(found.hot[number], new_hot)
+    promotion = Promotion.none()
     if pending:
-        promote(
-            connection_of(conn),
+        promotion = promote(
+            conn,
             schema,
             params,
             np.concatenate([np.full(len(k), kind) for kind, _, k in pending]),
@@ -128,14 +130,12 @@ def find_candidates(
             stored,
         )
     secondary, written = _secondary_groups(batch, rows, ids, groups, hot_of)
-    a_more, b_more, kind_more = (
-        _secondary_pairs(connection_of(conn), schema, secondary, hot_limit)
-        if secondary
-        else ([], [], [])
-    )
+    a_more, b_more, kind_more = _secondary_pairs(conn, schema, secondary, hot_limit, stored)
+    stored.add_secondary(written.kind, written.slot, written.key, written.doc)
     a_parts, b_parts, kind_parts = parts
     merged = lookup.merge(a_parts + a_more, b_parts + b_more, kind_parts + kind_more)
-    return merged, written
+    rows_written = SecondaryRows.concat([promotion.rows, written])
+    return merged, rows_written, promotion
 
 
 def _secondary_groups(
@@ -166,33 +166,17 @@ def _secondary_groups(
 
 
 def _secondary_pairs(
-    conn: Connection, schema: str, groups: list[KeyGroup], hot_limit: int
+    conn: Reach, schema: str, groups: list[KeyGroup], hot_limit: int, stored: StoredKeys
 ) -> tuple[list[I64], list[I64], list[npt.NDArray[np.int8]]]:
-    """Pairs found by secondary keys: each key's ``hot_limit`` oldest stored documents (one
-    statement), and pairs inside the batch as for primary keys."""
+    """Pairs found by secondary keys: each key's window of ``hot_limit`` stored documents
+    (:func:`~dedup_store.db.lookup.window`), and pairs inside the batch as for primary
+    keys."""
     if not groups:
         return [], [], []
-    s = qualified(schema)
-    branches, parameters = [], {}
-    for number, group in enumerate(groups):
-        parameters[f"g{number}"] = array_literal(distinct(group.keys).tolist())
-        probe = window(s, hot_limit, str(int(group.kind)), str(int(group.slot)))
-        branches.append(
-            f"SELECT {number} AS grp, f.doc_id AS id, n.key "
-            f"FROM unnest(CAST(:g{number} AS bigint[])) AS n(key) "
-            f"CROSS JOIN LATERAL ({probe}) f"
-        )
-    statement = (
-        "SELECT grp, array_agg(id), array_agg(key) "
-        f"FROM ({' UNION ALL '.join(branches)}) found GROUP BY grp"
-    )
-    empty = np.empty(0, dtype=np.int64)
-    hits = dict.fromkeys(range(len(groups)), (empty, empty))
-    for number, found_ids, found_keys in conn.execute(text(statement), parameters):
-        hits[number] = (np.array(found_ids, dtype=np.int64), np.array(found_keys, dtype=np.int64))
+    hits = stored.windows(conn, schema, groups, hot_limit)
     a_parts, b_parts, kind_parts = [], [], []
-    for number, group in enumerate(groups):
-        joined = lookup.join_found(group, *hits[number])
+    for group, (found_ids, found_keys) in zip(groups, hits, strict=True):
+        joined = lookup.join_found(group, found_ids, found_keys)
         for a, b in (joined, lookup.pairs_inside(group, hot_limit, spread=True)):
             a_parts.append(a)
             b_parts.append(b)
@@ -212,33 +196,44 @@ def write_secondary(conn: Connection, schema: str, rows: SecondaryRows) -> None:
     bulk_copy.copy_fixed_rows(conn, schema, "secondary_keys", SECONDARY_COLUMNS, columns)
 
 
+@dataclasses.dataclass(frozen=True)
+class Promotion:
+    """Keys a batch made hot during a bulk load, written with the batch: its ``hot_keys``
+    rows, and the ``secondary_keys`` rows of their stored documents (already in memory)."""
+
+    kinds: I64
+    slots: I64
+    keys: I64
+    rows: SecondaryRows
+
+    @classmethod
+    def none(cls) -> Promotion:
+        """Nothing to write."""
+        empty = np.empty(0, dtype=np.int64)
+        return cls(empty, empty, empty, SecondaryRows.concat([]))
+
+
 def promote(
-    conn: Connection,
+    conn: Reach,
     schema: str,
     params: FingerprintParams,
     kinds: I64,
     slots: I64,
     keys: I64,
     stored: StoredKeys = INDEXED,
-) -> int:
+) -> Promotion:
     """Make keys hot: record them and write the secondary keys of their stored documents.
 
-    Keys already hot are left as they are. Call it holding the writers' lock. Returns the
-    number of ``secondary_keys`` rows written.
+    Keys already hot are left as they are. Call it holding the writers' lock. A bulk load
+    (``stored`` in memory) keeps the new rows in memory and returns them, to be written with
+    the batch (:func:`record_hot`, :func:`write_secondary`); otherwise they are written now.
     """
     if len(keys) == 0:
-        return 0
-    s = qualified(schema)
-    added = conn.execute(
-        text(
-            f"INSERT INTO {s}.hot_keys (kind, slot, key) "
-            "SELECT * FROM unnest(CAST(:kinds AS smallint[]), CAST(:slots AS smallint[]), "
-            "CAST(:keys AS bigint[])) ON CONFLICT DO NOTHING RETURNING kind, slot, key"
-        ),
-        {"kinds": kinds.tolist(), "slots": slots.tolist(), "keys": keys.tolist()},
-    ).all()
-    if not added:
-        return 0
+        return Promotion.none()
+    if stored.bulk_load:  # its lookups knew every hot key: all of these are new
+        added = list(zip(kinds.tolist(), slots.tolist(), keys.tolist(), strict=True))
+    else:
+        added = record_hot(connection_of(conn), schema, kinds, slots, keys)
     wanted: dict[tuple[int, int], list[int]] = {}
     for kind, slot, key in added:
         wanted.setdefault((int(kind), int(slot)), []).append(int(key))
@@ -246,41 +241,49 @@ def promote(
     for (kind, slot), slot_keys in wanted.items():
         stored.promoted(kind, slot, slot_keys)
         ids, primary = stored.members(conn, schema, kind, slot, slot_keys)
-        parts.append(_members_rows(conn, s, params, kind, slot, ids, primary))
+        values = stored.member_values(conn, schema, kind, ids, params.num_perm)
+        parts.append(_members_rows(params, kind, slot, ids, primary, values))
     rows = SecondaryRows.concat(parts)
-    write_secondary(conn, schema, rows)
-    return len(rows)
+    if stored.bulk_load:
+        stored.add_secondary(rows.kind, rows.slot, rows.key, rows.doc)
+        return Promotion(kinds, slots, keys, rows)
+    write_secondary(connection_of(conn), schema, rows)
+    return Promotion.none()
+
+
+def record_hot(
+    conn: Connection, schema: str, kinds: I64, slots: I64, keys: I64
+) -> list[tuple[int, int, int]]:
+    """Insert ``hot_keys`` rows; returns those that were not there."""
+    if len(keys) == 0:
+        return []
+    added = conn.execute(
+        text(
+            f"INSERT INTO {qualified(schema)}.hot_keys (kind, slot, key) "
+            "SELECT * FROM unnest(CAST(:kinds AS smallint[]), CAST(:slots AS smallint[]), "
+            "CAST(:keys AS bigint[])) ON CONFLICT DO NOTHING RETURNING kind, slot, key"
+        ),
+        {"kinds": kinds.tolist(), "slots": slots.tolist(), "keys": keys.tolist()},
+    ).all()
+    return [(int(kind), int(slot), int(key)) for kind, slot, key in added]
 
 
 def _members_rows(
-    conn: Connection,
-    s: str,
     params: FingerprintParams,
     kind: int,
     slot: int,
     ids: I64,
     primary: I64,
+    values: npt.NDArray[Any],
 ) -> SecondaryRows:
-    """The secondary keys of stored documents ``ids`` owning keys ``primary`` in one slot."""
+    """The secondary keys of stored documents ``ids`` owning keys ``primary`` in one slot;
+    ``values`` are their signatures (band keys) or SimHashes (block keys)."""
     if len(ids) == 0:
         return SecondaryRows.concat([])
-    value = "array_send(signature)" if kind == BAND else "int8send(simhash)"
-    blob = conn.execute(
-        text(
-            f"SELECT string_agg({value}, ''::bytea ORDER BY id) FROM {s}.documents "
-            "WHERE id = ANY(CAST(:ids AS bigint[]))"
-        ),
-        {"ids": array_literal(ids.tolist())},
-    ).scalar_one()
     if kind == BAND:
-        width = _ARRAY_HEADER + 8 * params.num_perm
-        matrix = np.frombuffer(blob, dtype=np.uint8).reshape(len(ids), width)[:, _ARRAY_HEADER:]
-        pairs = np.ascontiguousarray(matrix).view(">i4").reshape(len(ids), params.num_perm, 2)
-        signatures = pairs[:, :, 1].astype(np.int32).view(np.uint32)
-        secondary = rekey.secondary_keys(params, kind, slot, primary, signatures=signatures)
+        secondary = rekey.secondary_keys(params, kind, slot, primary, signatures=values)
     else:
-        simhashes = np.frombuffer(blob, dtype=">i8").astype(np.int64).view(np.uint64)
-        secondary = rekey.secondary_keys(params, kind, slot, primary, simhashes=simhashes)
+        secondary = rekey.secondary_keys(params, kind, slot, primary, simhashes=values)
     return SecondaryRows.of(kind, slot, secondary, ids)
 
 
@@ -289,30 +292,6 @@ def secondary_counts(params: FingerprintParams) -> tuple[int, int]:
     return tuple(  # type: ignore[return-value]
         rekey.secondary_count(params, kind) if rekey.rekeyed(params, kind) else 0
         for kind in (BAND, BLOCK)
-    )
-
-
-def window(s: str, hot_limit: int, kind: str = "n.kind", slot: str = "n.slot") -> str:
-    """SQL: ``hot_limit`` documents (``doc_id``) of the secondary key ``n.key`` of a slot.
-
-    Not the oldest ones: the members whose ids follow a pivot derived from the key (a point
-    of the stored id range, wrapping around to the oldest), so that the secondary keys of one
-    document lead to different parts of a large bucket. Two index range scans of at most
-    ``hot_limit`` entries each. ``kind`` and ``slot`` are SQL expressions.
-    """
-    where = f"FROM {s}.secondary_keys k WHERE k.kind = {kind} AND k.slot = {slot} AND k.key = n.key"
-    pivot = (
-        f"(hashint8(n.key)::bigint & 2147483647) % "
-        f"(coalesce((SELECT max(d.id) FROM {s}.documents d), 0) + 1)"
-    )
-    limit = int(hot_limit)
-    return (
-        "SELECT w.doc_id FROM ("
-        f"(SELECT 0 AS part, k.doc_id {where} AND k.doc_id >= {pivot} "
-        f"ORDER BY k.doc_id LIMIT {limit}) UNION ALL "
-        f"(SELECT 1 AS part, k.doc_id {where} AND k.doc_id < {pivot} "
-        f"ORDER BY k.doc_id LIMIT {limit})"
-        f") w ORDER BY w.part, w.doc_id LIMIT {limit}"
     )
 
 

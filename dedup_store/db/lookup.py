@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Iterator, Sequence
-from typing import Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +45,9 @@ Reach: TypeAlias = Connection | Callable[[], Connection]
 (:class:`dedup_store.db.lane.Lane`) hands it over once the statements before it have run."""
 
 
+_ARRAY_HEADER = 20  # bytes before the elements of a one-dimensional array_send
+
+
 def connection_of(reach: Reach) -> Connection:
     """The connection of ``reach``."""
     return reach if isinstance(reach, Connection) else reach()
@@ -61,6 +64,30 @@ def slot_lookup(s: str, kind: int, slot: int, condition: str) -> str:
     return (
         f"SELECT o.id, {column} AS key FROM {s}.documents o "
         f"WHERE {column} {condition} AND o.exact_of IS NULL"
+    )
+
+
+def window(s: str, hot_limit: int, kind: str = "n.kind", slot: str = "n.slot") -> str:
+    """SQL: ``hot_limit`` documents (``doc_id``) of the secondary key ``n.key`` of a slot.
+
+    Not the oldest ones: the members whose ids follow a pivot derived from the key (a point
+    of the stored id range, wrapping around to the oldest), so that the secondary keys of one
+    document lead to different parts of a large bucket. Two index range scans of at most
+    ``hot_limit`` entries each. ``kind`` and ``slot`` are SQL expressions.
+    """
+    where = f"FROM {s}.secondary_keys k WHERE k.kind = {kind} AND k.slot = {slot} AND k.key = n.key"
+    pivot = (
+        f"(hashint8(n.key)::bigint & 2147483647) % "
+        f"(coalesce((SELECT max(d.id) FROM {s}.documents d), 0) + 1)"
+    )
+    limit = int(hot_limit)
+    return (
+        "SELECT w.doc_id FROM ("
+        f"(SELECT 0 AS part, k.doc_id {where} AND k.doc_id >= {pivot} "
+        f"ORDER BY k.doc_id LIMIT {limit}) UNION ALL "
+        f"(SELECT 1 AS part, k.doc_id {where} AND k.doc_id < {pivot} "
+        f"ORDER BY k.doc_id LIMIT {limit})"
+        f") w ORDER BY w.part, w.doc_id LIMIT {limit}"
     )
 
 
@@ -492,6 +519,26 @@ class StoredKeys(Protocol):
         """``keys`` of a slot became hot."""
         ...
 
+    def member_values(
+        self, conn: Reach, schema: str, kind: int, ids: I64, num_perm: int
+    ) -> npt.NDArray[Any]:
+        """The MinHash signatures (``kind`` band: ``(n, num_perm)`` uint32) or SimHashes
+        (block: uint64) of the stored documents ``ids`` (ascending), in that order."""
+        ...
+
+    def windows(
+        self, conn: Reach, schema: str, groups: list[KeyGroup], hot_limit: int
+    ) -> list[tuple[I64, I64]]:
+        """Per group of secondary keys, ``(ids, keys)``: for each of its distinct keys the
+        ``hot_limit`` stored documents of its :func:`window`."""
+        ...
+
+    def add_secondary(
+        self, kinds: npt.NDArray[np.int16], slots: npt.NDArray[np.int16], keys: I64, docs: I64
+    ) -> None:
+        """``secondary_keys`` rows written with the batch being written (or before it)."""
+        ...
+
     def added(self, new: NewRows, external_ids: list[str]) -> None:
         """The rows of ``new`` were written, with their ``external_ids``."""
         ...
@@ -569,6 +616,58 @@ class IndexedKeys:
 
     def promoted(self, kind: int, slot: int, keys: list[int]) -> None:
         pass  # recorded in hot_keys
+
+    def member_values(
+        self, conn: Reach, schema: str, kind: int, ids: I64, num_perm: int
+    ) -> npt.NDArray[Any]:
+        if len(ids) == 0:
+            return np.empty((0, num_perm) if kind == BAND else 0, dtype=np.uint64)
+        value = "array_send(signature)" if kind == BAND else "int8send(simhash)"
+        blob = (
+            connection_of(conn)
+            .execute(
+                text(
+                    f"SELECT string_agg({value}, ''::bytea ORDER BY id) "
+                    f"FROM {qualified(schema, 'documents')} WHERE id = ANY(CAST(:ids AS bigint[]))"
+                ),
+                {"ids": array_literal(ids.tolist())},
+            )
+            .scalar_one()
+        )
+        if kind != BAND:
+            return np.frombuffer(blob, dtype=">i8").astype(np.int64).view(np.uint64)
+        width = _ARRAY_HEADER + 8 * num_perm
+        matrix = np.frombuffer(blob, dtype=np.uint8).reshape(len(ids), width)[:, _ARRAY_HEADER:]
+        pairs = np.ascontiguousarray(matrix).view(">i4").reshape(len(ids), num_perm, 2)
+        return pairs[:, :, 1].astype(np.int32).view(np.uint32)
+
+    def windows(
+        self, conn: Reach, schema: str, groups: list[KeyGroup], hot_limit: int
+    ) -> list[tuple[I64, I64]]:
+        s = qualified(schema)
+        branches, parameters = [], {}
+        for number, group in enumerate(groups):
+            parameters[f"g{number}"] = array_literal(group.uniques.tolist())
+            probe = window(s, hot_limit, str(int(group.kind)), str(int(group.slot)))
+            branches.append(
+                f"SELECT {number} AS grp, f.doc_id AS id, n.key "
+                f"FROM unnest(CAST(:g{number} AS bigint[])) AS n(key) "
+                f"CROSS JOIN LATERAL ({probe}) f"
+            )
+        statement = (
+            "SELECT grp, array_agg(id), array_agg(key) "
+            f"FROM ({' UNION ALL '.join(branches)}) found GROUP BY grp"
+        )
+        empty = np.empty(0, dtype=np.int64)
+        hits = [(empty, empty)] * len(groups)
+        for number, ids, keys in connection_of(conn).execute(text(statement), parameters):
+            hits[number] = (np.array(ids, dtype=np.int64), np.array(keys, dtype=np.int64))
+        return hits
+
+    def add_secondary(
+        self, kinds: npt.NDArray[np.int16], slots: npt.NDArray[np.int16], keys: I64, docs: I64
+    ) -> None:
+        pass  # written with the batch
 
     def documents(self, conn: Reach, schema: str, external_ids: list[str]) -> dict[str, int]:
         return find_documents(connection_of(conn), schema, external_ids)

@@ -153,7 +153,7 @@ def _statement(
     """)
 
 
-def promote_pending(conn: Connection, schema: str, fp: Fingerprint) -> int:
+def promote_pending(conn: Connection, schema: str, fp: Fingerprint) -> None:
     """Make hot the keys of ``fp`` that adding it makes hot (holding the writers' lock)."""
     params = fp.params
     counts = hot.secondary_counts(params)
@@ -162,10 +162,9 @@ def promote_pending(conn: Connection, schema: str, fp: Fingerprint) -> int:
     rows = conn.execute(
         text(f"WITH found AS MATERIALIZED ({lookups}) {pending}"), fingerprint_parameters(fp)
     ).all()
-    if not rows:
-        return 0
-    kinds, slots, keys = (np.array(column, dtype=np.int64) for column in zip(*rows, strict=True))
-    return hot.promote(conn, schema, params, kinds, slots, keys)
+    if rows:
+        kinds, slots, keys = (np.array(c, dtype=np.int64) for c in zip(*rows, strict=True))
+        hot.promote(conn, schema, params, kinds, slots, keys)
 
 
 def add_statement(

@@ -23,9 +23,11 @@ import numpy as np
 import pyarrow as pa
 
 from dedup_store.core import rekey
-from dedup_store.core.arrays import I64, U64
+from dedup_store.core.mixing import hashint8
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.lookup import key_pivots
+
+__all__ = ["hashint8", "hot_batch", "owner_keys", "pairs_of_secondary", "window_pairs"]
 
 #: Columns of an owner of a hot key, with the fingerprint values its secondary keys need.
 OWNER_SCHEMA = "kind tinyint, slot int, key bigint, id bigint, batch bigint, hot bigint, top bigint"
@@ -33,33 +35,6 @@ OWNER_SCHEMA = "kind tinyint, slot int, key bigint, id bigint, batch bigint, hot
 SECONDARY_SCHEMA = (
     "kind tinyint, slot int, skey bigint, id bigint, batch bigint, hot bigint, top bigint"
 )
-_MASK32 = np.uint64(0xFFFFFFFF)
-
-
-def hashint8(values: I64) -> I64:
-    """PostgreSQL's ``hashint8`` of each value (the final mix of Jenkins' lookup3 over the
-    value's 32-bit fold), as ``hashint8(v)::bigint & 2147483647`` gives it."""
-    v = values.astype(np.int64)
-    low = v.view(np.uint64) & _MASK32
-    high = v.view(np.uint64) >> np.uint64(32)
-    low ^= np.where(v >= 0, high, ~high & _MASK32)
-    start = np.uint64((0x9E3779B9 + 4 + 3923095) & 0xFFFFFFFF)
-    a = (start + low) & _MASK32
-    b = np.full_like(a, start)
-    c = np.full_like(a, start)
-    c = ((c ^ b) - _rotate(b, 14)) & _MASK32
-    a = ((a ^ c) - _rotate(c, 11)) & _MASK32
-    b = ((b ^ a) - _rotate(a, 25)) & _MASK32
-    c = ((c ^ b) - _rotate(b, 16)) & _MASK32
-    a = ((a ^ c) - _rotate(c, 4)) & _MASK32
-    b = ((b ^ a) - _rotate(a, 14)) & _MASK32
-    c = ((c ^ b) - _rotate(b, 24)) & _MASK32
-    result: I64 = (c & np.uint64(0x7FFFFFFF)).astype(np.int64)
-    return result
-
-
-def _rotate(x: U64, k: int) -> U64:
-    return ((x << np.uint64(k)) | (x >> np.uint64(32 - k))) & _MASK32
 
 
 def hot_batch(members: list[tuple[int, int]], hot_limit: int, was_hot: bool) -> int | None:
