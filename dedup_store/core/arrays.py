@@ -33,3 +33,20 @@ def distinct(values: npt.NDArray[IntT]) -> npt.NDArray[IntT]:
     keep[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
     return ordered[keep]
+
+
+def merged_segments(
+    kept: npt.NDArray[np.bool_], here: tuple[I64, I32], there: tuple[I64, I32]
+) -> tuple[I64, I32]:
+    """Segments ``(offsets, values)`` of a list of documents, from ``here`` for those
+    ``kept`` and ``there`` for the others (each in the list's order)."""
+    counts = np.zeros(len(kept), dtype=np.int64)
+    counts[kept] = np.diff(here[0])
+    counts[~kept] = np.diff(there[0])
+    starts = np.zeros(len(kept), dtype=np.int64)
+    starts[kept] = here[0][:-1]
+    starts[~kept] = there[0][:-1] + len(here[1])
+    offsets = np.zeros(len(kept) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    values = np.concatenate([here[1], there[1]])[ranges(starts, starts + counts)]
+    return offsets, values

@@ -14,15 +14,16 @@ its lock (they never see a store without its indexes).
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I32, I64, U32, distinct
+from dedup_store.core.arrays import I32, I64, U32, distinct, merged_segments, ranges
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.keyindex import key_index
 from dedup_store.core.mixing import hashint8
@@ -91,15 +92,23 @@ class LoadedKeys:
     def firsts(self, conn: Reach, schema: str, hashes: list[bytes]) -> dict[bytes, int]:
         return {h: self._exact[h] for h in hashes if h in self._exact}
 
-    def summaries(self, conn: Reach, schema: str, ids: list[int]) -> dict[int, tuple[int, int]]:
-        found, rest = self._shingles.summaries(ids)
-        found.update(INDEXED.summaries(conn, schema, rest))
-        return found
+    def summaries(self, conn: Reach, schema: str, ids: I64) -> tuple[I64, I64]:
+        kept = self._shingles.kept(ids)
+        counts, simhashes = self._shingles.summaries(ids[kept])
+        if kept.all():
+            return counts, simhashes
+        earlier = INDEXED.summaries(conn, schema, ids[~kept])  # stored before the load
+        both = np.empty(len(ids), dtype=np.int64), np.empty(len(ids), dtype=np.int64)
+        for column, mine, theirs in zip(both, (counts, simhashes), earlier, strict=True):
+            column[kept], column[~kept] = mine, theirs
+        return both
 
-    def shingles(self, conn: Reach, schema: str, ids: list[int]) -> dict[int, I32]:
-        known, rest = self._shingles.find(ids)
-        known.update(INDEXED.shingles(conn, schema, rest))
-        return known
+    def shingles(self, conn: Reach, schema: str, ids: I64) -> tuple[I64, I32]:
+        kept = self._shingles.kept(ids)
+        here = self._shingles.shingles(ids[kept])
+        if kept.all():
+            return here
+        return merged_segments(kept, here, INDEXED.shingles(conn, schema, ids[~kept]))
 
     def allocate(self, count: int) -> I64:
         """``count`` new document ids, as :func:`~dedup_store.db.write.allocate_ids` would
@@ -114,8 +123,9 @@ class LoadedKeys:
     def member_values(
         self, conn: Reach, schema: str, kind: int, ids: I64, num_perm: int
     ) -> npt.NDArray[Any]:
-        values, missing = self._shingles.values(ids, "signatures" if kind == BAND else "simhashes")
-        if len(missing):  # stored before the load
+        values = self._shingles.values(ids, "signatures" if kind == BAND else "simhashes")
+        missing = ~self._shingles.kept(ids)
+        if missing.any():  # stored before the load
             values[missing] = INDEXED.member_values(conn, schema, kind, ids[missing], num_perm)
         return values
 
@@ -211,12 +221,12 @@ class LoadedKeys:
 class ShingleChunks:
     """The stored (32-bit, sorted) shingles, the SimHashes and the MinHash signatures of the
     documents a load wrote, one chunk per batch, so that verifying a candidate pair (or making
-    a key hot) does not read them back from the table."""
+    a key hot) does not read them back from the table. Every lookup takes ascending ids and
+    works chunk by chunk in numpy."""
 
     def __init__(self) -> None:
         self._firsts: list[int] = []
-        # ids, offsets, values, simhashes, signatures
-        self._chunks: list[tuple[I64, I64, I32, I64, U32]] = []
+        self._chunks: list[_Chunk] = []
 
     def add(self, batch: FingerprintBatch, rows: I64, ids: I64) -> None:
         """Keep the shingles of ``rows`` of ``batch``, written with ascending ``ids``."""
@@ -225,61 +235,80 @@ class ShingleChunks:
         offsets, values = sorted_top32(batch, rows)
         self._firsts.append(int(ids[0]))
         simhashes = batch.simhashes[rows].view(np.int64)
-        signatures = batch.signatures[rows]
-        self._chunks.append((ids.astype(np.int64), offsets, values, simhashes, signatures))
+        chunk = _Chunk(ids.astype(np.int64), offsets, values, simhashes, batch.signatures[rows])
+        self._chunks.append(chunk)
 
-    def find(self, ids: list[int]) -> tuple[dict[int, I32], list[int]]:
-        """``({id: shingles}, ids not kept here)``."""
-        found: dict[int, I32] = {}
-        missing = self._locate(ids, found, lambda c, row: c[2][c[1][row] : c[1][row + 1]])
-        return found, missing
+    def kept(self, ids: I64) -> npt.NDArray[np.bool_]:
+        """Which of the ascending ``ids`` are kept here."""
+        kept = np.zeros(len(ids), dtype=bool)
+        for _, positions, _ in self._located(ids):
+            kept[positions] = True
+        return kept
 
-    def summaries(self, ids: list[int]) -> tuple[dict[int, tuple[int, int]], list[int]]:
-        """``({id: (shingle count, simhash)}, ids not kept here)``."""
-        found: dict[int, tuple[int, int]] = {}
-        missing = self._locate(
-            ids, found, lambda c, row: (int(c[1][row + 1] - c[1][row]), int(c[3][row]))
-        )
-        return found, missing
+    def summaries(self, ids: I64) -> tuple[I64, I64]:
+        """Shingle counts and SimHashes of the ascending ``ids``, all kept here."""
+        counts = np.zeros(len(ids), dtype=np.int64)
+        simhashes = np.zeros(len(ids), dtype=np.int64)
+        for chunk, positions, rows in self._located(ids):
+            counts[positions] = chunk.offsets[rows + 1] - chunk.offsets[rows]
+            simhashes[positions] = chunk.simhashes[rows]
+        return counts, simhashes
 
-    def values(self, ids: I64, which: str) -> tuple[npt.NDArray[Any], I64]:
+    def shingles(self, ids: I64) -> tuple[I64, I32]:
+        """``(offsets, values)`` of the sorted shingles of the ascending ``ids``, all kept
+        here."""
+        parts = []
+        for chunk, _, rows in self._located(ids):
+            starts, ends = chunk.offsets[rows], chunk.offsets[rows + 1]
+            parts.append((ends - starts, chunk.values[ranges(starts, ends)]))
+        counts = [c for c, _ in parts]
+        offsets = np.zeros(len(ids) + 1, dtype=np.int64)
+        if parts:
+            np.cumsum(np.concatenate(counts), out=offsets[1:])
+            return offsets, np.concatenate([v for _, v in parts])
+        return offsets, np.empty(0, dtype=np.int32)
+
+    def values(self, ids: I64, which: str) -> npt.NDArray[Any]:
         """The ``simhashes`` (uint64) or ``signatures`` (rows of uint32) of the ascending
-        ``ids``, in that order, and the positions of the ids not kept here (left zero)."""
-        found: dict[int, Any] = {}
-        column = 3 if which == "simhashes" else 4
-        missing = set(self._locate(ids.tolist(), found, lambda c, row: c[column][row]))
-        if which == "simhashes":
-            out: npt.NDArray[Any] = np.zeros(len(ids), dtype=np.uint64)
-        else:
-            width = self._chunks[0][4].shape[1] if self._chunks else 0
-            out = np.zeros((len(ids), width), dtype=np.uint32)
-        for position, doc in enumerate(ids.tolist()):
-            if doc not in missing:
-                out[position] = found[doc]
-        return out, np.flatnonzero(np.isin(ids, np.array(sorted(missing), dtype=np.int64)))
+        ``ids``, in that order (zero for those not kept here)."""
+        width = self._chunks[0].signatures.shape[1] if self._chunks else 0
+        shape = (len(ids),) if which == "simhashes" else (len(ids), width)
+        out = np.zeros(shape, dtype=np.uint64 if which == "simhashes" else np.uint32)
+        for chunk, positions, rows in self._located(ids):
+            if which == "simhashes":
+                out[positions] = chunk.simhashes[rows].view(np.uint64)
+            else:
+                out[positions] = chunk.signatures[rows]
+        return out
 
-    def _locate(
-        self,
-        ids: list[int],
-        found: dict[int, Any],
-        value: Callable[[tuple[I64, I64, I32, I64, U32], int], Any],
-    ) -> list[int]:
-        """Put ``value(chunk, row)`` of each of ``ids`` kept here into ``found``; returns the
-        others."""
-        wanted = np.asarray(sorted(ids), dtype=np.int64)
-        if not self._chunks or len(wanted) == 0:
-            return list(ids)
-        chunk_of = np.searchsorted(np.asarray(self._firsts), wanted, side="right") - 1
-        missing: list[int] = wanted[chunk_of < 0].tolist()
-        for chunk in distinct(chunk_of[chunk_of >= 0]).tolist():
-            docs = wanted[chunk_of == chunk]
-            chunk_ids = self._chunks[chunk][0]
-            at = np.minimum(np.searchsorted(chunk_ids, docs), len(chunk_ids) - 1)
-            hit = chunk_ids[at] == docs
-            missing += docs[~hit].tolist()
-            for doc, row in zip(docs[hit].tolist(), at[hit].tolist(), strict=True):
-                found[doc] = value(self._chunks[chunk], row)
-        return missing
+    def _located(self, ids: I64) -> Iterator[tuple[_Chunk, I64, I64]]:
+        """``(chunk, positions in ids, rows in the chunk)`` of the ascending ``ids`` kept
+        here, one chunk at a time."""
+        if not self._chunks or len(ids) == 0:
+            return
+        chunk_of = np.searchsorted(np.asarray(self._firsts), ids, side="right") - 1
+        starts = np.flatnonzero(np.concatenate([[True], chunk_of[1:] != chunk_of[:-1]]))
+        ends = np.append(starts[1:], len(ids))
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+            number = int(chunk_of[start])
+            if number < 0:
+                continue
+            chunk = self._chunks[number]
+            docs = ids[start:end]
+            at = np.minimum(np.searchsorted(chunk.ids, docs), len(chunk.ids) - 1)
+            hit = chunk.ids[at] == docs
+            yield chunk, start + np.flatnonzero(hit), at[hit]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Chunk:
+    """What :class:`ShingleChunks` keeps of one batch (``ids`` ascending)."""
+
+    ids: I64
+    offsets: I64
+    values: I32
+    simhashes: I64
+    signatures: U32
 
 
 def begin(conn: Connection, schema: str, params: FingerprintParams) -> LoadedKeys:

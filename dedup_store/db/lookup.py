@@ -506,13 +506,15 @@ class StoredKeys(Protocol):
         """``{external id: id}`` of the stored documents among ``external_ids``."""
         ...
 
-    def summaries(self, conn: Reach, schema: str, ids: list[int]) -> dict[int, tuple[int, int]]:
-        """``{id: (shingle count, simhash)}`` of stored documents ``ids`` (the SimHash as a
-        signed 64-bit integer, as stored)."""
+    def summaries(self, conn: Reach, schema: str, ids: I64) -> tuple[I64, I64]:
+        """Shingle counts and SimHashes (signed 64-bit, as stored) of the stored documents
+        ``ids`` (distinct, ascending), in that order."""
         ...
 
-    def shingles(self, conn: Reach, schema: str, ids: list[int]) -> dict[int, I32]:
-        """``{id: sorted shingles as stored}`` of stored documents ``ids``."""
+    def shingles(self, conn: Reach, schema: str, ids: I64) -> tuple[I64, I32]:
+        """The sorted shingles as stored of the stored documents ``ids`` (distinct,
+        ascending): ``(offsets, values)``, document ``i``'s being
+        ``values[offsets[i]:offsets[i + 1]]``."""
         ...
 
     def promoted(self, kind: int, slot: int, keys: list[int]) -> None:
@@ -589,30 +591,43 @@ class IndexedKeys:
         )
         return {bytes(row[0]): int(row[1]) for row in rows}
 
-    def summaries(self, conn: Reach, schema: str, ids: list[int]) -> dict[int, tuple[int, int]]:
-        if not ids:
-            return {}
-        rows = connection_of(conn).execute(
-            text(
-                f"SELECT id, shingle_count, simhash FROM {qualified(schema, 'documents')} "
-                "WHERE id = ANY(:i)"
-            ),
-            {"i": list(ids)},
+    def summaries(self, conn: Reach, schema: str, ids: I64) -> tuple[I64, I64]:
+        if len(ids) == 0:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        rows = (
+            connection_of(conn)
+            .execute(
+                text(
+                    f"SELECT id, shingle_count, simhash FROM {qualified(schema, 'documents')} "
+                    "WHERE id = ANY(CAST(:i AS bigint[])) ORDER BY id"
+                ),
+                {"i": array_literal(ids.tolist())},
+            )
+            .all()
         )
-        return {row[0]: (row[1], row[2]) for row in rows}
+        table = np.array(rows, dtype=np.int64).reshape(-1, 3)
+        return table[:, 1], table[:, 2]
 
-    def shingles(self, conn: Reach, schema: str, ids: list[int]) -> dict[int, I32]:
+    def shingles(self, conn: Reach, schema: str, ids: I64) -> tuple[I64, I32]:
         # read in PostgreSQL's binary array form
-        if not ids:
-            return {}
-        rows = connection_of(conn).execute(
-            text(
-                f"SELECT id, array_send(shingles) FROM {qualified(schema, 'documents')} "
-                "WHERE id = ANY(:i)"
-            ),
-            {"i": list(ids)},
+        if len(ids) == 0:
+            return np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int32)
+        rows = (
+            connection_of(conn)
+            .execute(
+                text(
+                    f"SELECT array_send(shingles) FROM {qualified(schema, 'documents')} "
+                    "WHERE id = ANY(CAST(:i AS bigint[])) ORDER BY id"
+                ),
+                {"i": array_literal(ids.tolist())},
+            )
+            .scalars()
         )
-        return {row[0]: np.sort(int4_array(row[1])) for row in rows}
+        arrays = [np.sort(int4_array(blob)) for blob in rows]
+        offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
+        np.cumsum([len(a) for a in arrays], out=offsets[1:])
+        values = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int32)
+        return offsets, values
 
     def promoted(self, kind: int, slot: int, keys: list[int]) -> None:
         pass  # recorded in hot_keys

@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, TextClause, text
 
-from dedup_store.core.arrays import I32, I64, U32, U64
+from dedup_store.core.arrays import I64, U32, U64, distinct, merged_segments
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.core.overlap import intersection_sizes
 from dedup_store.core.params import FingerprintParams
@@ -414,27 +414,22 @@ def batch_intersections(
     params = new.batch.params
     if params.verify != "exact" or count == 0:
         return result, np.ones(count, dtype=bool)
-    counts = np.diff(new.batch.shingle_offsets)[new.rows].tolist()
-    simhashes = new.batch.simhashes[new.rows].view(np.int64).tolist()
-    summary = dict(zip(new.ids.tolist(), zip(counts, simhashes, strict=True), strict=True))
-    stored_ids = sorted(set(candidates.a.tolist()) - set(summary))
-    summary.update(stored.summaries(conn, schema, stored_ids))
-    a_sizes, a_simhashes = _columns([summary[a] for a in candidates.a.tolist()])
-    b_sizes, b_simhashes = _columns([summary[b] for b in candidates.b.tolist()])
+    people = distinct(np.concatenate([candidates.a, candidates.b]))
+    sizes, simhashes = _summaries(conn, schema, new, people, stored)
+    a_at, b_at = np.searchsorted(people, candidates.a), np.searchsorted(people, candidates.b)
+    a_sizes, b_sizes = sizes[a_at], sizes[b_at]
     ratio = np.minimum(a_sizes, b_sizes) / np.maximum(np.maximum(a_sizes, b_sizes), 1)
     min_jaccard = params.lowest_jaccard
     # a pair found through SimHash blocks only matches within simhash_k (as the SQL rules)
-    near = ~candidates.block_only | (hamming_many(a_simhashes, b_simhashes) <= params.simhash_k)
+    distance = hamming_many(simhashes[a_at], simhashes[b_at])
+    near = ~candidates.block_only | (distance <= params.simhash_k)
     wanted = np.flatnonzero(near & (candidates.sampled | (ratio >= min_jaccard)))
-    ends = sorted(set(candidates.a[wanted].tolist()) | set(candidates.b[wanted].tolist()))
-    arrays = _new_shingles(new, set(ends))
-    arrays.update(stored.shingles(conn, schema, [e for e in ends if e not in arrays]))
-    offsets = np.zeros(len(ends) + 1, dtype=np.int64)
-    np.cumsum([len(arrays[e]) for e in ends], out=offsets[1:])
-    values = np.concatenate([arrays[e] for e in ends]) if ends else np.empty(0, dtype=np.int32)
-    position = np.asarray(ends, dtype=np.int64)
-    left = np.searchsorted(position, candidates.a[wanted])
-    right = np.searchsorted(position, candidates.b[wanted])
+    ends = distinct(np.concatenate([candidates.a[wanted], candidates.b[wanted]]))
+    is_new, rows = _new_rows_of(new, ends)
+    here = sorted_top32(new.batch, rows)
+    offsets, values = merged_segments(is_new, here, stored.shingles(conn, schema, ends[~is_new]))
+    left = np.searchsorted(ends, candidates.a[wanted])
+    right = np.searchsorted(ends, candidates.b[wanted])
     result[wanted] = intersection_sizes(values, offsets, left, right)
     inter = result[wanted].astype(np.float64)
     x, y = a_sizes[wanted], b_sizes[wanted]
@@ -446,20 +441,21 @@ def batch_intersections(
     return result, possible
 
 
-def _columns(summaries: list[tuple[int, int]]) -> tuple[npt.NDArray[np.float64], U64]:
-    """Shingle counts (as floats) and SimHashes of ``(count, simhash)`` pairs."""
-    if not summaries:
-        return np.empty(0, dtype=np.float64), np.empty(0, dtype=np.uint64)
-    counts, simhashes = zip(*summaries, strict=True)
-    return np.array(counts, dtype=np.float64), np.array(simhashes, dtype=np.int64).view(np.uint64)
+def _new_rows_of(new: NewRows, ids: I64) -> tuple[npt.NDArray[np.bool_], I64]:
+    """Which of the ascending ``ids`` are new documents, and the batch rows of those."""
+    at = np.minimum(np.searchsorted(new.ids, ids), max(len(new.ids) - 1, 0))
+    is_new = new.ids[at] == ids if len(new.ids) else np.zeros(len(ids), dtype=bool)
+    return is_new, new.rows[at[is_new]]
 
 
-def _new_shingles(new: NewRows, ids: set[int]) -> dict[int, I32]:
-    """The sorted stored form (top 32 bits) of the shingles of the new documents ``ids``."""
-    wanted = np.flatnonzero(np.isin(new.ids, np.fromiter(ids, np.int64, len(ids))))
-    offsets, values = sorted_top32(new.batch, new.rows[wanted])
-    bounds = offsets.tolist()
-    return {
-        doc_id: values[bounds[i] : bounds[i + 1]]
-        for i, doc_id in enumerate(new.ids[wanted].tolist())
-    }
+def _summaries(
+    conn: Reach, schema: str, new: NewRows, ids: I64, stored: StoredKeys
+) -> tuple[npt.NDArray[np.float64], U64]:
+    """Shingle counts (as floats) and SimHashes of the ascending ``ids``, new or stored."""
+    is_new, rows = _new_rows_of(new, ids)
+    sizes = np.zeros(len(ids), dtype=np.int64)
+    simhashes = np.zeros(len(ids), dtype=np.int64)
+    sizes[is_new] = np.diff(new.batch.shingle_offsets)[rows]
+    simhashes[is_new] = new.batch.simhashes[rows].view(np.int64)
+    sizes[~is_new], simhashes[~is_new] = stored.summaries(conn, schema, ids[~is_new])
+    return sizes.astype(np.float64), simhashes.view(np.uint64)
