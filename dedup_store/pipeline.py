@@ -317,7 +317,8 @@ def _stream(
     """Prepare and write ``records`` batch by batch.
 
     ``prepare`` may work in the background: up to ``ahead`` more batches are submitted to it
-    before the result of the oldest is taken. With ``pipelined``, batch k+1 is written by a
+    before the result of the oldest is taken (an interrupt while the input is read still
+    stores those batches). With ``pipelined``, batch k+1 is written by a
     background thread while batch k+2 is taken from ``prepare`` here (the writer mostly waits
     on the server); the first batch is written on the caller's thread.
 
@@ -332,14 +333,25 @@ def _stream(
         # a batch being written when the caller is interrupted is still reported
         stack.callback(flow.settle)
         queued: collections.deque[Future[PreparedBatch]] = collections.deque()
+        writer = stack if pipelined else None
         first = 1
-        for chunk in batches(records, batch_size, BATCH_BYTES):
+        chunks = batches(records, batch_size, BATCH_BYTES)
+        while True:
+            try:
+                chunk = next(chunks)
+            except StopIteration:
+                break
+            except KeyboardInterrupt:  # while reading: the batches read before it are stored
+                while queued:
+                    flow.step(queued.popleft().result(), on_error, writer)
+                flow.drain()
+                raise
             queued.append(prepare(chunk, first))
             first += len(chunk)
             while len(queued) > ahead:
-                flow.step(queued.popleft().result(), on_error, stack if pipelined else None)
+                flow.step(queued.popleft().result(), on_error, writer)
         while queued:
-            flow.step(queued.popleft().result(), on_error, stack if pipelined else None)
+            flow.step(queued.popleft().result(), on_error, writer)
         flow.drain()
     summary.seconds = time.perf_counter() - started
     return summary
