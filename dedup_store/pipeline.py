@@ -5,7 +5,10 @@ A batch is validated (once per record), fingerprinted, then written in one trans
 the writers' lock: its stored ids looked up, the first document of each exact group found, its
 keys looked up among the stored documents, its rows written, its candidates verified into
 edges, and the clusters those edges join merged. :func:`ingest` streams records through it,
-fingerprinting the next batch while the last one is written.
+fingerprinting the next batch (in the calling thread or in worker processes,
+:mod:`dedup_store.workers`) while the last one is written. A bulk load writes each batch in two
+halves: :func:`stage_batch` in memory on the calling thread, while :func:`commit_batch` of the
+batch before it runs on the connection's :class:`~dedup_store.db.lane.Lane`.
 """
 
 from __future__ import annotations

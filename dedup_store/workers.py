@@ -59,6 +59,9 @@ class Preparer:
             future.set_exception(error)
         return future
 
+    def close(self) -> None:
+        """Release what the preparer holds (nothing here)."""
+
     def __enter__(self) -> Preparer:
         return self
 
@@ -68,7 +71,7 @@ class Preparer:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        return None
+        self.close()
 
 
 class ProcessPreparer(Preparer):
@@ -106,12 +109,8 @@ class ProcessPreparer(Preparer):
         remote.add_done_callback(restore)
         return local
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """End the processes (a batch being fingerprinted is finished first)."""
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
