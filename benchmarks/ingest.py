@@ -28,8 +28,9 @@ One run, on one seeded corpus (:mod:`benchmarks.ingest_corpus`) of ``--docs`` do
    bytes), ``MinHash.bulk`` (chunks of 5,000) and ``insert`` in an ``insertion_session``. Queries:
    shingling, ``MinHash.update_batch`` and ``query``.
 
-Each timed ingest starts after a ``CHECKPOINT``, so that none writes out what an earlier step left
-dirty. ``--workers`` (default 1) is given to every ingest of the run, ours and the baseline's.
+The load and the baseline start after a ``CHECKPOINT``, so that neither writes out what an earlier
+step left dirty; the append follows the load at once, as it would in use. ``--workers`` (default
+1) is given to every ingest of the run, ours and the baseline's.
 
 Run it as ``python -m benchmarks.ingest`` (see ``--help``).
 """
@@ -662,7 +663,6 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
             appended = None
             if args.append:
                 span = (args.docs, args.append)
-                checkpoint(engine)
                 if args.profile == "append":
                     appended = profiled_ingest(
                         store,

@@ -209,13 +209,16 @@ class LoadedKeys:
             self._index.add((SAMPLE, 0), keys, np.array(samples[1], dtype=np.int64))
         for kind, slot, key in conn.execute(text(f"SELECT kind, slot, key FROM {s}.hot_keys")):
             self._hot.setdefault((int(kind), int(slot)), set()).add(int(key))
-        secondary = conn.execute(
-            text(f"SELECT kind, slot, key, doc_id FROM {s}.secondary_keys ORDER BY doc_id")
-        ).all()
-        if secondary:
-            table = np.array(secondary, dtype=np.int64)
-            kinds, slots = table[:, 0].astype(np.int16), table[:, 1].astype(np.int16)
-            self.add_secondary(kinds, slots, table[:, 2], table[:, 3])
+        columns = conn.execute(
+            text(
+                "SELECT array_agg(kind ORDER BY doc_id), array_agg(slot ORDER BY doc_id), "
+                f"array_agg(key ORDER BY doc_id), array_agg(doc_id ORDER BY doc_id) "
+                f"FROM {s}.secondary_keys"
+            )
+        ).one()
+        if columns[0] is not None:
+            kinds, slots, keys, docs = (np.array(c, dtype=np.int64) for c in columns)
+            self.add_secondary(kinds.astype(np.int16), slots.astype(np.int16), keys, docs)
 
 
 class ShingleChunks:

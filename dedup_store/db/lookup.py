@@ -594,19 +594,18 @@ class IndexedKeys:
     def summaries(self, conn: Reach, schema: str, ids: I64) -> tuple[I64, I64]:
         if len(ids) == 0:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-        rows = (
+        counts, simhashes = (
             connection_of(conn)
             .execute(
                 text(
-                    f"SELECT id, shingle_count, simhash FROM {qualified(schema, 'documents')} "
-                    "WHERE id = ANY(CAST(:i AS bigint[])) ORDER BY id"
+                    "SELECT array_agg(shingle_count ORDER BY id), array_agg(simhash ORDER BY id) "
+                    f"FROM {qualified(schema, 'documents')} WHERE id = ANY(CAST(:i AS bigint[]))"
                 ),
                 {"i": array_literal(ids.tolist())},
             )
-            .all()
+            .one()
         )
-        table = np.array(rows, dtype=np.int64).reshape(-1, 3)
-        return table[:, 1], table[:, 2]
+        return np.array(counts, dtype=np.int64), np.array(simhashes, dtype=np.int64)
 
     def shingles(self, conn: Reach, schema: str, ids: I64) -> tuple[I64, I32]:
         # read in PostgreSQL's binary array form
