@@ -171,9 +171,11 @@ def test_a_bad_record_stops_a_bulk_load_after_committing_the_batches_before_it(
     docs = [Document(f"d{i}", corpus.original()) for i in range(30)]
     docs.insert(25, Document("bad", "... !!! ...", source="dump.jsonl", line=26))
     for name, bulk in ((schema, False), (other_schema, True)):
-        with DedupStore(engine, schema=name) as store:
-            with pytest.raises(EmptyDocumentError, match="dump.jsonl.*26"):
-                store.ingest(docs, batch_size=10, bulk=bulk, workers=workers)
+        with (
+            DedupStore(engine, schema=name) as store,
+            pytest.raises(EmptyDocumentError, match=r"dump\.jsonl.*26"),
+        ):
+            store.ingest(docs, batch_size=10, bulk=bulk, workers=workers)
     _assert_same(engine, schema, other_schema)
     with DedupStore(engine, schema=other_schema) as store:
         assert store.stats().documents == 20
