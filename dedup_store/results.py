@@ -354,6 +354,8 @@ class Stats:
             by secondary keys).
         hottest_keys: the five largest hot buckets, ``"kind slot key"`` (``band 3 -4711``) with
             their document counts.
+        recent_documents: documents in the recent tier of the key indexes (added since the
+            last bulk load or :meth:`~dedup_store.DedupStore.settle`; exact copies included).
     """
 
     documents: int
@@ -367,6 +369,7 @@ class Stats:
     hottest_excerpt_keys: dict[str, int] = dataclasses.field(default_factory=dict)
     hot_keys: dict[str, int] = dataclasses.field(default_factory=dict)
     hottest_keys: dict[str, int] = dataclasses.field(default_factory=dict)
+    recent_documents: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

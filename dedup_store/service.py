@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from typing import Any, Literal
 
@@ -22,7 +23,18 @@ from dedup_store.core.fingerprint import (
 )
 from dedup_store.core.metadata import with_meta
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import ddl, frequencies, hot, migrate, native, reports, scoring, single, write
+from dedup_store.db import (
+    bulk,
+    ddl,
+    frequencies,
+    hot,
+    migrate,
+    native,
+    reports,
+    scoring,
+    single,
+    write,
+)
 from dedup_store.db.ddl import DEFAULT_SCHEMA
 from dedup_store.db.engine import Bind, Database
 from dedup_store.db.names import validate_schema
@@ -93,6 +105,7 @@ class DedupStore:
         self.keep_text = keep_text
         self.max_bytes = max_bytes
         self._db = Database(bind, schema)
+        self._settled: tuple[int, float] | None = None  # (settled_through, when it was read)
         try:
             self.params = self._db.run(lambda conn: self._open(conn, params, create))
         except BaseException:
@@ -155,7 +168,7 @@ class DedupStore:
         elif params is not None:
             self._require(stored, params)
         missing = ddl.missing_key_indexes(conn, self.schema, stored)
-        ddl.create_key_indexes(conn, self.schema, missing)
+        ddl.create_key_indexes(conn, self.schema, missing, ddl.settled_through(conn, self.schema))
         return stored
 
     # -- writing ----------------------------------------------------------------------------
@@ -181,7 +194,7 @@ class DedupStore:
 
         meta_signature = prepared.meta.row(0) if prepared.meta else None
         statement, parameters = single.add_statement(
-            self.schema, fp, id, meta, body, language, meta_signature
+            self.schema, fp, id, meta, body, language, meta_signature, self._settled_through()
         )
         outcome = single.outcome(self._add_rows(statement, parameters))
 
@@ -287,17 +300,21 @@ class DedupStore:
             bulk = self._bulk_pays(records, update)
         if workers == "auto":
             workers = _auto_workers(records, bulk)
-        summary = pipeline.ingest(
-            self._destination,
-            records,
-            batch_size=batch_size,
-            update=update,
-            on_error=on_error,
-            on_batch=on_batch,
-            on_progress=on_progress,
-            bulk_load=bulk,
-            workers=workers,
-        )
+        try:
+            summary = pipeline.ingest(
+                self._destination,
+                records,
+                batch_size=batch_size,
+                update=update,
+                on_error=on_error,
+                on_batch=on_batch,
+                on_progress=on_progress,
+                bulk_load=bulk,
+                workers=workers,
+            )
+        finally:
+            if bulk:  # a bulk load settles every document
+                self._settled = None
         if count_clusters:
             summary.clusters = self.stats().clusters
         return summary
@@ -312,9 +329,11 @@ class DedupStore:
         """
         fp = self._weighted(text) if self.params.weighted else fingerprint(text, self.params)
         fp, signature = with_meta(fp, meta)
-        found = self._check_rows(*scoring.check_statement(self.schema, fp, False, signature))
+        settled = self._settled_through()
+        statement = scoring.check_statement(self.schema, fp, False, signature, settled)
+        found = self._check_rows(*statement)
         if any(row[0] == -1 for row in found):  # it owns hot keys: with its secondary keys
-            statement = scoring.check_statement(self.schema, fp, True, signature)
+            statement = scoring.check_statement(self.schema, fp, True, signature, settled)
             found = self._check_rows(*statement)
         rows = [MatchRow(*row) for row in found]
         merging = merging_methods(self.params)
@@ -331,6 +350,33 @@ class DedupStore:
         statement, parameters = frequencies.read_statement(self.schema, index.unique)
         rows = self._check_rows(statement, parameters)
         return reweighted(batch, frequencies.frequencies_of(rows[0])).row(0)
+
+    #: Seconds a store goes on using the settled tier's bound it read (:meth:`_settled_through`).
+    SETTLED_FOR = 1.0
+
+    def _settled_through(self) -> int:
+        """The largest id of the settled tier of the key indexes, read again once it is
+        :attr:`SETTLED_FOR` seconds old: a lookup with an older bound (another process settled
+        the store since) finds the same documents, only through a slower plan."""
+        now = time.monotonic()
+        if self._settled is None or now - self._settled[1] > self.SETTLED_FOR:
+            bound = self._run(lambda conn: ddl.settled_through(conn, self.schema))
+            self._settled = (bound, now)
+        return self._settled[0]
+
+    def settle(self) -> dict[str, float]:
+        """Move the documents added since the last bulk load (or settle) from the recent tier
+        of the key indexes into the settled one: the settled indexes are built again over every
+        document, the recent ones start empty, so later incremental writes insert into small
+        indexes again. As long as it runs (the index builds of the whole store), readers wait.
+
+        Returns:
+            ``settled_through`` (the largest settled id), ``moved`` (documents that were in the
+            recent tier) and ``seconds`` (the index builds).
+        """
+        settled = self._db.run(lambda conn: bulk.settle(conn, self.schema, self.params))
+        self._settled = None
+        return settled
 
     def _check_rows(self, statement: str, parameters: dict[str, Any]) -> list[Any]:
         """The rows of the ``check`` statement."""

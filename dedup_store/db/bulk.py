@@ -337,8 +337,46 @@ def drop_lookup_indexes(conn: Connection, schema: str, params: FingerprintParams
     indexes) for the rest of the transaction; :func:`finish` builds them again."""
     for _table, name in LOOKUP_INDEXES:
         conn.execute(text(f"DROP INDEX IF EXISTS {qualified(schema, name)}"))
-    for name, _column, _slot in ddl.key_indexes(params):
-        conn.execute(text(f"DROP INDEX IF EXISTS {qualified(schema, name)}"))
+    for index in ddl.key_indexes(params):
+        conn.execute(text(f"DROP INDEX IF EXISTS {qualified(schema, index.name)}"))
+
+
+def build_key_indexes(conn: Connection, schema: str, params: FingerprintParams) -> int:
+    """Settle every stored document: (re)build the settled tier of the per-slot key indexes
+    over all of them, and the recent tier empty. Returns the largest settled id.
+
+    Run in the transaction of ``conn``, holding the writers' lock; until it commits, readers
+    of the store wait for it.
+    """
+    for index in ddl.key_indexes(params):
+        conn.execute(text(f"DROP INDEX IF EXISTS {qualified(schema, index.name)}"))
+    last_id = write.next_id(conn, schema) - 1
+    ddl.set_settled_through(conn, schema, last_id)
+    ddl.create_key_indexes(conn, schema, ddl.key_indexes(params), last_id)
+    return last_id
+
+
+def settle(conn: Connection, schema: str, params: FingerprintParams) -> dict[str, float]:
+    """Move the recent tier of the key indexes into the settled one
+    (:func:`build_key_indexes` with the index build settings of a bulk load), in the transaction
+    of ``conn``.
+
+    Returns:
+        ``settled_through`` (the largest settled id), ``moved`` (documents that were in the
+        recent tier), ``seconds`` (the index builds).
+    """
+    write.lock_writers(conn, schema)
+    before = ddl.settled_through(conn, schema)
+    moved = conn.execute(
+        text(f"SELECT count(*) FROM {qualified(schema, 'documents')} WHERE id > :b"), {"b": before}
+    ).scalar_one()
+    for name, value in BUILD_SETTINGS.items():
+        conn.execute(text("SELECT set_config(:name, :value, true)"), {"name": name, "value": value})
+    started = time.perf_counter()
+    last_id = build_key_indexes(conn, schema, params)
+    seconds = time.perf_counter() - started
+    conn.execute(text(f"ANALYZE {qualified(schema, 'documents')}"))
+    return {"settled_through": last_id, "moved": int(moved), "seconds": seconds}
 
 
 #: Server settings for the index builds that end a bulk load (for its transaction only).
@@ -349,6 +387,9 @@ def finish(
     conn: Connection, schema: str, params: FingerprintParams, settings: Mapping[str, str]
 ) -> dict[str, float]:
     """Build the indexes :func:`begin` dropped and refresh the planner's statistics.
+
+    Every document is settled: the settled tier of the key indexes is built over all of them,
+    the recent tier is created empty.
 
     Args:
         settings: server settings for the rest of the transaction (``SET LOCAL``), such as
@@ -365,7 +406,7 @@ def finish(
     for table, name in LOOKUP_INDEXES:
         index = next(i for i in metadata.tables[f"{schema}.{table}"].indexes if i.name == name)
         index.create(conn)
-    ddl.create_key_indexes(conn, schema, ddl.key_indexes(params))
+    build_key_indexes(conn, schema, params)
     built = time.perf_counter()
     s = qualified(schema)
     for table in write.TABLES:

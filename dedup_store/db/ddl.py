@@ -3,11 +3,18 @@ parameters need, and its parameters row.
 
 The migrations in ``migrations/versions`` are self-contained DDL and do not import this module;
 the test suite checks that a database migrated to head matches :func:`build_metadata` exactly.
-The per-slot hash indexes on ``documents.band_keys`` and ``documents.block_keys`` depend on the
-fingerprint parameters; the store creates them when it opens (:func:`create_key_indexes`).
+The per-slot indexes on ``documents.band_keys`` and ``documents.block_keys`` depend on the
+fingerprint parameters; the store creates them when it opens (:func:`create_key_indexes`). Each
+slot has two, one per tier: the *settled* index over the documents with ids up to
+``key_tiers.settled_through``, the *recent* one over the documents added since. Incremental writes
+only insert into the recent indexes, which stay small however large the store; a bulk load (or
+``dedup-store db settle``) builds the settled ones over every document again and leaves the
+recent ones empty. A lookup probes both tiers (:func:`dedup_store.db.lookup.slot_lookup`).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from sqlalchemy import (
     BigInteger,
@@ -75,6 +82,14 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
         Index("documents_exact_of", "exact_of", postgresql_where=text("exact_of IS NOT NULL")),
     )
     Table(
+        "key_tiers",
+        md,
+        Column("id", SmallInteger, primary_key=True, autoincrement=False),
+        Column("settled_through", BigInteger, nullable=False),
+        Column("settled_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+        CheckConstraint("id = 1", name="key_tiers_single_row"),
+    )
+    Table(
         "sample_keys",
         md,
         Column("key", Integer, nullable=False),
@@ -140,36 +155,88 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
 _INDEX_PREFIX = {BAND: "documents_band_", BLOCK: "documents_block_"}
 
 
-def key_indexes(params: FingerprintParams) -> list[tuple[str, str, int]]:
-    """``(index name, column, slot)`` of every per-slot hash index a store with ``params`` needs."""
+#: The tiers of a slot's key index: documents up to ``settled_through``, and those after.
+SETTLED, RECENT = "settled", "recent"
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyIndex:
+    """One per-slot key index: its name, the array column and slot it indexes, and its tier."""
+
+    name: str
+    column: str
+    slot: int
+    tier: str
+
+    def bound(self, settled_through: int) -> str:
+        """The index's id condition (of the documents of its tier), as SQL."""
+        return tier_condition("id", self.tier, settled_through)
+
+
+def tier_condition(column: str, tier: str, settled_through: int) -> str:
+    """SQL: the ids in ``column`` of the documents of ``tier`` (``column`` is SQL too)."""
+    return f"{column} {'<=' if tier == SETTLED else '>'} {int(settled_through)}"
+
+
+def key_indexes(params: FingerprintParams) -> list[KeyIndex]:
+    """Every per-slot key index a store with ``params`` needs, both tiers of each slot."""
     counts = {BAND: params.band_key_count, BLOCK: params.block_key_count}
     return [
-        (f"{_INDEX_PREFIX[kind]}{slot}", KEY_COLUMNS[kind], slot)
+        KeyIndex(
+            f"{_INDEX_PREFIX[kind]}{slot}{'_recent' if tier == RECENT else ''}",
+            KEY_COLUMNS[kind],
+            slot,
+            tier,
+        )
         for kind, count in counts.items()
         for slot in range(1, count + 1)
+        for tier in (SETTLED, RECENT)
     ]
 
 
-def missing_key_indexes(
-    conn: Connection, schema: str, params: FingerprintParams
-) -> list[tuple[str, str, int]]:
+def missing_key_indexes(conn: Connection, schema: str, params: FingerprintParams) -> list[KeyIndex]:
     """The per-slot key indexes a store with ``params`` needs and does not have."""
     names = text(
         "SELECT indexname FROM pg_indexes WHERE schemaname = :s AND tablename = 'documents'"
     )
     existing = set(conn.execute(names, {"s": schema}).scalars())
-    return [index for index in key_indexes(params) if index[0] not in existing]
+    return [index for index in key_indexes(params) if index.name not in existing]
 
 
-def create_key_indexes(conn: Connection, schema: str, indexes: list[tuple[str, str, int]]) -> None:
-    """Create the per-slot key indexes ``indexes`` (from :func:`missing_key_indexes`)."""
-    for name, column, slot in indexes:
+def create_key_indexes(
+    conn: Connection, schema: str, indexes: list[KeyIndex], settled_through: int
+) -> None:
+    """Create the per-slot key indexes ``indexes`` (from :func:`missing_key_indexes`), bounded
+    by ``settled_through`` (:func:`settled_through`)."""
+    for index in indexes:
         conn.execute(
             text(
-                f"CREATE INDEX {quote(name)} ON {qualified(schema, 'documents')} "
-                f"USING btree (({quote(column)}[{int(slot)}])) WHERE exact_of IS NULL"
+                f"CREATE INDEX {quote(index.name)} ON {qualified(schema, 'documents')} "
+                f"USING btree (({quote(index.column)}[{int(index.slot)}])) "
+                f"WHERE exact_of IS NULL AND {index.bound(settled_through)}"
             )
         )
+
+
+def settled_through(conn: Connection, schema: str) -> int:
+    """The largest id of the settled tier of the key indexes."""
+    return int(
+        conn.execute(
+            text(f"SELECT settled_through FROM {qualified(schema, 'key_tiers')} WHERE id = 1")
+        ).scalar_one()
+    )
+
+
+def set_settled_through(conn: Connection, schema: str, last_id: int) -> None:
+    """Record ``last_id`` as the largest id of the settled tier (the key indexes are built
+    for it by the caller, in the same transaction)."""
+    conn.execute(
+        text(
+            f"UPDATE {qualified(schema, 'key_tiers')} "
+            "SET settled_through = :last, settled_at = now() WHERE id = 1"
+        ),
+        {"last": int(last_id)},
+    )
 
 
 def load_params(conn: Connection, schema: str) -> FingerprintParams | None:

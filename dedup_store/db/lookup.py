@@ -29,6 +29,7 @@ from sqlalchemy import Connection, text
 from dedup_store.core.arrays import I32, I64, ranges
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.mixing import mix64
+from dedup_store.db.ddl import RECENT, SETTLED, settled_through, tier_condition
 from dedup_store.db.encoding import (
     BAND,
     BLOCK,
@@ -53,17 +54,23 @@ def connection_of(reach: Reach) -> Connection:
     return reach if isinstance(reach, Connection) else reach()
 
 
-def slot_lookup(s: str, kind: int, slot: int, condition: str) -> str:
+def slot_lookup(s: str, kind: int, slot: int, condition: str, settled: int) -> str:
     """``(id, key)`` of the stored documents whose key of ``slot`` meets ``condition``.
 
-    ``condition`` follows the key, e.g. ``= ANY(CAST(:keys AS bigint[]))``. The subscript is a
-    literal and ``exact_of IS NULL`` is spelled out, so that the planner matches the slot's
-    partial expression index: exact copies of a stored document have no key entries.
+    ``condition`` follows the key, e.g. ``= ANY(CAST(:keys AS bigint[]))``. One branch per
+    tier of the slot's key index (``settled``: the largest id of the settled tier,
+    :func:`~dedup_store.db.ddl.settled_through`). The subscript, the id bound and
+    ``exact_of IS NULL`` are spelled out as literals, so that the planner matches each branch
+    to its tier's partial expression index: exact copies of a stored document have no key
+    entries.
     """
     column = f"o.{KEY_COLUMNS[kind]}[{slot}]"
-    return (
+    branch = (
         f"SELECT o.id, {column} AS key FROM {s}.documents o "
-        f"WHERE {column} {condition} AND o.exact_of IS NULL"
+        f"WHERE {column} {condition} AND o.exact_of IS NULL AND "
+    )
+    return " UNION ALL ".join(
+        branch + tier_condition("o.id", tier, settled) for tier in (SETTLED, RECENT)
     )
 
 
@@ -186,7 +193,10 @@ def find_keys(
 ) -> Found:
     """Look up every key of every group in one statement (and which keys of the groups of
     ``hot_kinds`` are hot)."""
-    statement, parameters, uniques = _lookup_statement(schema, groups, hot_limit, hot_kinds)
+    settled = settled_through(conn, schema)
+    statement, parameters, uniques = _lookup_statement(
+        schema, groups, hot_limit, settled, hot_kinds
+    )
     empty = np.empty(0, dtype=np.int64)
     ids, keys, hot = [empty] * len(groups), [empty] * len(groups), [empty] * len(groups)
     for number, found_ids, found_keys in conn.execute(text(statement), parameters):
@@ -233,7 +243,11 @@ def stored_counts(keys: I64, found_keys: I64) -> I64:
 
 
 def _lookup_statement(
-    schema: str, groups: list[KeyGroup], hot_limit: int, hot_kinds: frozenset[int] = frozenset()
+    schema: str,
+    groups: list[KeyGroup],
+    hot_limit: int,
+    settled: int,
+    hot_kinds: frozenset[int] = frozenset(),
 ) -> tuple[str, dict[str, str], list[I64]]:
     """One statement looking up every key of every group; its parameters and unique keys."""
     s = qualified(schema)
@@ -257,7 +271,7 @@ def _lookup_statement(
             continue
         # one index scan per slot for all its keys; a key yields its hot_limit + 1 oldest
         # documents (one more than used, to tell a key that has more)
-        probe = slot_lookup(s, group.kind, group.slot, f"= ANY(CAST(:{name} AS bigint[]))")
+        probe = slot_lookup(s, group.kind, group.slot, f"= ANY(CAST(:{name} AS bigint[]))", settled)
         if hot_limit:
             probe = (
                 "SELECT id, key FROM (SELECT p.id, p.key, "
@@ -375,8 +389,11 @@ def _merge(a: I64, b: I64, kind: npt.NDArray[np.int8]) -> Candidates:
     )
 
 
-def key_lookups(s: str, band_count: int, block_count: int, hot_limit: int) -> list[str]:
-    """One index probe per band and block slot of the query (parameters ``k{kind}_{slot}``).
+def key_lookups(
+    s: str, band_count: int, block_count: int, hot_limit: int, settled: int
+) -> list[str]:
+    """One index probe per band and block slot of the query (parameters ``k{kind}_{slot}``),
+    in each tier of the key indexes (``settled``: as in :func:`slot_lookup`).
 
     With ``hot_limit``, a probe keeps the ``hot_limit`` oldest documents of the key, as
     :func:`~dedup_store.db.hot.find_candidates` does.
@@ -385,7 +402,7 @@ def key_lookups(s: str, band_count: int, block_count: int, hot_limit: int) -> li
     for kind, count in ((BAND, band_count), (BLOCK, block_count)):
         block = "true" if kind == BLOCK else "false"
         for slot in range(1, count + 1):
-            lookup = slot_lookup(s, kind, slot, f"= CAST(:k{kind}_{slot} AS bigint)")
+            lookup = slot_lookup(s, kind, slot, f"= CAST(:k{kind}_{slot} AS bigint)", settled)
             if hot_limit:
                 # OFFSET 0 keeps the key's index scan: without it the planner may walk
                 # the primary key in id order and filter every row
@@ -564,18 +581,18 @@ class IndexedKeys:
     def members(
         self, conn: Reach, schema: str, kind: int, slot: int, keys: list[int]
     ) -> tuple[I64, I64]:
-        probe = slot_lookup(qualified(schema), kind, slot, "= ANY(CAST(:keys AS bigint[]))")
-        rows = (
-            connection_of(conn)
-            .execute(
-                text(
-                    "SELECT array_agg(l.id ORDER BY l.id), array_agg(l.key ORDER BY l.id) "
-                    f"FROM ({probe}) l"
-                ),
-                {"keys": array_literal(keys)},
-            )
-            .one()
+        connection = connection_of(conn)
+        settled = settled_through(connection, schema)
+        probe = slot_lookup(
+            qualified(schema), kind, slot, "= ANY(CAST(:keys AS bigint[]))", settled
         )
+        rows = connection.execute(
+            text(
+                "SELECT array_agg(l.id ORDER BY l.id), array_agg(l.key ORDER BY l.id) "
+                f"FROM ({probe}) l"
+            ),
+            {"keys": array_literal(keys)},
+        ).one()
         if rows[0] is None:
             empty = np.empty(0, dtype=np.int64)
             return empty, empty

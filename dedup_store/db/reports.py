@@ -9,6 +9,7 @@ from sqlalchemy import Connection, text
 
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import hot
+from dedup_store.db.ddl import settled_through
 from dedup_store.db.lookup import find_documents as find_documents
 from dedup_store.db.names import qualified
 from dedup_store.db.scoring import combined_score_sql
@@ -139,9 +140,14 @@ def stats_row(conn: Connection, schema: str, params: FingerprintParams) -> dict[
             "ORDER BY count(*) DESC, key LIMIT 5"
         )
     )
+    recent = conn.execute(
+        text(f"SELECT count(*) FROM {s}.documents WHERE id > :settled"),
+        {"settled": settled_through(conn, schema)},
+    ).scalar_one()
     return {
         "hottest_excerpt_keys": {str(row[0]): int(row[1]) for row in hottest},
         **hot.hot_stats(conn, schema, params),
+        "recent_documents": int(recent),
         "documents": int(documents),
         "clusters": int(clusters),
         "duplicate_clusters": int(dup_clusters),

@@ -190,10 +190,12 @@ def found_sql(
     block_count: int,
     hot_limit: int = 0,
     secondary: tuple[int, int] = (0, 0),
+    settled: int = 0,
 ) -> str:
     """The candidate lookups of :func:`matches_sql`: rows ``(a, block, sample, kind, slot,
     pkey)``, the last three naming the band or block key a row was found by (``NULL`` for
-    other rows)."""
+    other rows); ``settled`` bounds the tiers of the key indexes
+    (:func:`~dedup_store.db.lookup.slot_lookup`)."""
     s = qualified(schema)
     exact = (
         f"SELECT o.id, false, false FROM {s}.documents o "
@@ -202,7 +204,7 @@ def found_sql(
     others = [sample_lookup(s, hot_limit), exact]
     if hot_limit and any(secondary):
         others.append(hot.secondary_lookup(s, hot_limit))
-    branches = key_lookups(s, band_count, block_count, hot_limit) + [
+    branches = key_lookups(s, band_count, block_count, hot_limit, settled) + [
         "SELECT o.*, NULL::smallint AS kind, NULL::smallint AS slot, NULL::bigint AS pkey "
         f"FROM ({other}) o"
         for other in others
@@ -218,6 +220,7 @@ def matches_sql(
     hot_limit: int = 0,
     secondary: tuple[int, int] = (0, 0),
     found: str = "",
+    settled: int = 0,
 ) -> str:
     """A query of the verified matches of an unstored fingerprint given in bind parameters.
 
@@ -235,7 +238,7 @@ def matches_sql(
                        CAST(:shingles AS integer[]) AS shingles,
                        CAST(:shingle_count AS integer) AS shingle_count,
                        CAST(:meta_signature AS integer[]) AS meta_signature) y"""
-    rows = found or f"({found_sql(schema, band_count, block_count, hot_limit, secondary)})"
+    rows = found or f"({found_sql(schema, band_count, block_count, hot_limit, secondary, settled)})"
     candidates = f"""(
         SELECT a, bool_and(block) AS block_only, bool_or(sample) AS sampled
         FROM {rows} found GROUP BY a
@@ -257,7 +260,12 @@ def matches_sql(
 
 @lru_cache(maxsize=32)
 def _check_statement(
-    schema: str, band_count: int, block_count: int, hot_limit: int, secondary: tuple[int, int]
+    schema: str,
+    band_count: int,
+    block_count: int,
+    hot_limit: int,
+    secondary: tuple[int, int],
+    settled: int,
 ) -> TextClause:
     """The statement of :func:`check_statement` (built once: it is long and parsed for binds).
 
@@ -265,7 +273,7 @@ def _check_statement(
     key (run it again with them).
     """
     s = qualified(schema)
-    lookups = found_sql(schema, band_count, block_count, hot_limit, secondary)
+    lookups = found_sql(schema, band_count, block_count, hot_limit, secondary, settled)
     matches = matches_sql(schema, band_count, block_count, hot_limit, secondary, "found")
     return text(f"""
         WITH found AS MATERIALIZED ({lookups})
@@ -311,13 +319,19 @@ def lookup_shape(fp: Fingerprint) -> tuple[int, int, int, tuple[int, int]]:
 
 
 def check_statement(
-    schema: str, fp: Fingerprint, secondary: bool = False, meta_signature: U32 | None = None
+    schema: str,
+    fp: Fingerprint,
+    secondary: bool = False,
+    meta_signature: U32 | None = None,
+    settled: int = 0,
 ) -> tuple[str, dict[str, Any]]:
     """The statement of ``check`` (:func:`matches_sql`) and its ``:name`` parameters, with or
     without the secondary keys of ``fp``; ``meta_signature`` as in
-    :func:`fingerprint_parameters`."""
+    :func:`fingerprint_parameters`; ``settled`` bounds the tiers of the key indexes
+    (:func:`~dedup_store.db.ddl.settled_through`: a stale value gives the same matches, through
+    a slower plan)."""
     parameters = fingerprint_parameters(fp, secondary, meta_signature)
-    return _check_statement(schema, *lookup_shape(fp)).text, parameters
+    return _check_statement(schema, *lookup_shape(fp), settled).text, parameters
 
 
 def store_edges(

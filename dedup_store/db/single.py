@@ -36,6 +36,7 @@ from sqlalchemy import Connection, TextClause, text
 from dedup_store.core.arrays import U32
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.db import hot
+from dedup_store.db.ddl import settled_through
 from dedup_store.db.encoding import array_literal
 from dedup_store.db.names import qualified
 from dedup_store.db.scoring import (
@@ -69,10 +70,15 @@ class SingleOutcome:
 
 @lru_cache(maxsize=32)
 def _statement(
-    schema: str, band_count: int, block_count: int, hot_limit: int, secondary: tuple[int, int]
+    schema: str,
+    band_count: int,
+    block_count: int,
+    hot_limit: int,
+    secondary: tuple[int, int],
+    settled: int,
 ) -> TextClause:
     s = qualified(schema)
-    lookups = found_sql(schema, band_count, block_count, hot_limit, secondary)
+    lookups = found_sql(schema, band_count, block_count, hot_limit, secondary, settled)
     matches = matches_sql(schema, band_count, block_count, hot_limit, secondary, "found")
     return text(f"""
         WITH known AS (
@@ -157,7 +163,10 @@ def promote_pending(conn: Connection, schema: str, fp: Fingerprint) -> None:
     """Make hot the keys of ``fp`` that adding it makes hot (holding the writers' lock)."""
     params = fp.params
     counts = hot.secondary_counts(params)
-    lookups = found_sql(schema, len(fp.band_keys), len(fp.block_keys), params.hot_key_limit, counts)
+    settled = settled_through(conn, schema)
+    lookups = found_sql(
+        schema, len(fp.band_keys), len(fp.block_keys), params.hot_key_limit, counts, settled
+    )
     pending = hot.pending_keys_sql(qualified(schema), counts, params.hot_key_limit)
     rows = conn.execute(
         text(f"WITH found AS MATERIALIZED ({lookups}) {pending}"), fingerprint_parameters(fp)
@@ -175,6 +184,7 @@ def add_statement(
     body: str | None,
     language: str,
     meta_signature: U32 | None = None,
+    settled: int = 0,
 ) -> tuple[str, dict[str, Any]]:
     """The statement that inserts one document, with its ``:name`` parameters.
 
@@ -182,9 +192,10 @@ def add_statement(
     :func:`~dedup_store.db.write.lock_writers` first) and read its rows with :func:`outcome`.
     ``meta`` must be JSON-serializable (validated by the caller); ``meta_signature`` is the
     signature of its metadata set (``None``: none), and ``fp`` then has its exact key
-    (:func:`~dedup_store.core.metadata.exact_key`).
+    (:func:`~dedup_store.core.metadata.exact_key`); ``settled`` bounds the tiers of the key
+    indexes (:func:`~dedup_store.db.ddl.settled_through`).
     """
-    statement = _statement(schema, *lookup_shape(fp))
+    statement = _statement(schema, *lookup_shape(fp), settled)
     parameters = {
         **fingerprint_parameters(fp, meta_signature=meta_signature),
         "seq": qualified(schema, "document_ids"),

@@ -48,24 +48,31 @@ def _load(
 
 
 def _tables(engine: Engine, schema: str) -> dict[str, Any]:
-    """What a snapshot leaves out: hot keys, secondary keys, and the indexes with their
-    definitions (schema name removed)."""
+    """What a snapshot leaves out: hot keys, secondary keys, the indexes with their
+    definitions (schema name removed) and the bound of their settled tier."""
     with engine.connect() as conn:
         indexes = conn.execute(
             text("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = :s ORDER BY 1"),
             {"s": schema},
         ).all()
+        settled = conn.execute(text(f'SELECT settled_through FROM "{schema}".key_tiers')).all()
     return {
         **hot_tables(engine, schema),
         "indexes": [(name, d.replace(schema, "S")) for name, d in indexes],
+        "settled_through": settled,
     }
 
 
 def _assert_same(engine: Engine, incremental: str, bulk: str) -> dict[str, Any]:
+    """The incremental store holds what the bulk store holds, and once both are settled (as
+    a bulk load leaves a store) the same indexes."""
     expected, actual = snapshot(engine, incremental), snapshot(engine, bulk)
     for part in ("documents", "sample_keys", "edges", "clusters"):
         assert actual[part] == expected[part], part
     assert actual["labels_are_members"]
+    for name in (incremental, bulk):
+        with DedupStore(engine, schema=name) as store:
+            store.settle()
     assert _tables(engine, bulk) == _tables(engine, incremental)
     return actual
 

@@ -81,11 +81,12 @@ def _key_index_names(engine: Engine, schema: str) -> set[str]:
         return set(rows.scalars())
 
 
-def test_store_creates_one_key_index_per_slot(engine: Engine, schema: str) -> None:
+def test_store_creates_two_key_indexes_per_slot(engine: Engine, schema: str) -> None:
     DedupStore(engine, schema=schema).close()
     params = FingerprintParams()
-    expected = {f"documents_band_{i}" for i in range(1, params.band_key_count + 1)}
-    expected |= {f"documents_block_{i}" for i in range(1, params.block_key_count + 1)}
+    slots = [f"documents_band_{i}" for i in range(1, params.band_key_count + 1)]
+    slots += [f"documents_block_{i}" for i in range(1, params.block_key_count + 1)]
+    expected = set(slots) | {f"{name}_recent" for name in slots}
     assert _key_index_names(engine, schema) == expected
 
 

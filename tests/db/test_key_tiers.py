@@ -1,0 +1,130 @@
+"""Two tiers of key indexes: the documents settled by the last bulk load (or ``settle``) and
+those added since. Writes insert into the small recent tier; every lookup probes both and
+finds what one index would find."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import Engine, text
+
+from dedup_store import DedupStore, Document, FingerprintParams
+from dedup_store.db import ddl, migrate
+from dedup_store.db.encoding import BAND, BLOCK
+from dedup_store.db.lookup import slot_lookup
+from dedup_store.db.names import qualified
+from dedup_store.results import CheckResult
+from tests.db.corpus import PlantedCorpus
+
+pytestmark = pytest.mark.db
+
+
+def _answer(result: CheckResult) -> list[tuple[str, str, float]]:
+    return [(m.external_id, m.method, round(m.jaccard, 9)) for m in result.matches]
+
+
+def _settled_and_recent(corpus: PlantedCorpus) -> tuple[list[Document], list[Document]]:
+    """40 documents to load in bulk, then 10 edits of the first ten of them and 10 others."""
+    first = [Document(f"a{i}", corpus.original()) for i in range(40)]
+    later = [Document(f"b{i}", corpus.edit(first[i].text, 2)) for i in range(10)]
+    later += [Document(f"c{i}", corpus.original()) for i in range(10)]
+    return first, later
+
+
+def test_writes_after_a_bulk_load_go_to_the_recent_tier_and_lookups_see_both(
+    engine: Engine, schema: str
+) -> None:
+    corpus = PlantedCorpus(31)
+    first, later = _settled_and_recent(corpus)
+    with DedupStore(engine, schema=schema) as store:
+        assert store.ingest(first, bulk=True).bulk
+        assert store.stats().recent_documents == 0
+        results = store.add_many(later)
+        # edits of settled documents are found through the settled tier
+        assert [r.matches[0].external_id for r in results[:10]] == [f"a{i}" for i in range(10)]
+        assert store.stats().recent_documents == 20
+        queries = [corpus.edit(d.text, 1) for d in first[:5] + later[10:15]]
+        before = [_answer(store.check(q)) for q in queries]
+        # edits of recent documents are found through the recent tier
+        assert [a[0][0] for a in before[5:]] == [f"c{i}" for i in range(5)]
+
+        settled = store.settle()
+        assert settled["moved"] == 20 and store.stats().recent_documents == 0
+        assert [_answer(store.check(q)) for q in queries] == before
+    with engine.connect() as conn:
+        assert ddl.settled_through(conn, schema) == settled["settled_through"] == 60
+
+
+def test_each_tier_is_probed_through_its_own_partial_index(engine: Engine, schema: str) -> None:
+    corpus = PlantedCorpus(32, words=(40, 60))
+    first, _ = _settled_and_recent(corpus)
+    with DedupStore(engine, schema=schema) as store:
+        store.ingest(first, bulk=True)
+        store.add_many([Document(f"r{i}", corpus.original()) for i in range(300)])
+    with engine.begin() as conn:
+        conn.execute(text(f"ANALYZE {qualified(schema, 'documents')}"))
+        conn.execute(text("SET LOCAL enable_seqscan = off"))  # a Seq Scan: no index applies
+        settled = ddl.settled_through(conn, schema)
+        for kind, name in ((BAND, "band"), (BLOCK, "block")):
+            probe = slot_lookup(
+                qualified(schema), kind, 3, "= ANY(CAST(:keys AS bigint[]))", settled
+            )
+            plan = "\n".join(conn.execute(text(f"EXPLAIN {probe}"), {"keys": "{1,2,3}"}).scalars())
+            assert "Seq Scan" not in plan, plan
+            assert f"documents_{name}_3 " in plan and f"documents_{name}_3_recent" in plan, plan
+
+
+def test_a_store_that_read_an_older_bound_finds_the_same_matches(
+    engine: Engine, schema: str
+) -> None:
+    corpus = PlantedCorpus(33)
+    first, later = _settled_and_recent(corpus)
+    queries = [corpus.edit(d.text, 1) for d in first[:3] + later[10:13]]
+    with DedupStore(engine, schema=schema) as reader, DedupStore(engine, schema=schema) as writer:
+        writer.ingest(first, bulk=True)
+        writer.add_many(later)
+        reader.SETTLED_FOR = 3600.0  # it keeps the bound it reads first
+        stale = [_answer(reader.check(q)) for q in queries]
+        writer.settle()
+        assert [_answer(reader.check(q)) for q in queries] == stale
+        assert [_answer(writer.check(q)) for q in queries] == stale
+        assert all(stale)
+
+
+def test_a_0006_store_takes_its_documents_as_settled(engine: Engine, schema: str) -> None:
+    corpus = PlantedCorpus(34)
+    first, later = _settled_and_recent(corpus)
+    params = FingerprintParams()
+    with DedupStore(engine, params, schema=schema) as store:
+        store.add_many(first)
+    migrate.downgrade(engine, schema, "0006")
+    with engine.begin() as conn:
+        names = conn.execute(
+            text("SELECT indexname FROM pg_indexes WHERE schemaname = :s AND indexname ~ :p"),
+            {"s": schema, "p": "^documents_(band|block)_"},
+        ).all()
+        assert names == []  # 0006 builds its own when it opens: as it did, without a bound
+        for index in ddl.key_indexes(params):
+            if index.tier == ddl.SETTLED:
+                conn.execute(
+                    text(
+                        f"CREATE INDEX {index.name} ON {qualified(schema, 'documents')} "
+                        f"(({index.column}[{index.slot}])) WHERE exact_of IS NULL"
+                    )
+                )
+    migrate.upgrade(engine, schema)
+    with DedupStore(engine, params, schema=schema) as store:
+        assert store.stats().recent_documents == 0
+        results = store.add_many(later)
+        assert [r.matches[0].external_id for r in results[:10]] == [f"a{i}" for i in range(10)]
+        assert store.stats().recent_documents == 20
+        query = corpus.edit(later[12].text, 1)
+        before = _answer(store.check(query))
+        assert before[0][0] == "c2"
+        store.settle()
+        assert _answer(store.check(query)) == before
+    with engine.connect() as conn:
+        bounded = conn.execute(
+            text("SELECT indexdef FROM pg_indexes WHERE schemaname = :s AND indexname = :n"),
+            {"s": schema, "n": "documents_band_1"},
+        ).scalar_one()
+    assert "id <= 60" in bounded
