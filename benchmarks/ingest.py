@@ -150,27 +150,39 @@ def profiled_ingest(
     """:func:`ingest` under pyinstrument, printing the call trees of both threads.
 
     ``DedupStore.ingest`` fingerprints on the calling thread while a writer thread runs the SQL
-    of the previous batch; the writer is profiled by wrapping the pipeline's per-batch write.
+    of the previous batch (in a bulk load, the calling thread stages each batch while the
+    connection's lane thread writes the one before); the writer is profiled by wrapping the
+    pipeline's per-batch write.
     """
     from pyinstrument import Profiler
 
     main, writer = (Profiler(interval=0.005, async_mode="disabled") for _ in range(2))
-    write_batch = pipeline.write_batch
+    originals = {name: getattr(pipeline, name) for name in ("write_batch", "commit_batch")}
 
-    def profiled_write(*args: Any, **kwargs: Any) -> Any:
-        writer.start()
-        try:
-            return write_batch(*args, **kwargs)
-        finally:
-            writer.stop()
+    def profiled(name: str) -> Any:
+        original = originals[name]
 
-    pipeline.write_batch = profiled_write  # the writer thread's per-batch call
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if writer.is_running:  # commit_batch inside write_batch
+                return original(*args, **kwargs)
+            writer.start()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                writer.stop()
+
+        return call
+
+    # the writer thread's per-batch call (a bulk load's lane thread runs commit_batch)
+    for name in originals:
+        setattr(pipeline, name, profiled(name))
     main.start()
     try:
         run = ingest(store, path, batch_size, span, bulk, workers)
     finally:
         main.stop()
-        pipeline.write_batch = write_batch
+        for name, original in originals.items():
+            setattr(pipeline, name, original)
     for title, profiler in (("calling thread", main), ("writer thread", writer)):
         print(f"\n== profile: {title} (pyinstrument, seconds) ==")
         tree = profiler.output_text(unicode=True, color=False, short_mode=True)

@@ -50,6 +50,7 @@ def test_every_command_is_found() -> None:
         "db status",
         "db stop",
         "db tune",
+        "db settle",
         "db upgrade",
         "db current",
     } == set(COMMAND_IDS)

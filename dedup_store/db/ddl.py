@@ -174,8 +174,14 @@ class KeyIndex:
 
 
 def tier_condition(column: str, tier: str, settled_through: int) -> str:
-    """SQL: the ids in ``column`` of the documents of ``tier`` (``column`` is SQL too)."""
-    return f"{column} {'<=' if tier == SETTLED else '>'} {int(settled_through)}"
+    """SQL: the ids in ``column`` of the documents of ``tier`` (``column`` is SQL too).
+
+    Spelled ``(id + 0)``, in the indexes' predicates and in the lookups alike: the lookup of a
+    tier then matches that tier's partial index and nothing else, never the primary key's
+    range of ``id`` (whose estimate, from statistics taken when the tier was empty, would have
+    the planner walk the whole recent tier for every key).
+    """
+    return f"({column} + 0) {'<=' if tier == SETTLED else '>'} {int(settled_through)}"
 
 
 def key_indexes(params: FingerprintParams) -> list[KeyIndex]:

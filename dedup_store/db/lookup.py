@@ -74,6 +74,18 @@ def slot_lookup(s: str, kind: int, slot: int, condition: str, settled: int) -> s
     )
 
 
+def any_of(name: str) -> str:
+    """SQL: ``= ANY`` of the ``bigint[]`` bind parameter ``name``, for :func:`slot_lookup`.
+
+    The array is read through a scalar subquery, so the planner sizes the lookup as a few keys
+    instead of estimating each of thousands of them against a key expression it has no
+    statistics for (the slot indexes are partial, whose statistics the planner does not use):
+    taken as a constant, a batch's keys made it guess a third of the table, scan the whole
+    table or the wrong slot's index, and spend more time planning than running.
+    """
+    return f"= ANY(CAST((SELECT CAST(:{name} AS bigint[])) AS bigint[]))"
+
+
 def window(s: str, hot_limit: int, kind: str = "n.kind", slot: str = "n.slot") -> str:
     """SQL: ``hot_limit`` documents (``doc_id``) of the secondary key ``n.key`` of a slot.
 
@@ -271,7 +283,7 @@ def _lookup_statement(
             continue
         # one index scan per slot for all its keys; a key yields its hot_limit + 1 oldest
         # documents (one more than used, to tell a key that has more)
-        probe = slot_lookup(s, group.kind, group.slot, f"= ANY(CAST(:{name} AS bigint[]))", settled)
+        probe = slot_lookup(s, group.kind, group.slot, any_of(name), settled)
         if hot_limit:
             probe = (
                 "SELECT id, key FROM (SELECT p.id, p.key, "
@@ -583,9 +595,7 @@ class IndexedKeys:
     ) -> tuple[I64, I64]:
         connection = connection_of(conn)
         settled = settled_through(connection, schema)
-        probe = slot_lookup(
-            qualified(schema), kind, slot, "= ANY(CAST(:keys AS bigint[]))", settled
-        )
+        probe = slot_lookup(qualified(schema), kind, slot, any_of("keys"), settled)
         rows = connection.execute(
             text(
                 "SELECT array_agg(l.id ORDER BY l.id), array_agg(l.key ORDER BY l.id) "
