@@ -168,9 +168,26 @@ class KeyIndex:
     slot: int
     tier: str
 
-    def bound(self, settled_through: int) -> str:
-        """The index's id condition (of the documents of its tier), as SQL."""
-        return tier_condition("id", self.tier, settled_through)
+    def key(self, alias: str = "") -> str:
+        """The indexed expression, as SQL (``alias``: the table's, with its dot)."""
+        return key_expression(alias, self.column, self.slot, self.tier)
+
+    def predicate(self, settled_through: int) -> str:
+        """The index's condition: the documents of its tier (without exact copies), as SQL."""
+        bound = tier_condition("id", self.tier, settled_through)
+        return f"exact_of IS NULL AND {bound}" if self.tier == SETTLED else bound
+
+
+def key_expression(alias: str, column: str, slot: int, tier: str) -> str:
+    """SQL: the key of ``slot`` in the array ``column`` as the index of ``tier`` holds it.
+
+    The settled index leaves exact copies out by its condition. The recent one holds them
+    with a ``NULL`` key instead, which no lookup matches: its condition then reads only the
+    id, the first column, so building it (empty, at the end of a bulk load) reads no more
+    of each row than that.
+    """
+    key = f"{alias}{quote(column)}[{int(slot)}]"
+    return key if tier == SETTLED else f"(CASE WHEN {alias}exact_of IS NULL THEN {key} END)"
 
 
 def tier_condition(column: str, tier: str, settled_through: int) -> str:
@@ -218,8 +235,7 @@ def create_key_indexes(
         conn.execute(
             text(
                 f"CREATE INDEX {quote(index.name)} ON {qualified(schema, 'documents')} "
-                f"USING btree (({quote(index.column)}[{int(index.slot)}])) "
-                f"WHERE exact_of IS NULL AND {index.bound(settled_through)}"
+                f"USING btree (({index.key()})) WHERE {index.predicate(settled_through)}"
             )
         )
 

@@ -29,7 +29,13 @@ from sqlalchemy import Connection, text
 from dedup_store.core.arrays import I32, I64, ranges
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.mixing import mix64
-from dedup_store.db.ddl import RECENT, SETTLED, settled_through, tier_condition
+from dedup_store.db.ddl import (
+    RECENT,
+    SETTLED,
+    key_expression,
+    settled_through,
+    tier_condition,
+)
 from dedup_store.db.encoding import (
     BAND,
     BLOCK,
@@ -59,19 +65,20 @@ def slot_lookup(s: str, kind: int, slot: int, condition: str, settled: int) -> s
 
     ``condition`` follows the key, e.g. ``= ANY(CAST(:keys AS bigint[]))``. One branch per
     tier of the slot's key index (``settled``: the largest id of the settled tier,
-    :func:`~dedup_store.db.ddl.settled_through`). The subscript, the id bound and
-    ``exact_of IS NULL`` are spelled out as literals, so that the planner matches each branch
-    to its tier's partial expression index: exact copies of a stored document have no key
-    entries.
+    :func:`~dedup_store.db.ddl.settled_through`). The key expression, the id bound and
+    ``exact_of IS NULL`` are spelled out as the index has them, with literals, so that the
+    planner matches each branch to its tier's partial expression index: exact copies of a
+    stored document are never found by their keys.
     """
-    column = f"o.{KEY_COLUMNS[kind]}[{slot}]"
-    branch = (
-        f"SELECT o.id, {column} AS key FROM {s}.documents o "
-        f"WHERE {column} {condition} AND o.exact_of IS NULL AND "
-    )
-    return " UNION ALL ".join(
-        branch + tier_condition("o.id", tier, settled) for tier in (SETTLED, RECENT)
-    )
+    branches = []
+    for tier in (SETTLED, RECENT):
+        key = key_expression("o.", KEY_COLUMNS[kind], slot, tier)
+        branches.append(
+            f"SELECT o.id, {key} AS key FROM {s}.documents o "
+            f"WHERE {key} {condition} AND o.exact_of IS NULL AND "
+            + tier_condition("o.id", tier, settled)
+        )
+    return " UNION ALL ".join(branches)
 
 
 def any_of(name: str) -> str:
