@@ -13,7 +13,9 @@ One run, on one seeded corpus (:mod:`benchmarks.ingest_corpus`) of ``--docs`` do
    lookup indexes built, so ``check`` is ready when the call returns. The rate is documents
    over the wall time of that one call; each batch's completion is timestamped (``on_batch``)
    to give the rate of every 10 % slice.
-3. **Append**: the next ``--append`` documents, incrementally (``bulk=False``), into that store.
+3. **Append**: the next ``--append`` documents, incrementally (``bulk=False``), into that store
+   (into the recent tier of its key indexes); after ``check``, ``DedupStore.settle`` moves them
+   into the settled tier, timed.
 4. ``check`` latency over ``--check-queries`` texts (half near-duplicates of documents at random
    positions of the store, half new documents), 50 untimed warm-up calls first, on the store as
    the ingests left it, then after ``ANALYZE`` (``--no-analyze`` skips this).
@@ -693,6 +695,13 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
             print(f"after ingest: {load()}")
             phases, notes = check_phases(store, engine, queries, corpus, args.analyze)
             checks = phases[-1][1]
+            if args.append:
+                settled = store.settle()
+                print(
+                    f"\n== settle: {settled['moved']:,.0f} recent documents into the settled key "
+                    f"indexes of {ours.summary.documents + args.append:,} documents in "
+                    f"{settled['seconds']:.1f} s =="
+                )
         if args.check_queries:
             print_checks(phases, ours.summary.documents + args.append, notes)
         print_storage(storage(engine, schema), ours.summary.documents + args.append)
