@@ -65,13 +65,14 @@ def slot_lookup(s: str, kind: int, slot: int, condition: str, settled: int) -> s
 
     ``condition`` follows the key, e.g. ``= ANY(CAST(:keys AS bigint[]))``. One branch per
     tier of the slot's key index (``settled``: the largest id of the settled tier,
-    :func:`~dedup_store.db.ddl.settled_through`). The key expression, the id bound and
-    ``exact_of IS NULL`` are spelled out as the index has them, with literals, so that the
-    planner matches each branch to its tier's partial expression index: exact copies of a
-    stored document are never found by their keys.
+    :func:`~dedup_store.db.ddl.settled_through`; 0, for a store never settled, leaves only
+    the recent tier). The key expression, the id bound and ``exact_of IS NULL`` are spelled
+    out as the index has them, with literals, so that the planner matches each branch to its
+    tier's partial expression index: exact copies of a stored document are never found by
+    their keys.
     """
     branches = []
-    for tier in (SETTLED, RECENT):
+    for tier in (SETTLED, RECENT) if settled > 0 else (RECENT,):
         key = key_expression("o.", KEY_COLUMNS[kind], slot, tier)
         branches.append(
             f"SELECT o.id, {key} AS key FROM {s}.documents o "
@@ -81,8 +82,9 @@ def slot_lookup(s: str, kind: int, slot: int, condition: str, settled: int) -> s
     return " UNION ALL ".join(branches)
 
 
-def any_of(name: str) -> str:
-    """SQL: ``= ANY`` of the ``bigint[]`` bind parameter ``name``, for :func:`slot_lookup`.
+def any_of(source: str) -> str:
+    """SQL: ``= ANY`` of the ``bigint[]`` that the one-row query ``source`` gives (such as
+    ``SELECT CAST(:keys AS bigint[])``), for :func:`slot_lookup`.
 
     The array is read through a scalar subquery, so the planner sizes the lookup as a few keys
     instead of estimating each of thousands of them against a key expression it has no
@@ -90,7 +92,7 @@ def any_of(name: str) -> str:
     taken as a constant, a batch's keys made it guess a third of the table, scan the whole
     table or the wrong slot's index, and spend more time planning than running.
     """
-    return f"= ANY(CAST((SELECT CAST(:{name} AS bigint[])) AS bigint[]))"
+    return f"= ANY(CAST(({source}) AS bigint[]))"
 
 
 def window(s: str, hot_limit: int, kind: str = "n.kind", slot: str = "n.slot") -> str:
@@ -271,6 +273,7 @@ def _lookup_statement(
     """One statement looking up every key of every group; its parameters and unique keys."""
     s = qualified(schema)
     branches = []
+    arrays: list[str] = []
     parameters = {}
     uniques = []
     for number, group in enumerate(groups):
@@ -290,7 +293,11 @@ def _lookup_statement(
             continue
         # one index scan per slot for all its keys; a key yields its hot_limit + 1 oldest
         # documents (one more than used, to tell a key that has more)
-        probe = slot_lookup(s, group.kind, group.slot, any_of(name), settled)
+        # the keys are parsed once, in a CTE read by both tiers' branches
+        arrays.append(f"k{number} AS MATERIALIZED (SELECT CAST(:{name} AS bigint[]) AS keys)")
+        probe = slot_lookup(
+            s, group.kind, group.slot, any_of(f"SELECT keys FROM k{number}"), settled
+        )
         if hot_limit:
             probe = (
                 "SELECT id, key FROM (SELECT p.id, p.key, "
@@ -304,7 +311,7 @@ def _lookup_statement(
                 f"WHERE h.kind = {int(group.kind)} AND h.slot = {int(group.slot)} "
                 f"AND h.key = ANY(CAST(:{name} AS bigint[]))"
             )
-    statement = (
+    statement = (f"WITH {', '.join(arrays)} " if arrays else "") + (
         "SELECT grp, array_agg(id), array_agg(key) "
         f"FROM ({' UNION ALL '.join(branches)}) found GROUP BY grp"
     )
@@ -602,7 +609,9 @@ class IndexedKeys:
     ) -> tuple[I64, I64]:
         connection = connection_of(conn)
         settled = settled_through(connection, schema)
-        probe = slot_lookup(qualified(schema), kind, slot, any_of("keys"), settled)
+        probe = slot_lookup(
+            qualified(schema), kind, slot, any_of("SELECT CAST(:keys AS bigint[])"), settled
+        )
         rows = connection.execute(
             text(
                 "SELECT array_agg(l.id ORDER BY l.id), array_agg(l.key ORDER BY l.id) "

@@ -67,7 +67,9 @@ def test_each_tier_is_probed_through_its_own_partial_index(engine: Engine, schem
         conn.execute(text("SET LOCAL enable_seqscan = off"))  # a Seq Scan: no index applies
         settled = ddl.settled_through(conn, schema)
         for kind, name in ((BAND, "band"), (BLOCK, "block")):
-            probe = slot_lookup(qualified(schema), kind, 3, any_of("keys"), settled)
+            probe = slot_lookup(
+                qualified(schema), kind, 3, any_of("SELECT CAST(:keys AS bigint[])"), settled
+            )
             plan = "\n".join(conn.execute(text(f"EXPLAIN {probe}"), {"keys": "{1,2,3}"}).scalars())
             assert "Seq Scan" not in plan, plan
             used = set(re.findall(r"documents_(?:band|block)_\w+", plan))
