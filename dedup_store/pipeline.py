@@ -31,7 +31,14 @@ from dedup_store.core.params import FingerprintParams
 from dedup_store.db import bulk, frequencies, hot, lookup, reports, scoring, write
 from dedup_store.db.engine import Database
 from dedup_store.db.lane import Lane
-from dedup_store.db.lookup import INDEXED, Reach, StoredKeys, connection_of
+from dedup_store.db.lookup import (
+    INDEXED,
+    Reach,
+    SideIndexedKeys,
+    SideReader,
+    StoredKeys,
+    connection_of,
+)
 from dedup_store.errors import DedupStoreError
 from dedup_store.prepared import BatchOutcome, PreparedBatch
 from dedup_store.records import (
@@ -217,20 +224,24 @@ def ingest(
             return _bulk_ingest(
                 dest, records, batch_size, on_error, on_batch, on_progress, preparer
             )
+        own_engine = dest.db.connection is None
         try:
-            return _stream(
-                records,
-                batch_size,
-                on_error,
-                on_batch,
-                on_progress,
-                prepare=lambda chunk, first: preparer.submit(
-                    chunk, _stored_ids(dest, chunk), first
-                ),
-                ahead=preparer.ahead,
-                write=lambda prepared: _write(dest, prepared),
-                pipelined=dest.db.connection is None,
-            )
+            with SideReader(dest.db.read) as side:
+                # on our own engine the settled tier is looked up on a connection of its own
+                split = SideIndexedKeys(side) if own_engine else INDEXED
+                return _stream(
+                    records,
+                    batch_size,
+                    on_error,
+                    on_batch,
+                    on_progress,
+                    prepare=lambda chunk, first: preparer.submit(
+                        chunk, _stored_ids(dest, chunk), first
+                    ),
+                    ahead=preparer.ahead,
+                    write=lambda prepared: _write(dest, prepared, split),
+                    pipelined=own_engine,
+                )
         except _StoppedAt as stop:
             raise stop.error from None
 
@@ -436,9 +447,12 @@ def _stored_ids(dest: Destination, documents: list[Document]) -> dict[str, int]:
     return dest.db.run(lambda conn: reports.find_documents(conn, dest.schema, ids))
 
 
-def _write(dest: Destination, prepared: PreparedBatch) -> WrittenBatch:
-    """Write a prepared batch in one transaction (retried on serialization failures)."""
-    return dest.db.run(lambda conn: write_batch(conn, dest, prepared))
+def _write(dest: Destination, prepared: PreparedBatch, stored: StoredKeys) -> WrittenBatch:
+    """Write a prepared batch in one transaction (retried on serialization failures);
+    ``stored`` answers its lookups, but for a batch that replaces documents: it deletes them
+    first, which only its own connection sees."""
+    stored = INDEXED if prepared.update else stored
+    return dest.db.run(lambda conn: write_batch(conn, dest, prepared, stored))
 
 
 def _with_results(written: WrittenBatch) -> WrittenBatch:

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol, TypeAlias
 
 import numpy as np
@@ -60,7 +61,14 @@ def connection_of(reach: Reach) -> Connection:
     return reach if isinstance(reach, Connection) else reach()
 
 
-def slot_lookup(s: str, kind: int, slot: int, condition: str, settled: int) -> str:
+def slot_lookup(
+    s: str,
+    kind: int,
+    slot: int,
+    condition: str,
+    settled: int,
+    tiers: tuple[str, ...] = (SETTLED, RECENT),
+) -> str:
     """``(id, key)`` of the stored documents whose key of ``slot`` meets ``condition``.
 
     ``condition`` follows the key, e.g. ``= ANY(CAST(:keys AS bigint[]))``. One branch per
@@ -69,10 +77,10 @@ def slot_lookup(s: str, kind: int, slot: int, condition: str, settled: int) -> s
     the recent tier). The key expression, the id bound and ``exact_of IS NULL`` are spelled
     out as the index has them, with literals, so that the planner matches each branch to its
     tier's partial expression index: exact copies of a stored document are never found by
-    their keys.
+    their keys. ``tiers`` names the tiers to look in (both by default).
     """
     branches = []
-    for tier in (SETTLED, RECENT) if settled > 0 else (RECENT,):
+    for tier in tiers if settled > 0 else (RECENT,):
         key = key_expression("o.", KEY_COLUMNS[kind], slot, tier)
         branches.append(
             f"SELECT o.id, {key} AS key FROM {s}.documents o "
@@ -211,22 +219,84 @@ def find_keys(
     groups: list[KeyGroup],
     hot_limit: int,
     hot_kinds: frozenset[int] = frozenset(),
+    side: SideReader | None = None,
 ) -> Found:
     """Look up every key of every group in one statement (and which keys of the groups of
-    ``hot_kinds`` are hot)."""
+    ``hot_kinds`` are hot).
+
+    With ``side``, the settled tier is looked up there, on another connection, while ``conn``
+    looks up the recent tier: the caller must hold the writers' lock and have written nothing
+    yet in its transaction (the settled tier then changes for nobody until it commits).
+    """
     settled = settled_through(conn, schema)
+    if side is None or settled == 0:
+        statement, parameters, uniques = _lookup_statement(
+            schema, groups, hot_limit, settled, hot_kinds=hot_kinds
+        )
+        return _found(conn.execute(text(statement), parameters), uniques, len(groups))
+    statement, parameters, _ = _lookup_statement(schema, groups, hot_limit, settled, (SETTLED,))
+    elsewhere = side.submit(statement, parameters)
     statement, parameters, uniques = _lookup_statement(
-        schema, groups, hot_limit, settled, hot_kinds
+        schema, groups, hot_limit, settled, (RECENT,), hot_kinds
     )
+    recent = _found(conn.execute(text(statement), parameters), uniques, len(groups))
+    older = _found(elsewhere.result(), uniques, len(groups))
+    cap = hot_limit + 1 if hot_limit else 0
+    for number, group in enumerate(groups):
+        if group.kind == SAMPLE:  # excerpt keys have one tier, looked up with the recent one
+            continue
+        recent.ids[number], recent.keys[number] = _oldest(
+            np.concatenate([older.ids[number], recent.ids[number]]),
+            np.concatenate([older.keys[number], recent.keys[number]]),
+            cap,
+        )
+    return recent
+
+
+class SideReader:
+    """Runs read statements on connections of their own, one at a time, in a thread of its
+    own (use it as a context manager)."""
+
+    def __init__(self, read: Callable[[Callable[[Connection], Any]], Any]) -> None:
+        self._read = read
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dedup-store-side")
+
+    def submit(self, statement: str, parameters: dict[str, str]) -> Future[list[Any]]:
+        """The rows of ``statement``, read by ``read`` (such as
+        :meth:`~dedup_store.db.engine.Database.read`)."""
+        return self._thread.submit(
+            self._read, lambda conn: list(conn.execute(text(statement), parameters))
+        )
+
+    def __enter__(self) -> SideReader:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._thread.shutdown(wait=True)
+
+
+def _found(rows: Iterable[Any], uniques: list[I64], count: int) -> Found:
+    """:class:`Found` from the rows ``(group, ids, keys)`` of a lookup statement."""
     empty = np.empty(0, dtype=np.int64)
-    ids, keys, hot = [empty] * len(groups), [empty] * len(groups), [empty] * len(groups)
-    for number, found_ids, found_keys in conn.execute(text(statement), parameters):
+    ids, keys, hot = [empty] * count, [empty] * count, [empty] * count
+    for number, found_ids, found_keys in rows:
         if number < 0:
             hot[-number - 1] = np.array(found_keys, dtype=np.int64)
             continue
         ids[number] = np.array(found_ids, dtype=np.int64)
         keys[number] = np.array(found_keys, dtype=np.int64)
     return Found(ids, keys, uniques, hot)
+
+
+def _oldest(ids: I64, keys: I64, cap: int) -> tuple[I64, I64]:
+    """``(ids, keys)`` ordered by key then id, at most the ``cap`` oldest of each key (``cap``
+    0: all), as one lookup of both tiers finds them."""
+    order = np.lexsort((ids, keys))
+    ids, keys = ids[order], keys[order]
+    if cap and len(keys):
+        keep = np.arange(len(keys)) - np.searchsorted(keys, keys, side="left") < cap
+        ids, keys = ids[keep], keys[keep]
+    return ids, keys
 
 
 def found_pairs(
@@ -268,9 +338,11 @@ def _lookup_statement(
     groups: list[KeyGroup],
     hot_limit: int,
     settled: int,
+    tiers: tuple[str, ...] = (SETTLED, RECENT),
     hot_kinds: frozenset[int] = frozenset(),
 ) -> tuple[str, dict[str, str], list[I64]]:
-    """One statement looking up every key of every group; its parameters and unique keys."""
+    """One statement looking up every key of every group in ``tiers`` of the key indexes (and
+    the excerpt keys with the recent tier); its parameters and unique keys."""
     s = qualified(schema)
     branches = []
     arrays: list[str] = []
@@ -282,6 +354,9 @@ def _lookup_statement(
         uniques.append(keys)
         parameters[name] = array_literal(keys.tolist())
         if group.kind == SAMPLE:
+            if RECENT not in tiers:
+                del parameters[name]
+                continue
             # one bounded probe per key: a hot excerpt key must not cost its whole posting list
             probe = f"SELECT k.doc_id AS id FROM {s}.sample_keys k WHERE k.key = n.key"
             limit = f"LIMIT {int(hot_limit) + 1}" if hot_limit else ""
@@ -296,7 +371,7 @@ def _lookup_statement(
         # the keys are parsed once, in a CTE read by both tiers' branches
         arrays.append(f"k{number} AS MATERIALIZED (SELECT CAST(:{name} AS bigint[]) AS keys)")
         probe = slot_lookup(
-            s, group.kind, group.slot, any_of(f"SELECT keys FROM k{number}"), settled
+            s, group.kind, group.slot, any_of(f"SELECT keys FROM k{number}"), settled, tiers
         )
         if hot_limit:
             probe = (
@@ -734,3 +809,23 @@ class IndexedKeys:
 
 
 INDEXED = IndexedKeys()
+
+
+class SideIndexedKeys(IndexedKeys):
+    """:class:`IndexedKeys` that looks up the settled tier of the key indexes on another
+    connection (``side``) while the writer's connection looks up the recent one
+    (:func:`find_keys`): for batches written under the writers' lock that delete nothing
+    before their lookups."""
+
+    def __init__(self, side: SideReader) -> None:
+        self.side = side
+
+    def find(
+        self,
+        conn: Reach,
+        schema: str,
+        groups: list[KeyGroup],
+        hot_limit: int,
+        hot_kinds: frozenset[int],
+    ) -> Found:
+        return find_keys(connection_of(conn), schema, groups, hot_limit, hot_kinds, self.side)

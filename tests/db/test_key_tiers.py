@@ -15,7 +15,11 @@ from dedup_store.db.encoding import BAND, BLOCK
 from dedup_store.db.lookup import any_of, slot_lookup
 from dedup_store.db.names import qualified
 from dedup_store.results import CheckResult
+from tests.conftest import drop_schema
 from tests.db.corpus import PlantedCorpus
+from tests.db.test_bulk import _hot_documents
+from tests.snapshots import snapshot
+from tests.spark.corpora import hot_tables
 
 pytestmark = pytest.mark.db
 
@@ -131,3 +135,30 @@ def test_a_0006_store_takes_its_documents_as_settled(engine: Engine, schema: str
             {"s": schema, "n": "documents_band_1"},
         ).scalar_one()
     assert "(id + 0) <= 60" in bounded
+
+
+def test_settled_tier_looked_up_on_a_side_connection_changes_nothing(
+    engine: Engine, schema: str
+) -> None:
+    """Incremental batches after a bulk load look the settled tier up on a connection of
+    their own (a store on its own engine); on a caller's connection they look up both tiers
+    in one statement. Hot buckets included, both give the same store."""
+    docs = _hot_documents()
+    params = FingerprintParams(hot_key_limit=5)
+    other = f"{schema}_x"
+    try:
+        with DedupStore(engine, params, schema=schema) as store:
+            store.ingest(docs[:90], bulk=True)
+            store.ingest(docs[90:], batch_size=16, bulk=False)
+        with engine.connect() as conn:
+            with DedupStore(conn, params, schema=other) as store:
+                store.ingest(docs[:90], bulk=True)
+                store.ingest(docs[90:], batch_size=16, bulk=False)
+            conn.commit()
+        expected, actual = snapshot(engine, other), snapshot(engine, schema)
+        for part in ("documents", "sample_keys", "edges", "clusters"):
+            assert actual[part] == expected[part], part
+        assert hot_tables(engine, schema) == hot_tables(engine, other)
+        assert hot_tables(engine, schema)["hot"]  # the batches met hot keys
+    finally:
+        drop_schema(engine, other)
