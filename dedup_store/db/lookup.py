@@ -234,13 +234,17 @@ def find_keys(
             schema, groups, hot_limit, settled, hot_kinds=hot_kinds
         )
         return _found(conn.execute(text(statement), parameters), uniques, len(groups))
-    statement, parameters, _ = _lookup_statement(schema, groups, hot_limit, settled, (SETTLED,))
-    elsewhere = side.submit(statement, parameters)
+    # the settled tier's slots in as many parts as the side has connections
+    elsewhere = []
+    for part in range(side.lanes):
+        chosen = [g if n % side.lanes == part else _NO_KEYS for n, g in enumerate(groups)]
+        statement, parameters, _ = _lookup_statement(schema, chosen, hot_limit, settled, (SETTLED,))
+        elsewhere.append(side.submit(statement, parameters))
     statement, parameters, uniques = _lookup_statement(
         schema, groups, hot_limit, settled, (RECENT,), hot_kinds
     )
     recent = _found(conn.execute(text(statement), parameters), uniques, len(groups))
-    older = _found(elsewhere.result(), uniques, len(groups))
+    older = _found([row for f in elsewhere for row in f.result()], uniques, len(groups))
     cap = hot_limit + 1 if hot_limit else 0
     for number, group in enumerate(groups):
         if group.kind == SAMPLE:  # excerpt keys have one tier, looked up with the recent one
@@ -254,12 +258,13 @@ def find_keys(
 
 
 class SideReader:
-    """Runs read statements on connections of their own, one at a time, in a thread of its
-    own (use it as a context manager)."""
+    """Runs read statements on connections of their own, ``lanes`` at a time, each in a
+    thread (use it as a context manager)."""
 
-    def __init__(self, read: Callable[[Callable[[Connection], Any]], Any]) -> None:
+    def __init__(self, read: Callable[[Callable[[Connection], Any]], Any], lanes: int = 2) -> None:
         self._read = read
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dedup-store-side")
+        self.lanes = lanes
+        self._thread = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="dedup-store-side")
 
     def submit(self, statement: str, parameters: dict[str, str]) -> Future[list[Any]]:
         """The rows of ``statement``, read by ``read`` (such as
@@ -273,6 +278,10 @@ class SideReader:
 
     def __exit__(self, *exc_info: object) -> None:
         self._thread.shutdown(wait=True)
+
+
+#: A group with no keys: its statement branch finds nothing (a slot another part looks up).
+_NO_KEYS = KeyGroup(BAND, 1, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
 
 
 def _found(rows: Iterable[Any], uniques: list[I64], count: int) -> Found:
@@ -352,11 +361,10 @@ def _lookup_statement(
         name = f"g{number}"
         keys = group.uniques
         uniques.append(keys)
+        if len(keys) == 0 or (group.kind == SAMPLE and RECENT not in tiers):
+            continue  # nothing to find
         parameters[name] = array_literal(keys.tolist())
         if group.kind == SAMPLE:
-            if RECENT not in tiers:
-                del parameters[name]
-                continue
             # one bounded probe per key: a hot excerpt key must not cost its whole posting list
             probe = f"SELECT k.doc_id AS id FROM {s}.sample_keys k WHERE k.key = n.key"
             limit = f"LIMIT {int(hot_limit) + 1}" if hot_limit else ""
@@ -386,6 +394,8 @@ def _lookup_statement(
                 f"WHERE h.kind = {int(group.kind)} AND h.slot = {int(group.slot)} "
                 f"AND h.key = ANY(CAST(:{name} AS bigint[]))"
             )
+    if not branches:  # no keys at all
+        branches.append("SELECT 0 AS grp, 0::bigint AS id, 0::bigint AS key WHERE false")
     statement = (f"WITH {', '.join(arrays)} " if arrays else "") + (
         "SELECT grp, array_agg(id), array_agg(key) "
         f"FROM ({' UNION ALL '.join(branches)}) found GROUP BY grp"
