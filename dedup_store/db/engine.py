@@ -42,9 +42,10 @@ class Database:
             try:
                 self.engine = create_engine(normalize_url(bind), pool_pre_ping=True)
                 # reads get their own pool of autocommit connections: no BEGIN/COMMIT, no
-                # isolation switch and no ping per call (a read retries once instead)
+                # isolation switch and no ping per call (a read retries once instead); an
+                # ingest reads on three at once (stored ids, the settled tier's two halves)
                 self._read_engine = create_engine(
-                    normalize_url(bind), isolation_level="AUTOCOMMIT", pool_size=2
+                    normalize_url(bind), isolation_level="AUTOCOMMIT", pool_size=3
                 )
                 for engine in (self.engine, self._read_engine):
                     event.listen(engine, "connect", _configure)
