@@ -31,14 +31,8 @@ from dedup_store.core.params import FingerprintParams
 from dedup_store.db import bulk, frequencies, hot, lookup, reports, scoring, write
 from dedup_store.db.engine import Database
 from dedup_store.db.lane import Lane
-from dedup_store.db.lookup import (
-    INDEXED,
-    Reach,
-    SideIndexedKeys,
-    SideReader,
-    StoredKeys,
-    connection_of,
-)
+from dedup_store.db.lookup import INDEXED, Reach, StoredKeys, connection_of
+from dedup_store.db.side import SideIndexedKeys, SideReader
 from dedup_store.errors import DedupStoreError
 from dedup_store.prepared import BatchOutcome, PreparedBatch
 from dedup_store.records import (

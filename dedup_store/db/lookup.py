@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol, TypeAlias
 
 import numpy as np
@@ -219,73 +218,18 @@ def find_keys(
     groups: list[KeyGroup],
     hot_limit: int,
     hot_kinds: frozenset[int] = frozenset(),
-    side: SideReader | None = None,
 ) -> Found:
     """Look up every key of every group in one statement (and which keys of the groups of
-    ``hot_kinds`` are hot).
-
-    With ``side``, the settled tier is looked up there, on another connection, while ``conn``
-    looks up the recent tier: the caller must hold the writers' lock and have written nothing
-    yet in its transaction (the settled tier then changes for nobody until it commits).
-    """
+    ``hot_kinds`` are hot); :mod:`dedup_store.db.side` splits it over connections."""
     settled = settled_through(conn, schema)
-    if side is None or settled == 0:
-        statement, parameters, uniques = _lookup_statement(
-            schema, groups, hot_limit, settled, hot_kinds=hot_kinds
-        )
-        return _found(conn.execute(text(statement), parameters), uniques, len(groups))
-    # the settled tier's slots in as many parts as the side has connections
-    elsewhere = []
-    for part in range(side.lanes):
-        chosen = [g if n % side.lanes == part else _NO_KEYS for n, g in enumerate(groups)]
-        statement, parameters, _ = _lookup_statement(schema, chosen, hot_limit, settled, (SETTLED,))
-        elsewhere.append(side.submit(statement, parameters))
-    statement, parameters, uniques = _lookup_statement(
-        schema, groups, hot_limit, settled, (RECENT,), hot_kinds
+    statement, parameters, uniques = lookup_statement(
+        schema, groups, hot_limit, settled, hot_kinds=hot_kinds
     )
-    recent = _found(conn.execute(text(statement), parameters), uniques, len(groups))
-    older = _found([row for f in elsewhere for row in f.result()], uniques, len(groups))
-    cap = hot_limit + 1 if hot_limit else 0
-    for number, group in enumerate(groups):
-        if group.kind == SAMPLE:  # excerpt keys have one tier, looked up with the recent one
-            continue
-        recent.ids[number], recent.keys[number] = _oldest(
-            np.concatenate([older.ids[number], recent.ids[number]]),
-            np.concatenate([older.keys[number], recent.keys[number]]),
-            cap,
-        )
-    return recent
+    return found_in(conn.execute(text(statement), parameters), uniques, len(groups))
 
 
-class SideReader:
-    """Runs read statements on connections of their own, ``lanes`` at a time, each in a
-    thread (use it as a context manager)."""
-
-    def __init__(self, read: Callable[[Callable[[Connection], Any]], Any], lanes: int = 2) -> None:
-        self._read = read
-        self.lanes = lanes
-        self._thread = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="dedup-store-side")
-
-    def submit(self, statement: str, parameters: dict[str, str]) -> Future[list[Any]]:
-        """The rows of ``statement``, read by ``read`` (such as
-        :meth:`~dedup_store.db.engine.Database.read`)."""
-        return self._thread.submit(
-            self._read, lambda conn: list(conn.execute(text(statement), parameters))
-        )
-
-    def __enter__(self) -> SideReader:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._thread.shutdown(wait=True)
-
-
-#: A group with no keys: its statement branch finds nothing (a slot another part looks up).
-_NO_KEYS = KeyGroup(BAND, 1, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
-
-
-def _found(rows: Iterable[Any], uniques: list[I64], count: int) -> Found:
-    """:class:`Found` from the rows ``(group, ids, keys)`` of a lookup statement."""
+def found_in(rows: Iterable[Any], uniques: list[I64], count: int) -> Found:
+    """:class:`Found` from the rows ``(group, ids, keys)`` of a :func:`lookup_statement`."""
     empty = np.empty(0, dtype=np.int64)
     ids, keys, hot = [empty] * count, [empty] * count, [empty] * count
     for number, found_ids, found_keys in rows:
@@ -295,17 +239,6 @@ def _found(rows: Iterable[Any], uniques: list[I64], count: int) -> Found:
         ids[number] = np.array(found_ids, dtype=np.int64)
         keys[number] = np.array(found_keys, dtype=np.int64)
     return Found(ids, keys, uniques, hot)
-
-
-def _oldest(ids: I64, keys: I64, cap: int) -> tuple[I64, I64]:
-    """``(ids, keys)`` ordered by key then id, at most the ``cap`` oldest of each key (``cap``
-    0: all), as one lookup of both tiers finds them."""
-    order = np.lexsort((ids, keys))
-    ids, keys = ids[order], keys[order]
-    if cap and len(keys):
-        keep = np.arange(len(keys)) - np.searchsorted(keys, keys, side="left") < cap
-        ids, keys = ids[keep], keys[keep]
-    return ids, keys
 
 
 def found_pairs(
@@ -342,7 +275,7 @@ def stored_counts(keys: I64, found_keys: I64) -> I64:
     return np.bincount(np.searchsorted(keys, found_keys), minlength=len(keys)).astype(np.int64)
 
 
-def _lookup_statement(
+def lookup_statement(
     schema: str,
     groups: list[KeyGroup],
     hot_limit: int,
@@ -819,23 +752,3 @@ class IndexedKeys:
 
 
 INDEXED = IndexedKeys()
-
-
-class SideIndexedKeys(IndexedKeys):
-    """:class:`IndexedKeys` that looks up the settled tier of the key indexes on another
-    connection (``side``) while the writer's connection looks up the recent one
-    (:func:`find_keys`): for batches written under the writers' lock that delete nothing
-    before their lookups."""
-
-    def __init__(self, side: SideReader) -> None:
-        self.side = side
-
-    def find(
-        self,
-        conn: Reach,
-        schema: str,
-        groups: list[KeyGroup],
-        hot_limit: int,
-        hot_kinds: frozenset[int],
-    ) -> Found:
-        return find_keys(connection_of(conn), schema, groups, hot_limit, hot_kinds, self.side)
