@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from typing import Any, Literal
 
@@ -24,7 +23,6 @@ from dedup_store.core.fingerprint import (
 from dedup_store.core.metadata import with_meta
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import (
-    bulk,
     ddl,
     frequencies,
     hot,
@@ -35,6 +33,7 @@ from dedup_store.db import (
     single,
     write,
 )
+from dedup_store.db.bulk import settle as settle_keys
 from dedup_store.db.ddl import DEFAULT_SCHEMA
 from dedup_store.db.engine import Bind, Database
 from dedup_store.db.names import validate_schema
@@ -105,7 +104,7 @@ class DedupStore:
         self.keep_text = keep_text
         self.max_bytes = max_bytes
         self._db = Database(bind, schema)
-        self._settled: tuple[int, float] | None = None  # (settled_through, when it was read)
+        self._settled: int | None = None  # the settled tier's bound, as last seen
         try:
             self.params = self._db.run(lambda conn: self._open(conn, params, create))
         except BaseException:
@@ -129,6 +128,7 @@ class DedupStore:
             stored = self._create(conn, params)
         elif params is not None:
             self._require(stored, params)
+        self._settled = ddl.settled_through(conn, self.schema)
         return stored
 
     def _require(
@@ -207,6 +207,7 @@ class DedupStore:
         while outcome.rekey:  # the document makes keys hot: split their buckets, then add it
             self._db.run(promote)
             outcome = single.outcome(self._add_rows(statement, parameters))
+        self._settled = outcome.settled  # as the statement found it
         if outcome.inserted and outcome.doc_id % 1024 == 0:
             self._db.run(lambda conn: write.refresh_statistics(conn, self.schema, outcome.doc_id))
         if not outcome.inserted:
@@ -300,21 +301,17 @@ class DedupStore:
             bulk = self._bulk_pays(records, update)
         if workers == "auto":
             workers = _auto_workers(records, bulk)
-        try:
-            summary = pipeline.ingest(
-                self._destination,
-                records,
-                batch_size=batch_size,
-                update=update,
-                on_error=on_error,
-                on_batch=on_batch,
-                on_progress=on_progress,
-                bulk_load=bulk,
-                workers=workers,
-            )
-        finally:
-            if bulk:  # a bulk load settles every document
-                self._settled = None
+        summary = pipeline.ingest(
+            self._destination,
+            records,
+            batch_size=batch_size,
+            update=update,
+            on_error=on_error,
+            on_batch=on_batch,
+            on_progress=on_progress,
+            bulk_load=bulk,
+            workers=workers,
+        )
         if count_clusters:
             summary.clusters = self.stats().clusters
         return summary
@@ -335,7 +332,9 @@ class DedupStore:
         if any(row[0] == -1 for row in found):  # it owns hot keys: with its secondary keys
             statement = scoring.check_statement(self.schema, fp, True, signature, settled)
             found = self._check_rows(*statement)
-        rows = [MatchRow(*row) for row in found]
+        if any(row[0] == -2 for row in found):  # settled since: read the bound next time
+            self._settled = None
+        rows = [MatchRow(*row) for row in found if row[0] >= 0]
         merging = merging_methods(self.params)
         status = Status.of((r.method for r in rows), merging)
         return CheckResult(status, sorted_matches(rows), joined_cluster(rows, merging))
@@ -351,18 +350,17 @@ class DedupStore:
         rows = self._check_rows(statement, parameters)
         return reweighted(batch, frequencies.frequencies_of(rows[0])).row(0)
 
-    #: Seconds a store goes on using the settled tier's bound it read (:meth:`_settled_through`).
-    SETTLED_FOR = 1.0
-
     def _settled_through(self) -> int:
-        """The largest id of the settled tier of the key indexes, read again once it is
-        :attr:`SETTLED_FOR` seconds old: a lookup with an older bound (another process settled
-        the store since) finds the same documents, only through a slower plan."""
-        now = time.monotonic()
-        if self._settled is None or now - self._settled[1] > self.SETTLED_FOR:
-            bound = self._run(lambda conn: ddl.settled_through(conn, self.schema))
-            self._settled = (bound, now)
-        return self._settled[0]
+        """The largest id of the settled tier of the key indexes, as this store last saw it.
+
+        ``check`` and ``add`` statements also return the bound they found, so a settle by
+        another process is noticed by the next statement: the one that notices it finds the
+        same documents, through whole-table scans (no index has its bound), and the next one
+        uses the new bound.
+        """
+        if self._settled is None:
+            self._settled = int(self._run(lambda conn: ddl.settled_through(conn, self.schema)))
+        return self._settled
 
     def settle(self) -> dict[str, float]:
         """Move the documents added since the last bulk load (or settle) from the recent tier
@@ -374,8 +372,8 @@ class DedupStore:
             ``settled_through`` (the largest settled id), ``moved`` (documents that were in the
             recent tier) and ``seconds`` (the index builds).
         """
-        settled = self._db.run(lambda conn: bulk.settle(conn, self.schema, self.params))
-        self._settled = None
+        settled = self._db.run(lambda conn: settle_keys(conn, self.schema, self.params))
+        self._settled = int(settled["settled_through"])
         return settled
 
     def _check_rows(self, statement: str, parameters: dict[str, Any]) -> list[Any]:

@@ -269,8 +269,9 @@ def _check_statement(
 ) -> TextClause:
     """The statement of :func:`check_statement` (built once: it is long and parsed for binds).
 
-    Its matches, and a row of id -1 when it ran without secondary keys and the query owns a hot
-    key (run it again with them).
+    Its matches, a row of id -1 when it ran without secondary keys and the query owns a hot
+    key (run it again with them), and a row of id -2 when the settled tier's bound is no
+    longer ``settled`` (the matches are the same; read the bound again for the next one).
     """
     s = qualified(schema)
     lookups = found_sql(schema, band_count, block_count, hot_limit, secondary, settled)
@@ -282,6 +283,10 @@ def _check_statement(
         SELECT -1::bigint, NULL::text, NULL::bigint, NULL::text, NULL::float8, NULL::float8,
                NULL::integer, NULL::float8, NULL::float8
         WHERE EXISTS ({hot.touched_sql(s)})
+        UNION ALL
+        SELECT -2::bigint, NULL::text, NULL::bigint, NULL::text, NULL::float8, NULL::float8,
+               NULL::integer, NULL::float8, NULL::float8
+        WHERE (SELECT t.settled_through FROM {s}.key_tiers t) <> {int(settled)}
     """)
 
 

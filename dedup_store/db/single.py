@@ -59,6 +59,7 @@ class SingleOutcome:
         cluster_id: the document's cluster afterwards.
         matches: its verified matches with older documents (none when not inserted).
         rekey: nothing was written: the document makes keys hot, to be promoted first.
+        settled: the settled tier's bound of the key indexes, as the statement found it.
     """
 
     doc_id: int
@@ -66,6 +67,7 @@ class SingleOutcome:
     cluster_id: int
     matches: list[MatchRow]
     rekey: bool = False
+    settled: int = 0
 
 
 @lru_cache(maxsize=32)
@@ -151,7 +153,8 @@ def _statement(
         SELECT coalesce((SELECT id FROM new_id), (SELECT id FROM known)),
                EXISTS (SELECT 1 FROM new_id),
                coalesce((SELECT label FROM keeper), (SELECT cluster_id FROM known)),
-               NULL, NULL, NULL, NULL, NULL, NULL, NULL::float8, NULL::float8
+               (SELECT t.settled_through FROM {s}.key_tiers t)::text,
+               NULL, NULL, NULL, NULL, NULL, NULL::float8, NULL::float8
         UNION ALL
         SELECT m.a, NULL, NULL, m.external_id, m.cluster_id, m.method, m.jaccard,
                m.containment, m.hamming, m.meta_score, m.score
@@ -215,8 +218,9 @@ def add_statement(
 def outcome(rows: Sequence[Sequence[Any]]) -> SingleOutcome:
     """What the statement of :func:`add_statement` did, from its rows."""
     head, *found = rows
+    settled = int(head[3])
     if head[0] is None:  # neither inserted nor known: keys to make hot first
-        return SingleOutcome(0, False, 0, [], rekey=True)
+        return SingleOutcome(0, False, 0, [], rekey=True, settled=settled)
     doc_id, inserted, cluster_id = int(head[0]), bool(head[1]), int(head[2])
     matches = [MatchRow(*row[:1], *row[3:]) for row in found]
-    return SingleOutcome(doc_id, inserted, cluster_id, matches)
+    return SingleOutcome(doc_id, inserted, cluster_id, matches, settled=settled)

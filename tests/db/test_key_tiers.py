@@ -80,21 +80,28 @@ def test_each_tier_is_probed_through_its_own_partial_index(engine: Engine, schem
             assert used == {f"documents_{name}_3", f"documents_{name}_3_recent"}, plan
 
 
-def test_a_store_that_read_an_older_bound_finds_the_same_matches(
+def test_a_store_that_saw_an_older_bound_finds_the_same_matches_and_notices(
     engine: Engine, schema: str
 ) -> None:
+    """A settle by another store: the next check of this one runs with the bound it saw before
+    (same matches, through other plans) and tells it the new one."""
     corpus = PlantedCorpus(33)
     first, later = _settled_and_recent(corpus)
     queries = [corpus.edit(d.text, 1) for d in first[:3] + later[10:13]]
     with DedupStore(engine, schema=schema) as reader, DedupStore(engine, schema=schema) as writer:
         writer.ingest(first, bulk=True)
         writer.add_many(later)
-        reader.SETTLED_FOR = 3600.0  # it keeps the bound it reads first
-        stale = [_answer(reader.check(q)) for q in queries]
-        writer.settle()
-        assert [_answer(reader.check(q)) for q in queries] == stale
-        assert [_answer(writer.check(q)) for q in queries] == stale
-        assert all(stale)
+        before = [_answer(reader.check(q)) for q in queries]
+        assert reader._settled_through() == 40
+        settled = writer.settle()["settled_through"]
+        assert reader._settled_through() == 40  # not read again yet
+        assert _answer(reader.check(queries[0])) == before[0]  # with the older bound
+        assert reader._settled_through() == settled == 60  # noticed
+        assert [_answer(reader.check(q)) for q in queries] == before
+        assert [_answer(writer.check(q)) for q in queries] == before
+        assert all(before)
+        added = reader.add("late", corpus.original())  # an add tells the bound too
+        assert added.status.value == "new" and reader._settled_through() == 60
 
 
 def test_a_0006_store_takes_its_documents_as_settled(engine: Engine, schema: str) -> None:
