@@ -20,13 +20,11 @@ import functools
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
-import numpy.typing as npt
 from sqlalchemy import Connection
 
-from dedup_store.core.arrays import I64
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import bulk, frequencies, hot, lookup, reports, scoring, write
 from dedup_store.db.engine import Database
@@ -92,29 +90,28 @@ class WrittenBatch:
 
 @dataclasses.dataclass
 class StagedBatch:
-    """A batch whose ids, candidates and intersections are worked out, to be written by
-    :func:`commit_batch`.
+    """A batch whose ids, candidates and rows are worked out, to be written by
+    :func:`commit_batch` (which then only sends them).
 
     Attributes:
         prepared: the batch.
         known: stored ids found among the batch's (their rows are skipped).
         new: the rows to insert, with their ids.
-        candidates: their candidate pairs with older documents.
         secondary: the ``secondary_keys`` rows to write (hot slots).
         promotion: the keys a bulk load made hot with the batch, to record with it.
-        inter, possible: the candidates' intersections, and which may match
-            (:func:`~dedup_store.db.scoring.batch_intersections`).
+        rows: the new documents' COPY rows (:func:`~dedup_store.db.write.document_rows`).
+        verified: the parameters that score and store the candidates that may match
+            (:func:`~dedup_store.db.scoring.verified_parameters`).
         bulk_load: the batch is part of a bulk load.
     """
 
     prepared: PreparedBatch
     known: dict[str, int]
     new: lookup.NewRows
-    candidates: lookup.Candidates
     secondary: hot.SecondaryRows
     promotion: hot.Promotion
-    inter: I64
-    possible: npt.NDArray[np.bool_]
+    rows: write.DocumentRows
+    verified: dict[str, Any]
     bulk_load: bool
 
 
@@ -162,8 +159,17 @@ def stage_batch(
     )
     stored.added(new, [prepared.document_of_row(r).id for r in rows])
     inter, possible = scoring.batch_intersections(conn, schema, new, found, stored)
+    encoded = prepared.encoded_rows(dest.keep_text)
+    with_meta = prepared.meta is not None
     return StagedBatch(
-        prepared, known, new, found, secondary, promotion, inter, possible, stored.bulk_load
+        prepared,
+        known,
+        new,
+        secondary,
+        promotion,
+        write.document_rows(new, [encoded[r] for r in new.rows.tolist()], with_meta),
+        scoring.verified_parameters(new, found, inter, possible),
+        stored.bulk_load,
     )
 
 
@@ -173,24 +179,17 @@ def commit_batch(conn: Connection, dest: Destination, staged: StagedBatch) -> Wr
     schema, prepared, new = dest.schema, staged.prepared, staged.new
     promotion = staged.promotion
     hot.record_hot(conn, schema, promotion.kinds, promotion.slots, promotion.keys)
-    encoded = prepared.encoded_rows(dest.keep_text)
-    write.insert_documents(
-        conn,
-        schema,
-        new,
-        [encoded[r] for r in new.rows.tolist()],
-        staged.secondary,
-        with_meta=prepared.meta is not None,
-    )
+    write.insert_documents(conn, schema, staged.rows, staged.secondary)
     frequencies.add(conn, schema, prepared.batch, new.rows, new.ids)
-    edges = scoring.store_verified(
-        conn, schema, new, staged.candidates, staged.inter, staged.possible
-    )
+    edges = scoring.store_verified(conn, schema, staged.verified)
     mapping = write.merge_clusters(conn, schema, edges, dest.params)
     if len(new.ids):
-        # a bulk load plans only statements on documents, and analyzes everything at its end
-        tables = ("documents",) if staged.bulk_load else write.TABLES
-        write.refresh_statistics(conn, schema, int(new.ids[-1]), tables)
+        # a bulk load plans only statements on documents (by id and by cluster, whose plans
+        # do not change as it grows), and analyzes everything at its end
+        if staged.bulk_load:
+            write.refresh_statistics(conn, schema, int(new.ids[-1]), ("documents",), growth=4)
+        else:
+            write.refresh_statistics(conn, schema, int(new.ids[-1]))
     twin_clusters = reports.cluster_ids(conn, schema, prepared.twin_ids(staged.known))
     return WrittenBatch(prepared, new.ids.tolist(), edges, mapping, staged.known, twin_clusters)
 
@@ -275,7 +274,9 @@ def _bulk_ingest(
 
                 def write(prepared: PreparedBatch) -> Future[WrittenBatch]:
                     staged = stage_batch(lane.connection, dest, prepared, stored)
-                    return lane.submit(lambda c: _with_results(commit_batch(c, dest, staged)))
+                    # the per-record results are made on this thread, when reported: the
+                    # lane's thread is the load's critical path
+                    return lane.submit(lambda c: commit_batch(c, dest, staged))
 
                 summary = _stream(
                     records,
@@ -449,17 +450,10 @@ def _write(dest: Destination, prepared: PreparedBatch, stored: StoredKeys) -> Wr
     return dest.db.run(lambda conn: write_batch(conn, dest, prepared, stored))
 
 
-def _with_results(written: WrittenBatch) -> WrittenBatch:
-    """``written`` with its :attr:`~WrittenBatch.results` worked out."""
-    _ = written.results
-    return written
-
-
 def _report(written: WrittenBatch, summary: IngestSummary, on_batch: OnBatch | None) -> int:
     """Count a written batch into ``summary``; returns the number of records it held."""
     outcome = written.results
-    for result in outcome.results:
-        summary.count(result)
+    summary.count_all(outcome.results)
     summary.errors += len(outcome.errors)
     if on_batch is not None:
         on_batch(outcome.results, outcome.errors)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime as dt
 import enum
@@ -255,16 +256,14 @@ class IngestSummary:
 
     def count(self, result: AddResult) -> None:
         """Add one result to the counts."""
-        self.documents += 1
-        field = {
-            Status.NEW: "new",
-            Status.EXACT_DUPLICATE: "exact_duplicates",
-            Status.NEAR_DUPLICATE: "near_duplicates",
-            Status.SKIPPED: "skipped",
-            Status.UPDATED: "updated",
-            Status.EXCERPT: "excerpts",
-        }[result.status]
-        setattr(self, field, getattr(self, field) + 1)
+        self.count_all([result])
+
+    def count_all(self, results: Iterable[AddResult]) -> None:
+        """Add results to the counts."""
+        for status, number in collections.Counter(r.status for r in results).items():
+            field = _STATUS_COUNTS[status]
+            setattr(self, field, getattr(self, field) + number)
+            self.documents += number
 
     @property
     def documents_per_second(self) -> float:
@@ -274,6 +273,17 @@ class IngestSummary:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {**dataclasses.asdict(self), "documents_per_second": self.documents_per_second}
+
+
+#: The field of :class:`IngestSummary` that counts each status.
+_STATUS_COUNTS = {
+    Status.NEW: "new",
+    Status.EXACT_DUPLICATE: "exact_duplicates",
+    Status.NEAR_DUPLICATE: "near_duplicates",
+    Status.SKIPPED: "skipped",
+    Status.UPDATED: "updated",
+    Status.EXCERPT: "excerpts",
+}
 
 
 @dataclasses.dataclass(frozen=True)

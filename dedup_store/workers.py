@@ -21,6 +21,7 @@ import signal
 from collections.abc import Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from types import TracebackType
+from typing import Any
 
 from dedup_store.core.params import FingerprintParams
 from dedup_store.prepared import PreparedBatch, prepare_batch
@@ -94,7 +95,8 @@ class ProcessPreparer(Preparer):
     def submit(
         self, documents: list[Document], known: Mapping[str, int], first: int
     ) -> Future[PreparedBatch]:
-        remote = self._pool.submit(prepare_detached, documents, dict(known), first, self.settings)
+        columns = _columns(documents)
+        remote = self._pool.submit(prepare_detached, columns, dict(known), first, self.settings)
         local: Future[PreparedBatch] = Future()
 
         def restore(done: Future[PreparedBatch]) -> None:
@@ -133,12 +135,25 @@ def prepare(
 
 
 def prepare_detached(
-    documents: list[Document], known: Mapping[str, int], first: int, settings: PrepareSettings
+    columns: DocumentColumns, known: Mapping[str, int], first: int, settings: PrepareSettings
 ) -> PreparedBatch:
-    """In a worker process: :func:`prepare` without the documents (the caller has them)."""
+    """In a worker process: :func:`prepare` of the documents sent as :func:`_columns`, returned
+    without them (the caller has them)."""
+    documents = [Document(*fields) for fields in zip(*columns, strict=True)]
     prepared = prepare(documents, known, first, settings)
     prepared.documents = []
     return prepared
+
+
+#: The fields of a batch's documents, one list per field of :class:`Document`.
+DocumentColumns = tuple[list[Any], ...]
+
+
+def _columns(documents: list[Document]) -> DocumentColumns:
+    """The documents' fields, field by field: five lists pickle several times faster than the
+    documents they hold."""
+    names = [field.name for field in dataclasses.fields(Document)]
+    return tuple([getattr(d, name) for d in documents] for name in names)
 
 
 def _ignore_interrupts() -> None:

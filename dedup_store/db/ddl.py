@@ -232,10 +232,12 @@ def create_key_indexes(
     """Create the per-slot key indexes ``indexes`` (from :func:`missing_key_indexes`), bounded
     by ``settled_through`` (:func:`settled_through`)."""
     for index in indexes:
+        # the settled tier takes no new documents (their ids are past its bound): full pages
+        storage = " WITH (fillfactor = 100)" if index.tier == SETTLED else ""
         conn.execute(
             text(
                 f"CREATE INDEX {quote(index.name)} ON {qualified(schema, 'documents')} "
-                f"USING btree (({index.key()})) WHERE {index.predicate(settled_through)}"
+                f"USING btree (({index.key()})){storage} WHERE {index.predicate(settled_through)}"
             )
         )
         # the planner does not use the statistics of a partial index: ANALYZE skips them

@@ -22,6 +22,7 @@ in one statement (:func:`matches_sql`, for ``check`` and ``add``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -349,26 +350,33 @@ def store_edges(
     """Verify and store the matches of the new documents with older documents
     (:func:`batch_intersections`, then :func:`store_verified`)."""
     inter, possible = batch_intersections(conn, schema, new, candidates, stored)
-    return store_verified(conn, schema, new, candidates, inter, possible)
+    return store_verified(conn, schema, verified_parameters(new, candidates, inter, possible))
 
 
-def store_verified(
-    conn: Connection,
-    schema: str,
-    new: NewRows,
-    candidates: Candidates,
-    inter: I64,
-    possible: npt.NDArray[np.bool_],
-) -> list[MatchRow]:
-    """Score and store the ``possible`` candidates, whose intersections ``inter`` are those of
-    :func:`batch_intersections`, in one statement: the candidates found by their keys, plus
-    each exact copy's link to the first document of its group (``exact_of``), scored in SQL.
+def verified_parameters(
+    new: NewRows, candidates: Candidates, inter: I64, possible: npt.NDArray[np.bool_]
+) -> dict[str, Any]:
+    """The parameters of :func:`store_verified` for the ``possible`` candidates of the new
+    documents, whose intersections ``inter`` are those of :func:`batch_intersections`."""
+    inter = inter[possible]
+    return {
+        "ids": array_literal(new.ids.tolist()),
+        **candidates.subset(possible).parameters(),
+        "cand_inter": "{" + ",".join("NULL" if v < 0 else str(v) for v in inter.tolist()) + "}",
+        **score_parameters(new.batch.params),
+    }
+
+
+def store_verified(conn: Connection, schema: str, parameters: Mapping[str, Any]) -> list[MatchRow]:
+    """Score and store the candidates of :func:`verified_parameters` in one statement: the
+    candidates found by their keys, plus each exact copy's link to the first document of its
+    group (``exact_of``), scored in SQL.
     """
     s = qualified(schema)
     found = f"""
         ne AS (SELECT nd.exact_of AS a, nd.id AS b
                FROM {s}.documents nd
-               WHERE nd.id = ANY(:ids) AND nd.exact_of IS NOT NULL),
+               WHERE nd.id = ANY(CAST(:ids AS bigint[])) AND nd.exact_of IS NOT NULL),
         cand AS (SELECT a, b, bool_and(block_only) AS block_only,
                         bool_or(sampled) AS sampled, max(inter) AS inter FROM (
                      SELECT a, b, block_only = 1 AS block_only, sampled = 1 AS sampled, inter
@@ -396,13 +404,6 @@ def store_verified(
                d.external_id, d.cluster_id
         FROM ins JOIN {s}.documents d ON d.id = ins.a
     """
-    inter = inter[possible]
-    parameters = {
-        "ids": new.ids.tolist(),
-        **candidates.subset(possible).parameters(),
-        "cand_inter": "{" + ",".join("NULL" if v < 0 else str(v) for v in inter.tolist()) + "}",
-        **score_parameters(new.batch.params),
-    }
     return [
         MatchRow(a, external_id, cluster_id, method, jaccard, containment, hamming, meta, score, b)
         for a, b, method, jaccard, containment, hamming, meta, score, external_id, cluster_id in (

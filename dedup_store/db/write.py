@@ -8,6 +8,7 @@ the new edges (:func:`dedup_store.db.scoring.store_edges`) join. Deletes split c
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I64
+from dedup_store.core.arrays import I32, I64
 from dedup_store.core.clustering import components, merge_labels
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.metadata import MetaSignatures
@@ -148,24 +149,26 @@ def _utf8(text: str | None) -> bytes | None:
     return None if text is None else text.encode("utf-8")
 
 
-def insert_documents(
-    conn: Connection,
-    schema: str,
-    new: NewRows,
-    encoded: Sequence[bytes],
-    secondary: hot.SecondaryRows | None = None,
-    with_meta: bool = False,
-) -> None:
-    """COPY the selected documents of a batch with their keys; ``encoded`` are the
-    :func:`encode_rows` of their rows, ``with_meta`` whether those hold ``meta_signature``
-    (a store with ``meta_fields``).
+@dataclasses.dataclass(frozen=True)
+class DocumentRows:
+    """A batch's new documents as :func:`insert_documents` writes them: their COPY rows and
+    their sample keys (in index order)."""
 
-    Call it after :func:`~dedup_store.db.hot.find_candidates`, whose lookups must only meet
-    older documents' keys, and which gives the ``secondary`` keys of their hot slots.
+    columns: tuple[str, ...]
+    payload: bytes
+    sample_keys: I32
+    sample_docs: I64
+
+
+def document_rows(new: NewRows, encoded: Sequence[bytes], with_meta: bool = False) -> DocumentRows:
+    """The rows :func:`insert_documents` writes for the new documents of a batch; ``encoded``
+    are the :func:`encode_rows` of their rows, ``with_meta`` whether those hold
+    ``meta_signature`` (a store with ``meta_fields``).
+
+    Needs no connection: a bulk load makes them while the batch before is being written.
     """
     batch, rows = new.batch, new.rows
     meta_column = ("meta_signature",) if with_meta else ()
-    columns = ENCODED_COLUMNS + meta_column + WRITTEN_COLUMNS
     written = bulk_copy.fixed_prefix(
         None,
         [
@@ -184,13 +187,28 @@ def insert_documents(
             written[width * i : width * (i + 1)],
             link(8, exact_of) if exact_of else null,
         ]
-    bulk_copy.copy_payload(conn, schema, "documents", columns, b"".join(parts))
-
     firsts = new.firsts  # exact copies get no sample keys
     keys, docs = sample_columns(batch, rows[firsts], new.ids[firsts])
     order = np.argsort(keys, kind="stable")  # in index order: the b-tree is walked in order
+    return DocumentRows(
+        ENCODED_COLUMNS + meta_column + WRITTEN_COLUMNS, b"".join(parts), keys[order], docs[order]
+    )
+
+
+def insert_documents(
+    conn: Connection,
+    schema: str,
+    rows: DocumentRows,
+    secondary: hot.SecondaryRows | None = None,
+) -> None:
+    """COPY the new documents of a batch (:func:`document_rows`) and their sample keys.
+
+    Call it after :func:`~dedup_store.db.hot.find_candidates`, whose lookups must only meet
+    older documents' keys, and which gives the ``secondary`` keys of their hot slots.
+    """
+    bulk_copy.copy_payload(conn, schema, "documents", rows.columns, rows.payload)
     bulk_copy.copy_fixed_rows(
-        conn, schema, "sample_keys", ("key", "doc_id"), [keys[order], docs[order]]
+        conn, schema, "sample_keys", ("key", "doc_id"), [rows.sample_keys, rows.sample_docs]
     )
     if secondary is not None and len(secondary):
         hot.write_secondary(conn, schema, secondary)
@@ -230,19 +248,25 @@ def merge_clusters(
 
 
 def refresh_statistics(
-    conn: Connection, schema: str, newest_id: int, tables: Sequence[str] = TABLES
+    conn: Connection,
+    schema: str,
+    newest_id: int,
+    tables: Sequence[str] = TABLES,
+    growth: int = 2,
 ) -> bool:
-    """ANALYZE the store's ``tables`` when they have doubled since the planner last looked.
+    """ANALYZE the store's ``tables`` when they have grown ``growth`` times since the planner
+    last looked.
 
     Servers with autovacuum off (or slow to catch up during a bulk load) would otherwise plan
-    every statement for empty tables. Doubling keeps the total cost logarithmic.
+    every statement for empty tables. Growing by a factor keeps the total cost logarithmic
+    (between two ANALYZEs the planner scales its row counts by the tables' pages).
     """
     s = qualified(schema)
     known = conn.execute(
         text("SELECT reltuples FROM pg_class WHERE oid = CAST(:t AS regclass)"),
         {"t": f"{s}.documents"},
     ).scalar_one()
-    if newest_id < 1000 or 0 < newest_id <= 2 * known:
+    if newest_id < 1000 or 0 < newest_id <= growth * known:
         return False
     for table in tables:
         conn.execute(text(f"ANALYZE {s}.{quote(table)}"))
