@@ -282,9 +282,10 @@ def lookup_statement(
     settled: int,
     tiers: tuple[str, ...] = (SETTLED, RECENT),
     hot_kinds: frozenset[int] = frozenset(),
+    samples: bool = True,
 ) -> tuple[str, dict[str, str], list[I64]]:
     """One statement looking up every key of every group in ``tiers`` of the key indexes (and
-    the excerpt keys with the recent tier); its parameters and unique keys."""
+    with ``samples`` the excerpt keys, which have one tier); its parameters and unique keys."""
     s = qualified(schema)
     branches = []
     arrays: list[str] = []
@@ -294,7 +295,7 @@ def lookup_statement(
         name = f"g{number}"
         keys = group.uniques
         uniques.append(keys)
-        if len(keys) == 0 or (group.kind == SAMPLE and RECENT not in tiers):
+        if len(keys) == 0 or (group.kind == SAMPLE and not samples):
             continue  # nothing to find
         parameters[name] = array_literal(keys.tolist())
         if group.kind == SAMPLE:
