@@ -161,13 +161,14 @@ def stage_batch(
     inter, possible = scoring.batch_intersections(conn, schema, new, found, stored)
     encoded = prepared.encoded_rows(dest.keep_text)
     with_meta = prepared.meta is not None
+    frozen = isinstance(stored, bulk.LoadedKeys) and stored.frozen
     return StagedBatch(
         prepared,
         known,
         new,
         secondary,
         promotion,
-        write.document_rows(new, [encoded[r] for r in new.rows.tolist()], with_meta),
+        write.document_rows(new, [encoded[r] for r in new.rows.tolist()], with_meta, frozen),
         scoring.verified_parameters(new, found, inter, possible),
         stored.bulk_load,
     )
@@ -261,7 +262,8 @@ def _bulk_ingest(
     stopped: BaseException | None = None
     with dest.db.transaction() as conn:
         dest.db.without_jit(conn)
-        stored = bulk.begin(conn, dest.schema, dest.params)
+        own = dest.db.connection is None
+        stored = bulk.begin(conn, dest.schema, dest.params, own_transaction=own)
         known = stored.external_ids
 
         def prepare(chunk: list[Document], first: int) -> Future[PreparedBatch]:

@@ -58,6 +58,8 @@ class LoadedKeys:
         self._next_id = 1
         self._max_id = 0
         self.external_ids: dict[str, int] = {}
+        #: The load emptied the tables it writes with COPY (a new store): it writes them frozen.
+        self.frozen = False
 
     def find(
         self,
@@ -314,21 +316,30 @@ class _Chunk:
     signatures: U32
 
 
-def begin(conn: Connection, schema: str, params: FingerprintParams) -> LoadedKeys:
+def begin(
+    conn: Connection, schema: str, params: FingerprintParams, own_transaction: bool = True
+) -> LoadedKeys:
     """Start a bulk load in the transaction of ``conn``: lock out other writers, give the
     tables of an empty store new files, drop the lookup indexes, and read what the store holds
-    into memory."""
+    into memory.
+
+    A load into an empty store in a transaction of its own (``own_transaction``) writes its
+    rows frozen (:attr:`LoadedKeys.frozen`); in a caller's transaction it does not, as the
+    caller may hold a cursor open, which rules a frozen COPY out.
+    """
     write.lock_writers(conn, schema)
     s = qualified(schema)
-    if conn.execute(text(f"SELECT NOT EXISTS (SELECT 1 FROM {s}.documents)")).scalar_one():
+    empty = conn.execute(text(f"SELECT NOT EXISTS (SELECT 1 FROM {s}.documents)")).scalar_one()
+    if empty:
         # new files for the tables: on a server with wal_level = minimal (the embedded one)
-        # what this transaction writes into them skips the WAL
+        # what this transaction writes into them skips the WAL, and its COPYs may freeze
         conn.execute(
             text(f"TRUNCATE {s}.documents, {s}.edges, {s}.sample_keys, {s}.secondary_keys")
         )
     drop_lookup_indexes(conn, schema, params)
     loaded = LoadedKeys(params)
     loaded.load(conn, schema)
+    loaded.frozen = bool(empty) and own_transaction
     return loaded
 
 

@@ -28,9 +28,15 @@ _WIDTH = {np.dtype(np.int16): 2, np.dtype(np.int32): 4, np.dtype(np.int64): 8}
 
 
 def copy_fixed_rows(
-    conn: Any, schema: str, table: str, columns: Sequence[str], values: Sequence[npt.NDArray[Any]]
+    conn: Any,
+    schema: str,
+    table: str,
+    columns: Sequence[str],
+    values: Sequence[npt.NDArray[Any]],
+    freeze: bool = False,
 ) -> None:
-    """COPY rows whose columns are all int16/int32/int64 numpy arrays of equal length."""
+    """COPY rows whose columns are all int16/int32/int64 numpy arrays of equal length
+    (``freeze``: as :func:`copy_payload`)."""
     n = len(values[0])
     if n == 0:
         return
@@ -43,7 +49,7 @@ def copy_fixed_rows(
     for i, column in enumerate(values):
         rows[f"len{i}"] = _WIDTH[column.dtype]
         rows[f"val{i}"] = column
-    _copy(conn, schema, table, columns, rows.tobytes())
+    _copy(conn, schema, table, columns, rows.tobytes(), freeze)
 
 
 def field(data: bytes | None) -> bytes:
@@ -61,11 +67,16 @@ def jsonb(value: Any) -> bytes | None:
 
 
 def copy_payload(
-    conn: Any, schema: str, table: str, columns: Sequence[str], payload: bytes
+    conn: Any, schema: str, table: str, columns: Sequence[str], payload: bytes, freeze: bool = False
 ) -> None:
-    """COPY rows already encoded as binary COPY tuples."""
+    """COPY rows already encoded as binary COPY tuples.
+
+    With ``freeze`` (a table emptied by ``TRUNCATE`` in the same transaction, and no savepoint
+    since), the rows are written frozen and their pages all-visible: the VACUUM that follows a
+    large load has nothing to do on them.
+    """
     if payload:
-        _copy(conn, schema, table, columns, payload)
+        _copy(conn, schema, table, columns, payload, freeze)
 
 
 def fixed_prefix(
@@ -128,11 +139,15 @@ def int4_array_fields(values: npt.NDArray[Any], offsets: npt.NDArray[np.int64]) 
     ]
 
 
-def _copy(conn: Any, schema: str, table: str, columns: Sequence[str], payload: bytes) -> None:
-    statement = sql.SQL("COPY {}.{} ({}) FROM STDIN (FORMAT BINARY)").format(
+def _copy(
+    conn: Any, schema: str, table: str, columns: Sequence[str], payload: bytes, freeze: bool = False
+) -> None:
+    options = sql.SQL(", FREEZE" if freeze else "")
+    statement = sql.SQL("COPY {}.{} ({}) FROM STDIN (FORMAT BINARY{})").format(
         sql.Identifier(schema),
         sql.Identifier(table),
         sql.SQL(", ").join(map(sql.Identifier, columns)),
+        options,
     )
     with driver_connection(conn).cursor() as cur, cur.copy(statement) as copy:
         copy.write(COPY_HEADER)

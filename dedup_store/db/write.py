@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from sqlalchemy import Connection, text
 
 from dedup_store.core.arrays import I32, I64
@@ -158,12 +159,16 @@ class DocumentRows:
     payload: bytes
     sample_keys: I32
     sample_docs: I64
+    freeze: bool = False
 
 
-def document_rows(new: NewRows, encoded: Sequence[bytes], with_meta: bool = False) -> DocumentRows:
+def document_rows(
+    new: NewRows, encoded: Sequence[bytes], with_meta: bool = False, freeze: bool = False
+) -> DocumentRows:
     """The rows :func:`insert_documents` writes for the new documents of a batch; ``encoded``
     are the :func:`encode_rows` of their rows, ``with_meta`` whether those hold
-    ``meta_signature`` (a store with ``meta_fields``).
+    ``meta_signature`` (a store with ``meta_fields``), ``freeze`` whether they are written
+    frozen (:func:`~dedup_store.db.bulk_copy.copy_payload`: a bulk load into an empty store).
 
     Needs no connection: a bulk load makes them while the batch before is being written.
     """
@@ -190,9 +195,8 @@ def document_rows(new: NewRows, encoded: Sequence[bytes], with_meta: bool = Fals
     firsts = new.firsts  # exact copies get no sample keys
     keys, docs = sample_columns(batch, rows[firsts], new.ids[firsts])
     order = np.argsort(keys, kind="stable")  # in index order: the b-tree is walked in order
-    return DocumentRows(
-        ENCODED_COLUMNS + meta_column + WRITTEN_COLUMNS, b"".join(parts), keys[order], docs[order]
-    )
+    columns = ENCODED_COLUMNS + meta_column + WRITTEN_COLUMNS
+    return DocumentRows(columns, b"".join(parts), keys[order], docs[order], freeze)
 
 
 def insert_documents(
@@ -206,10 +210,9 @@ def insert_documents(
     Call it after :func:`~dedup_store.db.hot.find_candidates`, whose lookups must only meet
     older documents' keys, and which gives the ``secondary`` keys of their hot slots.
     """
-    bulk_copy.copy_payload(conn, schema, "documents", rows.columns, rows.payload)
-    bulk_copy.copy_fixed_rows(
-        conn, schema, "sample_keys", ("key", "doc_id"), [rows.sample_keys, rows.sample_docs]
-    )
+    bulk_copy.copy_payload(conn, schema, "documents", rows.columns, rows.payload, rows.freeze)
+    samples: list[npt.NDArray[Any]] = [rows.sample_keys, rows.sample_docs]
+    bulk_copy.copy_fixed_rows(conn, schema, "sample_keys", ("key", "doc_id"), samples, rows.freeze)
     if secondary is not None and len(secondary):
         hot.write_secondary(conn, schema, secondary)
 

@@ -255,3 +255,30 @@ def _by_external_id(engine: Engine, schema: str) -> dict[str, Any]:
         "documents": [tuple(r) for r in documents],
         "clusters": snapshot(engine, schema)["clusters"],
     }
+
+
+def _visible_pages(engine: Engine, schema: str, table: str) -> tuple[int, int]:
+    """``(pages, all-visible pages)`` of ``table`` as ANALYZE counts them."""
+    with engine.begin() as conn:
+        conn.execute(text(f'ANALYZE "{schema}".{table}'))
+        row = conn.execute(
+            text("SELECT relpages, relallvisible FROM pg_class WHERE oid = CAST(:t AS regclass)"),
+            {"t": f'"{schema}".{table}'},
+        ).one()
+    return int(row[0]), int(row[1])
+
+
+def test_a_bulk_load_into_an_empty_store_leaves_no_work_for_vacuum(
+    engine: Engine, schema: str, other_schema: str
+) -> None:
+    """Its rows are written frozen, their pages all-visible, as a VACUUM would leave them
+    after reading them all; the store is the one the incremental path makes."""
+    corpus = PlantedCorpus(5)
+    docs = [Document(f"d{i}", corpus.original()) for i in range(BULK_MINIMUM * 2)]
+    params = FingerprintParams()
+    _load(engine, schema, docs, False, params)
+    _load(engine, other_schema, docs, True, params)
+    _assert_same(engine, schema, other_schema)
+    for table in ("documents", "sample_keys"):
+        pages, visible = _visible_pages(engine, other_schema, table)
+        assert pages > 1 and visible == pages
