@@ -161,6 +161,7 @@ def stage_batch(
     inter, possible = scoring.batch_intersections(conn, schema, new, found, stored)
     encoded = prepared.encoded_rows(dest.keep_text)
     with_meta = prepared.meta is not None
+    loading = isinstance(stored, bulk.LoadedKeys)
     frozen = isinstance(stored, bulk.LoadedKeys) and stored.frozen
     return StagedBatch(
         prepared,
@@ -168,7 +169,9 @@ def stage_batch(
         new,
         secondary,
         promotion,
-        write.document_rows(new, [encoded[r] for r in new.rows.tolist()], with_meta, frozen),
+        write.document_rows(
+            new, [encoded[r] for r in new.rows.tolist()], with_meta, frozen, settled=loading
+        ),
         scoring.verified_parameters(new, found, inter, possible),
         stored.bulk_load,
     )
@@ -295,7 +298,9 @@ def _bulk_ingest(
             stopped = stop.error
         except KeyboardInterrupt as interrupt:
             stopped = interrupt
-        seconds = bulk.finish(conn, dest.schema, dest.params, bulk.BUILD_SETTINGS)
+        seconds = bulk.finish(
+            conn, dest.schema, dest.params, bulk.BUILD_SETTINGS, settled_from=stored.first_id
+        )
     if stopped is not None:
         raise stopped.with_traceback(None)
     summary.bulk = True

@@ -167,6 +167,7 @@ class DedupStore:
             ddl.save_params(conn, self.schema, stored)
         elif params is not None:
             self._require(stored, params)
+        ddl.create_settled_keys(conn, self.schema, stored)
         missing = ddl.missing_key_indexes(conn, self.schema, stored)
         ddl.create_key_indexes(conn, self.schema, missing, ddl.settled_through(conn, self.schema))
         return stored

@@ -60,6 +60,9 @@ class LoadedKeys:
         self.external_ids: dict[str, int] = {}
         #: The load emptied the tables it writes with COPY (a new store): it writes them frozen.
         self.frozen = False
+        #: The first id the load writes: its documents enter ``settled_keys`` as they are
+        #: written (:func:`~dedup_store.db.write.settled_rows`).
+        self.first_id = 1
 
     def find(
         self,
@@ -183,7 +186,7 @@ class LoadedKeys:
         """Read what the store holds: its first documents' keys and exact hashes, its excerpt
         keys, its hot keys, its external ids (one scan of each table) and its next id."""
         s = qualified(schema)
-        self._next_id = write.next_id(conn, schema)
+        self._next_id = self.first_id = write.next_id(conn, schema)
         rows = conn.execute(
             text(
                 f"SELECT id, exact_hash, band_keys, block_keys, exact_of IS NULL, external_id "
@@ -334,7 +337,10 @@ def begin(
         # new files for the tables: on a server with wal_level = minimal (the embedded one)
         # what this transaction writes into them skips the WAL, and its COPYs may freeze
         conn.execute(
-            text(f"TRUNCATE {s}.documents, {s}.edges, {s}.sample_keys, {s}.secondary_keys")
+            text(
+                f"TRUNCATE {s}.documents, {s}.edges, {s}.sample_keys, {s}.secondary_keys, "
+                f"{s}.{quote(ddl.SETTLED_KEYS)}"
+            )
         )
     drop_lookup_indexes(conn, schema, params)
     loaded = LoadedKeys(params)
@@ -348,21 +354,36 @@ def drop_lookup_indexes(conn: Connection, schema: str, params: FingerprintParams
     indexes) for the rest of the transaction; :func:`finish` builds them again."""
     for _table, name in LOOKUP_INDEXES:
         conn.execute(text(f"DROP INDEX IF EXISTS {qualified(schema, name)}"))
-    for index in ddl.key_indexes(params):
-        conn.execute(text(f"DROP INDEX IF EXISTS {qualified(schema, index.name)}"))
+    drop_key_indexes(conn, schema, params)
 
 
-def build_key_indexes(conn: Connection, schema: str, params: FingerprintParams) -> int:
-    """Settle every stored document: (re)build the settled tier of the per-slot key indexes
-    over all of them, and the recent tier empty. Returns the largest settled id.
+def drop_key_indexes(conn: Connection, schema: str, params: FingerprintParams) -> None:
+    """Drop the per-slot key indexes of both tiers and the settled tier's id index."""
+    names = [ddl.SETTLED_ID_INDEX] + [index.name for index in ddl.key_indexes(params)]
+    for name in names:
+        conn.execute(text(f"DROP INDEX IF EXISTS {qualified(schema, name)}"))
+
+
+def build_key_indexes(
+    conn: Connection, schema: str, params: FingerprintParams, settled_from: int | None = None
+) -> int:
+    """Settle every stored document: add the documents of the recent tier to the settled one
+    (the ``settled_keys`` table), (re)build the settled tier's indexes and the recent tier's
+    empty. Returns the largest settled id.
+
+    ``settled_from``: the documents from this id on are in ``settled_keys`` already (a bulk
+    load wrote them there).
 
     Run in the transaction of ``conn``, holding the writers' lock; until it commits, readers
     of the store wait for it.
     """
-    for index in ddl.key_indexes(params):
-        conn.execute(text(f"DROP INDEX IF EXISTS {qualified(schema, index.name)}"))
+    drop_key_indexes(conn, schema, params)
+    before = ddl.settled_through(conn, schema)
     last_id = write.next_id(conn, schema) - 1
+    through = last_id if settled_from is None else min(last_id, settled_from - 1)
+    ddl.fill_settled_keys(conn, schema, params, before, through)
     ddl.set_settled_through(conn, schema, last_id)
+    ddl.create_settled_id_index(conn, schema)
     ddl.create_key_indexes(conn, schema, ddl.key_indexes(params), last_id)
     return last_id
 
@@ -386,7 +407,8 @@ def settle(conn: Connection, schema: str, params: FingerprintParams) -> dict[str
     started = time.perf_counter()
     last_id = build_key_indexes(conn, schema, params)
     seconds = time.perf_counter() - started
-    conn.execute(text(f"ANALYZE {qualified(schema, 'documents')}"))
+    for table in ("documents", ddl.SETTLED_KEYS):
+        conn.execute(text(f"ANALYZE {qualified(schema, table)}"))
     return {"settled_through": last_id, "moved": int(moved), "seconds": seconds}
 
 
@@ -395,7 +417,11 @@ BUILD_SETTINGS = {"maintenance_work_mem": "1GB", "max_parallel_maintenance_worke
 
 
 def finish(
-    conn: Connection, schema: str, params: FingerprintParams, settings: Mapping[str, str]
+    conn: Connection,
+    schema: str,
+    params: FingerprintParams,
+    settings: Mapping[str, str],
+    settled_from: int | None = None,
 ) -> dict[str, float]:
     """Build the indexes :func:`begin` dropped and refresh the planner's statistics.
 
@@ -405,6 +431,7 @@ def finish(
     Args:
         settings: server settings for the rest of the transaction (``SET LOCAL``), such as
             ``maintenance_work_mem``.
+        settled_from: as :func:`build_key_indexes` (:attr:`LoadedKeys.first_id`).
 
     Returns:
         Seconds spent building the indexes (``indexes``) and analyzing (``analyze``).
@@ -417,9 +444,9 @@ def finish(
     for table, name in LOOKUP_INDEXES:
         index = next(i for i in metadata.tables[f"{schema}.{table}"].indexes if i.name == name)
         index.create(conn)
-    build_key_indexes(conn, schema, params)
+    build_key_indexes(conn, schema, params, settled_from)
     built = time.perf_counter()
     s = qualified(schema)
-    for table in write.TABLES:
+    for table in (*write.TABLES, ddl.SETTLED_KEYS):
         conn.execute(text(f"ANALYZE {s}.{quote(table)}"))
     return {"indexes": built - started, "analyze": time.perf_counter() - built}

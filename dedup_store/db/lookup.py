@@ -1,10 +1,11 @@
 """Candidate pairs: documents that share a band, block or sample key.
 
 A document's band keys and SimHash block keys are two ``bigint[]`` columns of its ``documents``
-row, and every slot (band ``i``, block combination ``i``) has its own index on
-``band_keys[i]`` / ``block_keys[i]``. A key therefore costs one index entry and no row of its
-own, and equal keys of different slots never meet. Sample keys (the excerpt index) vary in number
-per document and live in ``sample_keys``.
+row, and every slot (band ``i``, block combination ``i``) has its own index in each tier: on
+``band_keys[i]`` / ``block_keys[i]`` for the recent documents, on the column ``band_i`` /
+``block_i`` of ``settled_keys`` for the settled ones (:mod:`dedup_store.db.ddl`). A key
+therefore costs one index entry, and equal keys of different slots never meet. Sample keys (the
+excerpt index) vary in number per document and live in ``sample_keys``.
 
 For a batch, one statement looks up every key of every slot (an ``= ANY(keys)`` index scan per
 slot) *before* the batch's rows are written, so it only meets older documents; the keys found
@@ -32,6 +33,7 @@ from dedup_store.core.mixing import mix64
 from dedup_store.db.ddl import (
     RECENT,
     SETTLED,
+    SETTLED_KEYS,
     key_expression,
     settled_through,
     tier_condition,
@@ -45,7 +47,7 @@ from dedup_store.db.encoding import (
     int4_array,
     sample_columns,
 )
-from dedup_store.db.names import qualified
+from dedup_store.db.names import qualified, quote
 
 Reach: TypeAlias = Connection | Callable[[], Connection]
 """A connection, or how to get it when a step turns out to need SQL: a staged bulk load
@@ -71,16 +73,24 @@ def slot_lookup(
     """``(id, key)`` of the stored documents whose key of ``slot`` meets ``condition``.
 
     ``condition`` follows the key, e.g. ``= ANY(CAST(:keys AS bigint[]))``. One branch per
-    tier of the slot's key index (``settled``: the largest id of the settled tier,
+    tier (``settled``: the largest id of the settled tier,
     :func:`~dedup_store.db.ddl.settled_through`; 0, for a store never settled, leaves only
-    the recent tier). The key expression, the id bound and ``exact_of IS NULL`` are spelled
-    out as the index has them, with literals, so that the planner matches each branch to its
-    tier's partial expression index: exact copies of a stored document are never found by
-    their keys. ``tiers`` names the tiers to look in (both by default).
+    the recent tier). The settled tier is the table ``settled_keys``, read up to ``settled``
+    (a store that saw an older bound finds the documents settled since in the recent branch).
+    The recent branch spells out the key expression, the id bound and ``exact_of IS NULL`` as
+    its partial index has them, with literals, so that the planner matches it to that index:
+    exact copies of a stored document are never found by their keys. ``tiers`` names the tiers
+    to look in (both by default).
     """
     branches = []
     for tier in tiers if settled > 0 else (RECENT,):
         key = key_expression("o.", KEY_COLUMNS[kind], slot, tier)
+        if tier == SETTLED:
+            branches.append(
+                f"SELECT o.id, {key} AS key FROM {s}.{quote(SETTLED_KEYS)} o "
+                f"WHERE {key} {condition} AND " + tier_condition("o.id", tier, settled)
+            )
+            continue
         branches.append(
             f"SELECT o.id, {key} AS key FROM {s}.documents o "
             f"WHERE {key} {condition} AND o.exact_of IS NULL AND "

@@ -22,8 +22,8 @@ from dedup_store.core.clustering import components, merge_labels
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.metadata import MetaSignatures
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import bulk_copy, frequencies, hot
-from dedup_store.db.encoding import sample_columns, top32
+from dedup_store.db import bulk_copy, ddl, frequencies, hot
+from dedup_store.db.encoding import BAND, sample_columns, top32
 from dedup_store.db.lookup import NewRows
 from dedup_store.db.names import qualified, quote
 from dedup_store.db.scoring import merging_methods
@@ -152,23 +152,30 @@ def _utf8(text: str | None) -> bytes | None:
 
 @dataclasses.dataclass(frozen=True)
 class DocumentRows:
-    """A batch's new documents as :func:`insert_documents` writes them: their COPY rows and
-    their sample keys (in index order)."""
+    """A batch's new documents as :func:`insert_documents` writes them: their COPY rows, their
+    sample keys (in index order) and, in a bulk load, their ``settled_keys`` COPY rows."""
 
     columns: tuple[str, ...]
     payload: bytes
     sample_keys: I32
     sample_docs: I64
     freeze: bool = False
+    settled_columns: tuple[str, ...] = ()
+    settled: bytes = b""
 
 
 def document_rows(
-    new: NewRows, encoded: Sequence[bytes], with_meta: bool = False, freeze: bool = False
+    new: NewRows,
+    encoded: Sequence[bytes],
+    with_meta: bool = False,
+    freeze: bool = False,
+    settled: bool = False,
 ) -> DocumentRows:
     """The rows :func:`insert_documents` writes for the new documents of a batch; ``encoded``
     are the :func:`encode_rows` of their rows, ``with_meta`` whether those hold
     ``meta_signature`` (a store with ``meta_fields``), ``freeze`` whether they are written
-    frozen (:func:`~dedup_store.db.bulk_copy.copy_payload`: a bulk load into an empty store).
+    frozen (:func:`~dedup_store.db.bulk_copy.copy_payload`: a bulk load into an empty store),
+    ``settled`` whether they enter the settled tier's table at once (a bulk load).
 
     Needs no connection: a bulk load makes them while the batch before is being written.
     """
@@ -196,7 +203,29 @@ def document_rows(
     keys, docs = sample_columns(batch, rows[firsts], new.ids[firsts])
     order = np.argsort(keys, kind="stable")  # in index order: the b-tree is walked in order
     columns = ENCODED_COLUMNS + meta_column + WRITTEN_COLUMNS
-    return DocumentRows(columns, b"".join(parts), keys[order], docs[order], freeze)
+    settled_columns, settled_payload = settled_rows(new) if settled else ((), b"")
+    return DocumentRows(
+        columns,
+        b"".join(parts),
+        keys[order],
+        docs[order],
+        freeze,
+        settled_columns,
+        settled_payload,
+    )
+
+
+def settled_rows(new: NewRows) -> tuple[tuple[str, ...], bytes]:
+    """The ``settled_keys`` columns and COPY rows of the new first documents of a batch."""
+    batch, firsts = new.batch, new.firsts
+    rows = new.rows[firsts]
+    columns: list[tuple[npt.NDArray[Any], npt.DTypeLike]] = [(new.ids[firsts], ">i8")]
+    names = ["id"]
+    for kind, column, slot in ddl.key_slots(batch.params):
+        matrix = batch.band_keys if kind == BAND else batch.block_keys
+        columns.append((matrix[rows, slot - 1], ">i8"))
+        names.append(ddl.settled_column(column, slot))
+    return tuple(names), bulk_copy.fixed_prefix(len(columns), columns)
 
 
 def insert_documents(
@@ -213,6 +242,10 @@ def insert_documents(
     bulk_copy.copy_payload(conn, schema, "documents", rows.columns, rows.payload, rows.freeze)
     samples: list[npt.NDArray[Any]] = [rows.sample_keys, rows.sample_docs]
     bulk_copy.copy_fixed_rows(conn, schema, "sample_keys", ("key", "doc_id"), samples, rows.freeze)
+    if rows.settled:
+        bulk_copy.copy_payload(
+            conn, schema, ddl.SETTLED_KEYS, rows.settled_columns, rows.settled, rows.freeze
+        )
     if secondary is not None and len(secondary):
         hot.write_secondary(conn, schema, secondary)
 
@@ -305,7 +338,14 @@ def delete_documents(
     clusters = set(labels)
     if not clusters:
         return
-    promote_copies(conn, schema, doc_ids)
+    heirs = promote_copies(conn, schema, doc_ids)
+    if heirs:  # settled copies now first: they join the settled tier
+        settled = ddl.settled_through(conn, schema)
+        ddl.fill_settled_keys(conn, schema, params, 0, settled, heirs)
+    conn.execute(
+        text(f"DELETE FROM {s}.{quote(ddl.SETTLED_KEYS)} WHERE id = ANY(:ids)"),
+        {"ids": list(doc_ids)},
+    )
     conn.execute(
         text(
             f"DELETE FROM {s}.sample_keys t USING (SELECT d.id, unnest(d.shingles) AS key "
@@ -322,16 +362,18 @@ def delete_documents(
     split_clusters(conn, schema, clusters, merging_methods(params))
 
 
-def promote_copies(conn: Connection, schema: str, doc_ids: Sequence[int]) -> None:
-    """Make the oldest surviving copy of each deleted first document the first of its group.
+def promote_copies(conn: Connection, schema: str, doc_ids: Sequence[int]) -> list[int]:
+    """Make the oldest surviving copy of each deleted first document the first of its group;
+    returns their ids.
 
     The heir takes over the deleted document's sample keys and secondary keys (equal texts
     have equal keys), its edges with documents outside the group with their scores (copies
     share their metadata set too), and the other copies' links;
-    its own band and block keys enter the partial key indexes as its ``exact_of`` becomes NULL.
+    its own band and block keys enter the recent tier's partial key indexes as its ``exact_of``
+    becomes NULL (the caller adds a settled one to the settled tier).
     """
     s = qualified(schema)
-    conn.execute(
+    rows = conn.execute(
         text(f"""
         WITH gone AS (SELECT unnest(CAST(:ids AS bigint[])) AS id),
         heirs AS (
@@ -369,9 +411,11 @@ def promote_copies(conn: Connection, schema: str, doc_ids: Sequence[int]) -> Non
         )
         UPDATE {s}.documents c SET exact_of = nullif(h.heir, c.id)
         FROM heirs h WHERE c.exact_of = h.old
+        RETURNING CASE WHEN c.id = h.heir THEN c.id END
         """),
         {"ids": list(doc_ids)},
     )
+    return [int(heir) for heir in rows.scalars() if heir is not None]
 
 
 def split_clusters(

@@ -60,14 +60,17 @@ def test_writes_after_a_bulk_load_go_to_the_recent_tier_and_lookups_see_both(
         assert ddl.settled_through(conn, schema) == settled["settled_through"] == 60
 
 
-def test_each_tier_is_probed_through_its_own_partial_index(engine: Engine, schema: str) -> None:
+def test_each_tier_is_probed_through_its_own_index(engine: Engine, schema: str) -> None:
+    """The settled tier through its column's index on ``settled_keys``, the recent one through
+    its partial index on ``documents``."""
     corpus = PlantedCorpus(32, words=(40, 60))
     first, _ = _settled_and_recent(corpus)
     with DedupStore(engine, schema=schema) as store:
         store.ingest(first, bulk=True)
         store.add_many([Document(f"r{i}", corpus.original()) for i in range(300)])
     with engine.begin() as conn:
-        conn.execute(text(f"ANALYZE {qualified(schema, 'documents')}"))
+        for table in ("documents", ddl.SETTLED_KEYS):
+            conn.execute(text(f"ANALYZE {qualified(schema, table)}"))
         conn.execute(text("SET LOCAL enable_seqscan = off"))  # a Seq Scan: no index applies
         settled = ddl.settled_through(conn, schema)
         for kind, name in ((BAND, "band"), (BLOCK, "block")):
@@ -76,8 +79,8 @@ def test_each_tier_is_probed_through_its_own_partial_index(engine: Engine, schem
             )
             plan = "\n".join(conn.execute(text(f"EXPLAIN {probe}"), {"keys": "{1,2,3}"}).scalars())
             assert "Seq Scan" not in plan, plan
-            used = set(re.findall(r"documents_(?:band|block)_\w+", plan))
-            assert used == {f"documents_{name}_3", f"documents_{name}_3_recent"}, plan
+            used = set(re.findall(r"(?:documents|settled_keys)_(?:band|block|id)\w*", plan))
+            assert used == {f"settled_keys_{name}_3", f"documents_{name}_3_recent"}, plan
 
 
 def test_a_store_that_saw_an_older_bound_finds_the_same_matches_and_notices(
@@ -137,11 +140,13 @@ def test_a_0006_store_takes_its_documents_as_settled(engine: Engine, schema: str
         store.settle()
         assert _answer(store.check(query)) == before
     with engine.connect() as conn:
-        bounded = conn.execute(
-            text("SELECT indexdef FROM pg_indexes WHERE schemaname = :s AND indexname = :n"),
-            {"s": schema, "n": "documents_band_1"},
+        old_indexes = conn.execute(
+            text("SELECT count(*) FROM pg_indexes WHERE schemaname = :s AND indexname ~ :p"),
+            {"s": schema, "p": "^documents_(band|block)_[0-9]+$"},
         ).scalar_one()
-    assert "(id + 0) <= 60" in bounded
+    settled_ids, firsts = _settled_and_first_ids(engine, schema)
+    assert old_indexes == 0  # the settled tier is the table now
+    assert settled_ids == firsts and len(firsts) > 50  # every first document (no copies)
 
 
 def test_settled_tier_looked_up_on_a_side_connection_changes_nothing(
@@ -169,3 +174,37 @@ def test_settled_tier_looked_up_on_a_side_connection_changes_nothing(
         assert hot_tables(engine, schema)["hot"]  # the batches met hot keys
     finally:
         drop_schema(engine, other)
+
+
+def test_settled_keys_follow_deletes_and_copies_that_take_a_deleted_place(
+    engine: Engine, schema: str
+) -> None:
+    """A settled document's ``settled_keys`` row goes with it; its settled exact copy, first
+    of the group from then on, gets one and is found by its keys."""
+    corpus = PlantedCorpus(36)
+    text_a, text_b = corpus.original(), corpus.original()
+    docs = [Document("a", text_a), Document("b", text_b), Document("a-copy", text_a)]
+    docs += [Document(f"o{i}", corpus.original()) for i in range(20)]
+    with DedupStore(engine, schema=schema) as store:
+        store.ingest(docs, bulk=True)
+        assert store.delete(["a", "b"]) == 2
+        assert [m.external_id for m in store.check(corpus.edit(text_a, 1)).matches] == ["a-copy"]
+        assert store.check(corpus.edit(text_b, 1)).matches == []
+    settled, firsts = _settled_and_first_ids(engine, schema)
+    with engine.connect() as conn:
+        copy_id = conn.execute(
+            text(f"SELECT id FROM {qualified(schema, 'documents')} WHERE external_id = 'a-copy'")
+        ).scalar_one()
+    assert settled == firsts and copy_id in settled and len(settled) == 21
+
+
+def _settled_and_first_ids(engine: Engine, schema: str) -> tuple[list[int], list[int]]:
+    """The ids of ``settled_keys``, and of the first documents (not exact copies)."""
+    with engine.connect() as conn:
+        settled, firsts = (
+            conn.execute(
+                text(f"SELECT array_agg(id ORDER BY id) FROM {qualified(schema, t)}{w}")
+            ).scalar_one()
+            for t, w in ((ddl.SETTLED_KEYS, ""), ("documents", " WHERE exact_of IS NULL"))
+        )
+    return settled, firsts

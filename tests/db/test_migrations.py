@@ -75,18 +75,24 @@ def test_our_tables_stay_in_our_schema(engine: Engine, schema: str) -> None:
 def _key_index_names(engine: Engine, schema: str) -> set[str]:
     with engine.connect() as conn:
         rows = conn.execute(
-            text("SELECT indexname FROM pg_indexes WHERE schemaname = :s AND indexname LIKE :p"),
+            text(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = :s "
+                "AND (indexname LIKE :p OR tablename = 'settled_keys')"
+            ),
             {"s": schema, "p": "documents\\_b%"},
         )
         return set(rows.scalars())
 
 
 def test_store_creates_two_key_indexes_per_slot(engine: Engine, schema: str) -> None:
+    """The settled tier's on ``settled_keys`` (with its id index), the recent tier's on
+    ``documents``."""
     DedupStore(engine, schema=schema).close()
     params = FingerprintParams()
-    slots = [f"documents_band_{i}" for i in range(1, params.band_key_count + 1)]
-    slots += [f"documents_block_{i}" for i in range(1, params.block_key_count + 1)]
-    expected = set(slots) | {f"{name}_recent" for name in slots}
+    slots = [f"band_{i}" for i in range(1, params.band_key_count + 1)]
+    slots += [f"block_{i}" for i in range(1, params.block_key_count + 1)]
+    expected = {f"settled_keys_{name}" for name in slots} | {"settled_keys_id"}
+    expected |= {f"documents_{name}_recent" for name in slots}
     assert _key_index_names(engine, schema) == expected
 
 
