@@ -104,7 +104,6 @@ class DedupStore:
         self.keep_text = keep_text
         self.max_bytes = max_bytes
         self._db = Database(bind, schema)
-        self._settled: int | None = None  # the settled tier's bound, as last seen
         try:
             self.params = self._db.run(lambda conn: self._open(conn, params, create))
         except BaseException:
@@ -128,7 +127,6 @@ class DedupStore:
             stored = self._create(conn, params)
         elif params is not None:
             self._require(stored, params)
-        self._settled = ddl.settled_through(conn, self.schema)
         return stored
 
     def _require(
@@ -167,9 +165,10 @@ class DedupStore:
             ddl.save_params(conn, self.schema, stored)
         elif params is not None:
             self._require(stored, params)
-        ddl.create_settled_keys(conn, self.schema, stored)
-        missing = ddl.missing_key_indexes(conn, self.schema, stored)
-        ddl.create_key_indexes(conn, self.schema, missing, ddl.settled_through(conn, self.schema))
+        ddl.create_key_tables(conn, self.schema, stored)
+        ddl.create_key_indexes(
+            conn, self.schema, ddl.missing_key_indexes(conn, self.schema, stored)
+        )
         return stored
 
     # -- writing ----------------------------------------------------------------------------
@@ -195,7 +194,7 @@ class DedupStore:
 
         meta_signature = prepared.meta.row(0) if prepared.meta else None
         statement, parameters = single.add_statement(
-            self.schema, fp, id, meta, body, language, meta_signature, self._settled_through()
+            self.schema, fp, id, meta, body, language, meta_signature
         )
         outcome = single.outcome(self._add_rows(statement, parameters))
 
@@ -208,7 +207,6 @@ class DedupStore:
         while outcome.rekey:  # the document makes keys hot: split their buckets, then add it
             self._db.run(promote)
             outcome = single.outcome(self._add_rows(statement, parameters))
-        self._settled = outcome.settled  # as the statement found it
         if outcome.inserted and outcome.doc_id % 1024 == 0:
             self._db.run(lambda conn: write.refresh_statistics(conn, self.schema, outcome.doc_id))
         if not outcome.inserted:
@@ -327,14 +325,11 @@ class DedupStore:
         """
         fp = self._weighted(text) if self.params.weighted else fingerprint(text, self.params)
         fp, signature = with_meta(fp, meta)
-        settled = self._settled_through()
-        statement = scoring.check_statement(self.schema, fp, False, signature, settled)
+        statement = scoring.check_statement(self.schema, fp, False, signature)
         found = self._check_rows(*statement)
         if any(row[0] == -1 for row in found):  # it owns hot keys: with its secondary keys
-            statement = scoring.check_statement(self.schema, fp, True, signature, settled)
+            statement = scoring.check_statement(self.schema, fp, True, signature)
             found = self._check_rows(*statement)
-        if any(row[0] == -2 for row in found):  # settled since: read the bound next time
-            self._settled = None
         rows = [MatchRow(*row) for row in found if row[0] >= 0]
         merging = merging_methods(self.params)
         status = Status.of((r.method for r in rows), merging)
@@ -351,21 +346,9 @@ class DedupStore:
         rows = self._check_rows(statement, parameters)
         return reweighted(batch, frequencies.frequencies_of(rows[0])).row(0)
 
-    def _settled_through(self) -> int:
-        """The largest id of the settled tier of the key indexes, as this store last saw it.
-
-        ``check`` and ``add`` statements also return the bound they found, so a settle by
-        another process is noticed by the next statement: the one that notices it finds the
-        same documents, through whole-table scans (no index has its bound), and the next one
-        uses the new bound.
-        """
-        if self._settled is None:
-            self._settled = int(self._run(lambda conn: ddl.settled_through(conn, self.schema)))
-        return self._settled
-
     def settle(self) -> dict[str, float]:
         """Move the documents added since the last bulk load (or settle) from the recent tier
-        of the key indexes into the settled one: the settled indexes are built again over every
+        of the key tables into the settled one: the settled indexes are built again over every
         document, the recent ones start empty, so later incremental writes insert into small
         indexes again. As long as it runs (the index builds of the whole store), readers wait.
 
@@ -373,9 +356,7 @@ class DedupStore:
             ``settled_through`` (the largest settled id), ``moved`` (documents that were in the
             recent tier) and ``seconds`` (the index builds).
         """
-        settled = self._db.run(lambda conn: settle_keys(conn, self.schema, self.params))
-        self._settled = int(settled["settled_through"])
-        return settled
+        return self._db.run(lambda conn: settle_keys(conn, self.schema, self.params))
 
     def _check_rows(self, statement: str, parameters: dict[str, Any]) -> list[Any]:
         """The rows of the ``check`` statement."""

@@ -61,7 +61,7 @@ class LoadedKeys:
         #: The load emptied the tables it writes with COPY (a new store): it writes them frozen.
         self.frozen = False
         #: The first id the load writes: its documents enter ``settled_keys`` as they are
-        #: written (:func:`~dedup_store.db.write.settled_rows`).
+        #: written (:func:`~dedup_store.db.write.document_rows`).
         self.first_id = 1
 
     def find(
@@ -332,16 +332,15 @@ def begin(
     """
     write.lock_writers(conn, schema)
     s = qualified(schema)
+    # every table the load changes the indexes or files of, in one statement: a reader that
+    # holds one of them waits for none of the others
+    lock_tables(conn, schema, ("documents", "sample_keys", *ddl.TIER_TABLES.values()))
     empty = conn.execute(text(f"SELECT NOT EXISTS (SELECT 1 FROM {s}.documents)")).scalar_one()
     if empty:
         # new files for the tables: on a server with wal_level = minimal (the embedded one)
         # what this transaction writes into them skips the WAL, and its COPYs may freeze
-        conn.execute(
-            text(
-                f"TRUNCATE {s}.documents, {s}.edges, {s}.sample_keys, {s}.secondary_keys, "
-                f"{s}.{quote(ddl.SETTLED_KEYS)}"
-            )
-        )
+        tables = ("documents", "edges", "sample_keys", "secondary_keys", *ddl.TIER_TABLES.values())
+        conn.execute(text(f"TRUNCATE {', '.join(f'{s}.{quote(t)}' for t in tables)}"))
     drop_lookup_indexes(conn, schema, params)
     loaded = LoadedKeys(params)
     loaded.load(conn, schema)
@@ -357,9 +356,17 @@ def drop_lookup_indexes(conn: Connection, schema: str, params: FingerprintParams
     drop_key_indexes(conn, schema, params)
 
 
+def lock_tables(conn: Connection, schema: str, tables: tuple[str, ...]) -> None:
+    """Take ``tables`` for the rest of the transaction (``ACCESS EXCLUSIVE``: readers wait)."""
+    names = ", ".join(qualified(schema, table) for table in tables)
+    conn.execute(text(f"LOCK TABLE {names} IN ACCESS EXCLUSIVE MODE"))
+
+
 def drop_key_indexes(conn: Connection, schema: str, params: FingerprintParams) -> None:
-    """Drop the per-slot key indexes of both tiers and the settled tier's id index."""
-    names = [ddl.SETTLED_ID_INDEX] + [index.name for index in ddl.key_indexes(params)]
+    """Drop the indexes of the settled tier's table (its id index and per-slot key indexes);
+    the recent tier's table keeps its own, which a bulk load leaves empty."""
+    names = [ddl.id_index(ddl.SETTLED)]
+    names += [index.name for index in ddl.key_indexes(params, (ddl.SETTLED,))]
     for name in names:
         conn.execute(text(f"DROP INDEX IF EXISTS {qualified(schema, name)}"))
 
@@ -368,8 +375,8 @@ def build_key_indexes(
     conn: Connection, schema: str, params: FingerprintParams, settled_from: int | None = None
 ) -> int:
     """Settle every stored document: add the documents of the recent tier to the settled one
-    (the ``settled_keys`` table), (re)build the settled tier's indexes and the recent tier's
-    empty. Returns the largest settled id.
+    (from ``documents``, which holds their keys too), (re)build the settled tier's indexes and
+    empty the recent tier's table. Returns the largest settled id.
 
     ``settled_from``: the documents from this id on are in ``settled_keys`` already (a bulk
     load wrote them there).
@@ -381,10 +388,11 @@ def build_key_indexes(
     before = ddl.settled_through(conn, schema)
     last_id = write.next_id(conn, schema) - 1
     through = last_id if settled_from is None else min(last_id, settled_from - 1)
-    ddl.fill_settled_keys(conn, schema, params, before, through)
+    ddl.fill_keys(conn, schema, params, ddl.SETTLED, before, through)
+    conn.execute(text(f"TRUNCATE {qualified(schema, ddl.TIER_TABLES[ddl.RECENT])}"))
     ddl.set_settled_through(conn, schema, last_id)
-    ddl.create_settled_id_index(conn, schema)
-    ddl.create_key_indexes(conn, schema, ddl.key_indexes(params), last_id)
+    ddl.create_id_index(conn, schema, ddl.SETTLED)
+    ddl.create_key_indexes(conn, schema, ddl.key_indexes(params, (ddl.SETTLED,)))
     return last_id
 
 
@@ -398,6 +406,7 @@ def settle(conn: Connection, schema: str, params: FingerprintParams) -> dict[str
         recent tier), ``seconds`` (the index builds).
     """
     write.lock_writers(conn, schema)
+    lock_tables(conn, schema, tuple(ddl.TIER_TABLES.values()))
     before = ddl.settled_through(conn, schema)
     moved = conn.execute(
         text(f"SELECT count(*) FROM {qualified(schema, 'documents')} WHERE id > :b"), {"b": before}
@@ -407,7 +416,7 @@ def settle(conn: Connection, schema: str, params: FingerprintParams) -> dict[str
     started = time.perf_counter()
     last_id = build_key_indexes(conn, schema, params)
     seconds = time.perf_counter() - started
-    for table in ("documents", ddl.SETTLED_KEYS):
+    for table in ddl.TIER_TABLES.values():
         conn.execute(text(f"ANALYZE {qualified(schema, table)}"))
     return {"settled_through": last_id, "moved": int(moved), "seconds": seconds}
 
@@ -447,6 +456,6 @@ def finish(
     build_key_indexes(conn, schema, params, settled_from)
     built = time.perf_counter()
     s = qualified(schema)
-    for table in (*write.TABLES, ddl.SETTLED_KEYS):
+    for table in (*write.TABLES, *ddl.TIER_TABLES.values()):
         conn.execute(text(f"ANALYZE {s}.{quote(table)}"))
     return {"indexes": built - started, "analyze": time.perf_counter() - built}

@@ -3,19 +3,17 @@ parameters need, and its parameters row.
 
 The migrations in ``migrations/versions`` are self-contained DDL and do not import this module;
 the test suite checks that a database migrated to head matches :func:`build_metadata` exactly.
-The per-slot indexes on ``documents.band_keys`` and ``documents.block_keys`` depend on the
-fingerprint parameters; the store creates them when it opens (:func:`create_key_indexes`). Each
-slot has two, one per tier. The *settled* tier is the table ``settled_keys``: a row of plain
-``bigint`` columns, one per slot, for each first document with an id up to
-``key_tiers.settled_through``, and an index per column. The *recent* tier is a partial index on
-``documents`` per slot, over the documents added since. Incremental writes only insert into the
-recent indexes, which stay small however large the store; a bulk load (or ``dedup-store db
-settle``) moves every document into the settled tier, builds its indexes again and leaves the
-recent ones empty. Building an index over the narrow ``settled_keys`` rows reads a fifth of the
-bytes a scan of ``documents`` would. A lookup probes both tiers
-(:func:`dedup_store.db.lookup.slot_lookup`). ``settled_keys`` has columns that depend on the
-parameters: the store creates it when it opens (:func:`create_settled_keys`), as it does the
-indexes.
+The band and block keys of a document are arrays in its ``documents`` row; the key lookups go
+through two tables of their own, one per *tier*, whose columns depend on the fingerprint
+parameters, so the store creates them when it opens (:func:`create_key_tables`,
+:func:`create_key_indexes`). Each holds one row per first document (exact copies have none):
+its id and a plain ``bigint`` column per key slot, with an index per column. ``settled_keys``
+holds the documents with ids up to ``key_tiers.settled_through``, ``recent_keys`` those added
+since. Incremental writes only insert into ``recent_keys``, whose indexes stay small however
+large the store; a bulk load (or ``dedup-store db settle``) moves every document into
+``settled_keys``, builds its indexes again and empties ``recent_keys``. Building an index over
+the narrow rows reads a fifth of the bytes a scan of ``documents`` would. A lookup probes both
+tables (:func:`dedup_store.db.lookup.slot_lookup`).
 """
 
 from __future__ import annotations
@@ -158,21 +156,22 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
     return md
 
 
-_INDEX_PREFIX = {BAND: "documents_band_", BLOCK: "documents_block_"}
-
-#: The table of the settled tier: one row per settled first document, one column per key slot.
-SETTLED_KEYS = "settled_keys"
-#: The unique index on ``settled_keys.id`` (for deletes and promoted copies).
-SETTLED_ID_INDEX = "settled_keys_id"
-
-
-#: The tiers of a slot's key index: documents up to ``settled_through``, and those after.
+#: The tiers of the key tables: documents up to ``settled_through``, and those after.
 SETTLED, RECENT = "settled", "recent"
+
+#: The table of each tier: one row per first document (exact copies have none), its id and one
+#: ``bigint`` column per key slot (:func:`key_column`).
+TIER_TABLES = {SETTLED: "settled_keys", RECENT: "recent_keys"}
+
+#: The per-slot indexes of the store's revision 0007, on ``documents``: dropped when the tables
+#: are created.
+_OLD_INDEX_PREFIX = {BAND: "documents_band_", BLOCK: "documents_block_"}
 
 
 @dataclasses.dataclass(frozen=True)
 class KeyIndex:
-    """One per-slot key index: its name, the array column and slot it indexes, and its tier."""
+    """One per-slot key index: its name, the ``documents`` array column and slot whose keys it
+    holds, and its tier."""
 
     name: str
     column: str
@@ -181,74 +180,41 @@ class KeyIndex:
 
     @property
     def table(self) -> str:
-        """The table the index is on: :data:`SETTLED_KEYS` or ``documents``."""
-        return SETTLED_KEYS if self.tier == SETTLED else "documents"
+        """The tier's table, which the index is on."""
+        return TIER_TABLES[self.tier]
 
-    def key(self, alias: str = "") -> str:
-        """The indexed expression, as SQL (``alias``: the table's, with its dot)."""
-        return key_expression(alias, self.column, self.slot, self.tier)
+    def definition(self, schema: str) -> str:
+        """SQL: ``CREATE INDEX`` of this index.
 
-    def definition(self, schema: str, settled_through: int) -> str:
-        """SQL: ``CREATE INDEX`` of this index (``settled_through``: the recent tier's bound)."""
-        table = qualified(schema, self.table)
-        if self.tier == SETTLED:
-            # the tier takes no rows but at a settle, which builds it again: full pages; with
-            # the id, a lookup reads the index alone once the table's pages are all-visible
-            return (
-                f"CREATE INDEX {quote(self.name)} ON {table} ({self.key()}) INCLUDE (id) "
-                "WITH (fillfactor = 100)"
-            )
-        bound = tier_condition("id", self.tier, settled_through)
-        return f"CREATE INDEX {quote(self.name)} ON {table} (({self.key()})) WHERE {bound}"
+        With the id, a lookup reads the index alone once the table's pages are all-visible. The
+        settled tier takes no rows but at a settle, which builds its indexes again: full pages.
+        """
+        storage = " WITH (fillfactor = 100)" if self.tier == SETTLED else ""
+        return (
+            f"CREATE INDEX {quote(self.name)} ON {qualified(schema, self.table)} "
+            f"({quote(key_column(self.column, self.slot))}) INCLUDE (id){storage}"
+        )
 
 
-def settled_column(column: str, slot: int) -> str:
-    """The :data:`SETTLED_KEYS` column of ``slot`` of the ``documents`` array ``column``
-    (``band_3`` for ``band_keys[3]``)."""
+def key_column(column: str, slot: int) -> str:
+    """The tier tables' column of ``slot`` of the ``documents`` array ``column`` (``band_3`` for
+    ``band_keys[3]``)."""
     return f"{column.removesuffix('_keys')}_{int(slot)}"
 
 
-def key_expression(alias: str, column: str, slot: int, tier: str) -> str:
-    """SQL: the key of ``slot`` of the array ``column`` as the index of ``tier`` holds it.
-
-    The settled tier is a table of its own (:data:`SETTLED_KEYS`) with a column per slot,
-    holding no exact copies. The recent tier indexes the ``documents`` rows: it holds exact
-    copies with a ``NULL`` key instead, which no lookup matches; its condition then reads only
-    the id, the first column, so building it (empty, at the end of a bulk load) reads no more
-    of each row than that.
-    """
-    if tier == SETTLED:
-        return f"{alias}{quote(settled_column(column, slot))}"
-    key = f"{alias}{quote(column)}[{int(slot)}]"
-    return f"(CASE WHEN {alias}exact_of IS NULL THEN {key} END)"
+def id_index(tier: str) -> str:
+    """The name of the unique index on the id of ``tier``'s table."""
+    return f"{TIER_TABLES[tier]}_id"
 
 
-def tier_condition(column: str, tier: str, settled_through: int) -> str:
-    """SQL: the ids in ``column`` of the documents of ``tier`` (``column`` is SQL too).
-
-    Spelled ``(id + 0)``, in the recent indexes' predicates and in the lookups alike: the lookup
-    of the recent tier then matches its partial index and nothing else, never the primary key's
-    range of ``id`` (whose estimate, from statistics taken when the tier was empty, would have
-    the planner walk the whole recent tier for every key).
-    """
-    return f"({column} + 0) {'<=' if tier == SETTLED else '>'} {int(settled_through)}"
-
-
-def key_indexes(params: FingerprintParams) -> list[KeyIndex]:
-    """Every per-slot key index a store with ``params`` needs, both tiers of each slot."""
+def key_indexes(
+    params: FingerprintParams, tiers: tuple[str, ...] = (SETTLED, RECENT)
+) -> list[KeyIndex]:
+    """Every per-slot key index a store with ``params`` needs in ``tiers``."""
     return [
-        KeyIndex(
-            (
-                f"{SETTLED_KEYS}_{settled_column(column, slot)}"
-                if tier == SETTLED
-                else f"{_INDEX_PREFIX[kind]}{slot}_recent"
-            ),
-            column,
-            slot,
-            tier,
-        )
-        for kind, column, slot in key_slots(params)
-        for tier in (SETTLED, RECENT)
+        KeyIndex(f"{TIER_TABLES[tier]}_{key_column(column, slot)}", column, slot, tier)
+        for tier in tiers
+        for _kind, column, slot in key_slots(params)
     ]
 
 
@@ -264,84 +230,90 @@ def key_slots(params: FingerprintParams) -> list[tuple[int, str, int]]:
 
 def missing_key_indexes(conn: Connection, schema: str, params: FingerprintParams) -> list[KeyIndex]:
     """The per-slot key indexes a store with ``params`` needs and does not have (all of them
-    while it has no :data:`SETTLED_KEYS` table)."""
+    while it lacks a tier table)."""
     names = text(
-        "SELECT indexname FROM pg_indexes WHERE schemaname = :s "
-        "AND tablename IN ('documents', :settled)"
+        "SELECT indexname FROM pg_indexes WHERE schemaname = :s AND tablename = ANY(:tables)"
     )
-    existing = set(conn.execute(names, {"s": schema, "settled": SETTLED_KEYS}).scalars())
-    if SETTLED_ID_INDEX not in existing:
+    tables = list(TIER_TABLES.values())
+    existing = set(conn.execute(names, {"s": schema, "tables": tables}).scalars())
+    if any(id_index(tier) not in existing for tier in TIER_TABLES):
         return key_indexes(params)
     return [index for index in key_indexes(params) if index.name not in existing]
 
 
-def create_key_indexes(
-    conn: Connection, schema: str, indexes: list[KeyIndex], settled_through: int
-) -> None:
-    """Create the per-slot key indexes ``indexes`` (from :func:`missing_key_indexes`), the
-    recent ones bounded by ``settled_through`` (:func:`settled_through`)."""
+def create_key_indexes(conn: Connection, schema: str, indexes: list[KeyIndex]) -> None:
+    """Create the per-slot key indexes ``indexes`` (from :func:`missing_key_indexes`)."""
     for index in indexes:
-        conn.execute(text(index.definition(schema, settled_through)))
-        if index.tier == RECENT:
-            # the planner does not use the statistics of a partial index: ANALYZE skips them
-            conn.execute(
-                text(f"ALTER INDEX {qualified(schema, index.name)} ALTER COLUMN 1 SET STATISTICS 0")
-            )
+        conn.execute(text(index.definition(schema)))
 
 
-def create_settled_keys(conn: Connection, schema: str, params: FingerprintParams) -> None:
-    """Create the :data:`SETTLED_KEYS` table of ``params`` (empty) if the store has none.
+def create_key_tables(conn: Connection, schema: str, params: FingerprintParams) -> None:
+    """Create the tier tables of ``params``, filled from ``documents``, if the store lacks them.
 
-    A store that had its settled tier as partial indexes on ``documents`` (at revisions 0007
-    and 0008) loses them and gets the table, filled from ``documents``, with its id index.
+    A store that had its key indexes on ``documents`` (revision 0007) loses them.
     """
     s = qualified(schema)
-    exists = conn.execute(
-        text("SELECT to_regclass(:t) IS NOT NULL"), {"t": f"{s}.{quote(SETTLED_KEYS)}"}
-    ).scalar_one()
-    if exists:
+    missing = [
+        tier
+        for tier, table in TIER_TABLES.items()
+        if not conn.execute(
+            text("SELECT to_regclass(:t) IS NOT NULL"), {"t": f"{s}.{quote(table)}"}
+        ).scalar_one()
+    ]
+    if not missing:
         return
     for kind, _column, slot in key_slots(params):
-        conn.execute(text(f"DROP INDEX IF EXISTS {s}.{quote(_INDEX_PREFIX[kind] + str(slot))}"))
+        for suffix in ("", "_recent"):
+            name = f"{_OLD_INDEX_PREFIX[kind]}{slot}{suffix}"
+            conn.execute(text(f"DROP INDEX IF EXISTS {s}.{quote(name)}"))
     columns = ", ".join(
-        f"{quote(settled_column(c, slot))} bigint NOT NULL" for _, c, slot in key_slots(params)
+        f"{quote(key_column(c, slot))} bigint NOT NULL" for _, c, slot in key_slots(params)
     )
-    conn.execute(text(f"CREATE TABLE {s}.{quote(SETTLED_KEYS)} (id bigint NOT NULL, {columns})"))
-    fill_settled_keys(conn, schema, params, 0, settled_through(conn, schema))
-    create_settled_id_index(conn, schema)
+    bound = settled_through(conn, schema)
+    for tier in missing:
+        conn.execute(
+            text(f"CREATE TABLE {s}.{quote(TIER_TABLES[tier])} (id bigint NOT NULL, {columns})")
+        )
+        if tier == SETTLED:
+            fill_keys(conn, schema, params, SETTLED, 0, bound)
+        else:
+            fill_keys(conn, schema, params, RECENT, bound)
+        create_id_index(conn, schema, tier)
 
 
-def create_settled_id_index(conn: Connection, schema: str) -> None:
-    """Create the unique index on ``settled_keys.id``."""
+def create_id_index(conn: Connection, schema: str, tier: str) -> None:
+    """Create the unique index on the id of ``tier``'s table."""
     conn.execute(
         text(
-            f"CREATE UNIQUE INDEX {quote(SETTLED_ID_INDEX)} ON {qualified(schema, SETTLED_KEYS)} "
-            "(id) WITH (fillfactor = 100)"
+            f"CREATE UNIQUE INDEX {quote(id_index(tier))} "
+            f"ON {qualified(schema, TIER_TABLES[tier])} (id) WITH (fillfactor = 100)"
         )
     )
 
 
-def fill_settled_keys(
+def fill_keys(
     conn: Connection,
     schema: str,
     params: FingerprintParams,
+    tier: str,
     after: int,
-    through: int,
+    through: int | None = None,
     ids: list[int] | None = None,
 ) -> None:
-    """Add to :data:`SETTLED_KEYS` the keys of the first documents (not exact copies) with
-    ids in ``(after, through]`` (and, with ``ids``, among those)."""
+    """Add to ``tier``'s table the keys of the first documents (not exact copies) with ids in
+    ``(after, through]`` (``through`` ``None``: no bound; with ``ids``, only those)."""
     s = qualified(schema)
-    names = ", ".join(quote(settled_column(c, slot)) for _, c, slot in key_slots(params))
+    names = ", ".join(quote(key_column(c, slot)) for _, c, slot in key_slots(params))
     values = ", ".join(f"d.{quote(c)}[{slot}]" for _, c, slot in key_slots(params))
-    only = " AND d.id = ANY(:ids)" if ids is not None else ""
+    conditions = ["d.exact_of IS NULL", "d.id > :after"]
+    conditions += [] if through is None else ["d.id <= :through"]
+    conditions += [] if ids is None else ["d.id = ANY(:ids)"]
     conn.execute(
         text(
-            f"INSERT INTO {s}.{quote(SETTLED_KEYS)} (id, {names}) SELECT d.id, {values} "
-            f"FROM {s}.documents d WHERE d.exact_of IS NULL AND d.id > :after "
-            f"AND d.id <= :through{only}"
+            f"INSERT INTO {s}.{quote(TIER_TABLES[tier])} (id, {names}) SELECT d.id, {values} "
+            f"FROM {s}.documents d WHERE {' AND '.join(conditions)}"
         ),
-        {"after": int(after), "through": int(through), "ids": ids},
+        {"after": int(after), "through": through, "ids": ids},
     )
 
 

@@ -29,7 +29,6 @@ from dedup_store.core.arrays import I64
 from dedup_store.core.fingerprint import Fingerprint, FingerprintBatch
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import bulk_copy, lookup
-from dedup_store.db.ddl import settled_through
 from dedup_store.db.encoding import BAND, BLOCK, array_literal
 from dedup_store.db.lookup import (
     INDEXED,
@@ -403,14 +402,13 @@ def delete_secondary(conn: Connection, schema: str, doc_ids: Sequence[int]) -> N
 def hot_stats(conn: Connection, schema: str, params: FingerprintParams) -> dict[str, Any]:
     """Hot keys per kind, and the five largest hot buckets with their document counts."""
     s = qualified(schema)
-    settled = settled_through(conn, schema)
     counts: dict[int, int] = dict(
         conn.execute(text(f"SELECT kind, count(*) FROM {s}.hot_keys GROUP BY kind")).all()
     )
     branches = []
     for kind, count in ((BAND, params.band_key_count), (BLOCK, params.block_key_count)):
         for slot in range(1, count + 1):
-            probe = slot_lookup(s, kind, slot, "= h.key", settled)
+            probe = slot_lookup(s, kind, slot, "= h.key")
             branches.append(
                 f"SELECT h.kind, h.slot, h.key, (SELECT count(*) FROM ({probe}) p) AS documents "
                 f"FROM {s}.hot_keys h WHERE h.kind = {kind} AND h.slot = {slot}"

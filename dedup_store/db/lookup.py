@@ -33,10 +33,8 @@ from dedup_store.core.mixing import mix64
 from dedup_store.db.ddl import (
     RECENT,
     SETTLED,
-    SETTLED_KEYS,
-    key_expression,
-    settled_through,
-    tier_condition,
+    TIER_TABLES,
+    key_column,
 )
 from dedup_store.db.encoding import (
     BAND,
@@ -63,38 +61,21 @@ def connection_of(reach: Reach) -> Connection:
 
 
 def slot_lookup(
-    s: str,
-    kind: int,
-    slot: int,
-    condition: str,
-    settled: int,
-    tiers: tuple[str, ...] = (SETTLED, RECENT),
+    s: str, kind: int, slot: int, condition: str, tiers: tuple[str, ...] = (SETTLED, RECENT)
 ) -> str:
-    """``(id, key)`` of the stored documents whose key of ``slot`` meets ``condition``.
+    """``(id, key)`` of the stored first documents whose key of ``slot`` meets ``condition``.
 
     ``condition`` follows the key, e.g. ``= ANY(CAST(:keys AS bigint[]))``. One branch per
-    tier (``settled``: the largest id of the settled tier,
-    :func:`~dedup_store.db.ddl.settled_through`; 0, for a store never settled, leaves only
-    the recent tier). The settled tier is the table ``settled_keys``, read up to ``settled``
-    (a store that saw an older bound finds the documents settled since in the recent branch).
-    The recent branch spells out the key expression, the id bound and ``exact_of IS NULL`` as
-    its partial index has them, with literals, so that the planner matches it to that index:
-    exact copies of a stored document are never found by their keys. ``tiers`` names the tiers
-    to look in (both by default).
+    tier, each an index probe of its table (``settled_keys``, ``recent_keys``); ``tiers`` names
+    the tiers to look in (both by default). A document is in one tier's table or the other's,
+    whatever bound a store last saw.
     """
     branches = []
-    for tier in tiers if settled > 0 else (RECENT,):
-        key = key_expression("o.", KEY_COLUMNS[kind], slot, tier)
-        if tier == SETTLED:
-            branches.append(
-                f"SELECT o.id, {key} AS key FROM {s}.{quote(SETTLED_KEYS)} o "
-                f"WHERE {key} {condition} AND " + tier_condition("o.id", tier, settled)
-            )
-            continue
+    for tier in tiers:
+        key = f"o.{quote(key_column(KEY_COLUMNS[kind], slot))}"
         branches.append(
-            f"SELECT o.id, {key} AS key FROM {s}.documents o "
-            f"WHERE {key} {condition} AND o.exact_of IS NULL AND "
-            + tier_condition("o.id", tier, settled)
+            f"SELECT o.id, {key} AS key FROM {s}.{quote(TIER_TABLES[tier])} o "
+            f"WHERE {key} {condition}"
         )
     return " UNION ALL ".join(branches)
 
@@ -231,9 +212,8 @@ def find_keys(
 ) -> Found:
     """Look up every key of every group in one statement (and which keys of the groups of
     ``hot_kinds`` are hot); :mod:`dedup_store.db.side` splits it over connections."""
-    settled = settled_through(conn, schema)
     statement, parameters, uniques = lookup_statement(
-        schema, groups, hot_limit, settled, hot_kinds=hot_kinds
+        schema, groups, hot_limit, hot_kinds=hot_kinds
     )
     return found_in(conn.execute(text(statement), parameters), uniques, len(groups))
 
@@ -289,7 +269,6 @@ def lookup_statement(
     schema: str,
     groups: list[KeyGroup],
     hot_limit: int,
-    settled: int,
     tiers: tuple[str, ...] = (SETTLED, RECENT),
     hot_kinds: frozenset[int] = frozenset(),
     samples: bool = True,
@@ -322,9 +301,7 @@ def lookup_statement(
         # documents (one more than used, to tell a key that has more)
         # the keys are parsed once, in a CTE read by both tiers' branches
         arrays.append(f"k{number} AS MATERIALIZED (SELECT CAST(:{name} AS bigint[]) AS keys)")
-        probe = slot_lookup(
-            s, group.kind, group.slot, any_of(f"SELECT keys FROM k{number}"), settled, tiers
-        )
+        probe = slot_lookup(s, group.kind, group.slot, any_of(f"SELECT keys FROM k{number}"), tiers)
         if hot_limit:
             probe = (
                 "SELECT id, key FROM (SELECT p.id, p.key, "
@@ -444,11 +421,9 @@ def _merge(a: I64, b: I64, kind: npt.NDArray[np.int8]) -> Candidates:
     )
 
 
-def key_lookups(
-    s: str, band_count: int, block_count: int, hot_limit: int, settled: int
-) -> list[str]:
+def key_lookups(s: str, band_count: int, block_count: int, hot_limit: int) -> list[str]:
     """One index probe per band and block slot of the query (parameters ``k{kind}_{slot}``),
-    in each tier of the key indexes (``settled``: as in :func:`slot_lookup`).
+    in each tier (:func:`slot_lookup`).
 
     With ``hot_limit``, a probe keeps the ``hot_limit`` oldest documents of the key, as
     :func:`~dedup_store.db.hot.find_candidates` does.
@@ -457,7 +432,7 @@ def key_lookups(
     for kind, count in ((BAND, band_count), (BLOCK, block_count)):
         block = "true" if kind == BLOCK else "false"
         for slot in range(1, count + 1):
-            lookup = slot_lookup(s, kind, slot, f"= CAST(:k{kind}_{slot} AS bigint)", settled)
+            lookup = slot_lookup(s, kind, slot, f"= CAST(:k{kind}_{slot} AS bigint)")
             if hot_limit:
                 # OFFSET 0 keeps the key's index scan: without it the planner may walk
                 # the primary key in id order and filter every row
@@ -637,10 +612,7 @@ class IndexedKeys:
         self, conn: Reach, schema: str, kind: int, slot: int, keys: list[int]
     ) -> tuple[I64, I64]:
         connection = connection_of(conn)
-        settled = settled_through(connection, schema)
-        probe = slot_lookup(
-            qualified(schema), kind, slot, any_of("SELECT CAST(:keys AS bigint[])"), settled
-        )
+        probe = slot_lookup(qualified(schema), kind, slot, any_of("SELECT CAST(:keys AS bigint[])"))
         rows = connection.execute(
             text(
                 "SELECT array_agg(l.id ORDER BY l.id), array_agg(l.key ORDER BY l.id) "

@@ -191,12 +191,10 @@ def found_sql(
     block_count: int,
     hot_limit: int = 0,
     secondary: tuple[int, int] = (0, 0),
-    settled: int = 0,
 ) -> str:
     """The candidate lookups of :func:`matches_sql`: rows ``(a, block, sample, kind, slot,
     pkey)``, the last three naming the band or block key a row was found by (``NULL`` for
-    other rows); ``settled`` bounds the tiers of the key indexes
-    (:func:`~dedup_store.db.lookup.slot_lookup`)."""
+    other rows)."""
     s = qualified(schema)
     exact = (
         f"SELECT o.id, false, false FROM {s}.documents o "
@@ -205,7 +203,7 @@ def found_sql(
     others = [sample_lookup(s, hot_limit), exact]
     if hot_limit and any(secondary):
         others.append(hot.secondary_lookup(s, hot_limit))
-    branches = key_lookups(s, band_count, block_count, hot_limit, settled) + [
+    branches = key_lookups(s, band_count, block_count, hot_limit) + [
         "SELECT o.*, NULL::smallint AS kind, NULL::smallint AS slot, NULL::bigint AS pkey "
         f"FROM ({other}) o"
         for other in others
@@ -221,7 +219,6 @@ def matches_sql(
     hot_limit: int = 0,
     secondary: tuple[int, int] = (0, 0),
     found: str = "",
-    settled: int = 0,
 ) -> str:
     """A query of the verified matches of an unstored fingerprint given in bind parameters.
 
@@ -239,7 +236,7 @@ def matches_sql(
                        CAST(:shingles AS integer[]) AS shingles,
                        CAST(:shingle_count AS integer) AS shingle_count,
                        CAST(:meta_signature AS integer[]) AS meta_signature) y"""
-    rows = found or f"({found_sql(schema, band_count, block_count, hot_limit, secondary, settled)})"
+    rows = found or f"({found_sql(schema, band_count, block_count, hot_limit, secondary)})"
     candidates = f"""(
         SELECT a, bool_and(block) AS block_only, bool_or(sample) AS sampled
         FROM {rows} found GROUP BY a
@@ -266,16 +263,14 @@ def _check_statement(
     block_count: int,
     hot_limit: int,
     secondary: tuple[int, int],
-    settled: int,
 ) -> TextClause:
     """The statement of :func:`check_statement` (built once: it is long and parsed for binds).
 
-    Its matches, a row of id -1 when it ran without secondary keys and the query owns a hot
-    key (run it again with them), and a row of id -2 when the settled tier's bound is no
-    longer ``settled`` (the matches are the same; read the bound again for the next one).
+    Its matches, and a row of id -1 when it ran without secondary keys and the query owns a hot
+    key (run it again with them).
     """
     s = qualified(schema)
-    lookups = found_sql(schema, band_count, block_count, hot_limit, secondary, settled)
+    lookups = found_sql(schema, band_count, block_count, hot_limit, secondary)
     matches = matches_sql(schema, band_count, block_count, hot_limit, secondary, "found")
     return text(f"""
         WITH found AS MATERIALIZED ({lookups})
@@ -284,10 +279,6 @@ def _check_statement(
         SELECT -1::bigint, NULL::text, NULL::bigint, NULL::text, NULL::float8, NULL::float8,
                NULL::integer, NULL::float8, NULL::float8
         WHERE EXISTS ({hot.touched_sql(s)})
-        UNION ALL
-        SELECT -2::bigint, NULL::text, NULL::bigint, NULL::text, NULL::float8, NULL::float8,
-               NULL::integer, NULL::float8, NULL::float8
-        WHERE (SELECT t.settled_through FROM {s}.key_tiers t) <> {int(settled)}
     """)
 
 
@@ -329,15 +320,12 @@ def check_statement(
     fp: Fingerprint,
     secondary: bool = False,
     meta_signature: U32 | None = None,
-    settled: int = 0,
 ) -> tuple[str, dict[str, Any]]:
     """The statement of ``check`` (:func:`matches_sql`) and its ``:name`` parameters, with or
     without the secondary keys of ``fp``; ``meta_signature`` as in
-    :func:`fingerprint_parameters`; ``settled`` bounds the tiers of the key indexes
-    (:func:`~dedup_store.db.ddl.settled_through`: a stale value gives the same matches, through
-    a slower plan)."""
+    :func:`fingerprint_parameters`."""
     parameters = fingerprint_parameters(fp, secondary, meta_signature)
-    return _check_statement(schema, *lookup_shape(fp), settled).text, parameters
+    return _check_statement(schema, *lookup_shape(fp)).text, parameters
 
 
 def store_edges(

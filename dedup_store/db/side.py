@@ -83,12 +83,10 @@ class SideIndexedKeys(IndexedKeys):
         elsewhere = []
         for part in range(lanes):
             chosen = [g if n % lanes == part else _NO_KEYS for n, g in enumerate(groups)]
-            statement, parameters, _ = lookup_statement(
-                schema, chosen, hot_limit, settled, (SETTLED,)
-            )
+            statement, parameters, _ = lookup_statement(schema, chosen, hot_limit, (SETTLED,))
             elsewhere.append(self.side.submit(statement, parameters))
         statement, parameters, uniques = lookup_statement(
-            schema, groups, hot_limit, settled, (RECENT,), hot_kinds, samples=False
+            schema, groups, hot_limit, (RECENT,), hot_kinds, samples=False
         )
         recent = found_in(connection.execute(text(statement), parameters), uniques, len(groups))
         older = found_in([row for f in elsewhere for row in f.result()], uniques, len(groups))

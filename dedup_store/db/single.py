@@ -3,14 +3,15 @@
 Adding a single document through the batch path costs a dozen round trips (candidate lookup,
 two COPYs, edges, cluster sizes, relabelling). Here the writers' lock is taken, then one
 statement finds and scores the document's matches exactly as ``check`` does (which is what the
-batch path computes for one document), inserts the document, its sample keys and its edges, and
+batch path computes for one document), inserts the document, its ``recent_keys`` row, its
+sample keys and its edges, and
 merges the clusters its merging matches join (:func:`~dedup_store.db.scoring.merging_methods`):
 it takes the cluster of the largest such cluster (ties: the oldest label) and moves the members
 of the others into it, as :func:`~dedup_store.core.clustering.merge_labels` does.
 
 An exact copy of a stored document (the first of its exact group) is linked to that document
-alone, records it in ``exact_of`` and gets no sample keys (its band and block keys are kept in
-its row but left out of the partial key indexes).
+alone, records it in ``exact_of`` and gets no sample keys and no ``recent_keys`` row (its band
+and block keys are kept in its ``documents`` row).
 
 The statement's snapshot is taken after the lock is granted, so it sees every batch committed
 before, like the batch path.
@@ -36,9 +37,9 @@ from sqlalchemy import Connection, TextClause, text
 from dedup_store.core.arrays import U32
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.db import hot
-from dedup_store.db.ddl import settled_through
+from dedup_store.db.ddl import RECENT, TIER_TABLES, key_column
 from dedup_store.db.encoding import array_literal
-from dedup_store.db.names import qualified
+from dedup_store.db.names import qualified, quote
 from dedup_store.db.scoring import (
     fingerprint_parameters,
     found_sql,
@@ -59,7 +60,6 @@ class SingleOutcome:
         cluster_id: the document's cluster afterwards.
         matches: its verified matches with older documents (none when not inserted).
         rekey: nothing was written: the document makes keys hot, to be promoted first.
-        settled: the settled tier's bound of the key indexes, as the statement found it.
     """
 
     doc_id: int
@@ -67,7 +67,6 @@ class SingleOutcome:
     cluster_id: int
     matches: list[MatchRow]
     rekey: bool = False
-    settled: int = 0
 
 
 @lru_cache(maxsize=32)
@@ -77,10 +76,13 @@ def _statement(
     block_count: int,
     hot_limit: int,
     secondary: tuple[int, int],
-    settled: int,
 ) -> TextClause:
     s = qualified(schema)
-    lookups = found_sql(schema, band_count, block_count, hot_limit, secondary, settled)
+    lookups = found_sql(schema, band_count, block_count, hot_limit, secondary)
+    slots = [("band_keys", i) for i in range(1, band_count + 1)]
+    slots += [("block_keys", i) for i in range(1, block_count + 1)]
+    key_names = ", ".join(quote(key_column(column, slot)) for column, slot in slots)
+    key_values = ", ".join(f"(CAST(:{column} AS bigint[]))[{slot}]" for column, slot in slots)
     matches = matches_sql(schema, band_count, block_count, hot_limit, secondary, "found")
     return text(f"""
         WITH known AS (
@@ -130,6 +132,10 @@ def _statement(
                    CAST(:meta_signature AS integer[])
             FROM new_id n CROSS JOIN keeper k
         ),
+        recent AS (
+            INSERT INTO {s}.{quote(TIER_TABLES[RECENT])} (id, {key_names})
+            SELECT n.id, {key_values} FROM new_id n WHERE NOT EXISTS (SELECT 1 FROM first)
+        ),
         sample AS (
             INSERT INTO {s}.sample_keys (key, doc_id)
             SELECT key, n.id FROM new_id n CROSS JOIN unnest(CAST(:sk AS integer[])) AS key
@@ -153,7 +159,7 @@ def _statement(
         SELECT coalesce((SELECT id FROM new_id), (SELECT id FROM known)),
                EXISTS (SELECT 1 FROM new_id),
                coalesce((SELECT label FROM keeper), (SELECT cluster_id FROM known)),
-               (SELECT t.settled_through FROM {s}.key_tiers t)::text,
+               NULL::text,
                NULL, NULL, NULL, NULL, NULL, NULL::float8, NULL::float8
         UNION ALL
         SELECT m.a, NULL, NULL, m.external_id, m.cluster_id, m.method, m.jaccard,
@@ -166,10 +172,7 @@ def promote_pending(conn: Connection, schema: str, fp: Fingerprint) -> None:
     """Make hot the keys of ``fp`` that adding it makes hot (holding the writers' lock)."""
     params = fp.params
     counts = hot.secondary_counts(params)
-    settled = settled_through(conn, schema)
-    lookups = found_sql(
-        schema, len(fp.band_keys), len(fp.block_keys), params.hot_key_limit, counts, settled
-    )
+    lookups = found_sql(schema, len(fp.band_keys), len(fp.block_keys), params.hot_key_limit, counts)
     pending = hot.pending_keys_sql(qualified(schema), counts, params.hot_key_limit)
     rows = conn.execute(
         text(f"WITH found AS MATERIALIZED ({lookups}) {pending}"), fingerprint_parameters(fp)
@@ -187,7 +190,6 @@ def add_statement(
     body: str | None,
     language: str,
     meta_signature: U32 | None = None,
-    settled: int = 0,
 ) -> tuple[str, dict[str, Any]]:
     """The statement that inserts one document, with its ``:name`` parameters.
 
@@ -195,10 +197,9 @@ def add_statement(
     :func:`~dedup_store.db.write.lock_writers` first) and read its rows with :func:`outcome`.
     ``meta`` must be JSON-serializable (validated by the caller); ``meta_signature`` is the
     signature of its metadata set (``None``: none), and ``fp`` then has its exact key
-    (:func:`~dedup_store.core.metadata.exact_key`); ``settled`` bounds the tiers of the key
-    indexes (:func:`~dedup_store.db.ddl.settled_through`).
+    (:func:`~dedup_store.core.metadata.exact_key`).
     """
-    statement = _statement(schema, *lookup_shape(fp), settled)
+    statement = _statement(schema, *lookup_shape(fp))
     parameters = {
         **fingerprint_parameters(fp, meta_signature=meta_signature),
         "seq": qualified(schema, "document_ids"),
@@ -218,9 +219,8 @@ def add_statement(
 def outcome(rows: Sequence[Sequence[Any]]) -> SingleOutcome:
     """What the statement of :func:`add_statement` did, from its rows."""
     head, *found = rows
-    settled = int(head[3])
     if head[0] is None:  # neither inserted nor known: keys to make hot first
-        return SingleOutcome(0, False, 0, [], rekey=True, settled=settled)
+        return SingleOutcome(0, False, 0, [], rekey=True)
     doc_id, inserted, cluster_id = int(head[0]), bool(head[1]), int(head[2])
     matches = [MatchRow(*row[:1], *row[3:]) for row in found]
-    return SingleOutcome(doc_id, inserted, cluster_id, matches, settled=settled)
+    return SingleOutcome(doc_id, inserted, cluster_id, matches)

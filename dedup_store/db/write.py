@@ -153,15 +153,16 @@ def _utf8(text: str | None) -> bytes | None:
 @dataclasses.dataclass(frozen=True)
 class DocumentRows:
     """A batch's new documents as :func:`insert_documents` writes them: their COPY rows, their
-    sample keys (in index order) and, in a bulk load, their ``settled_keys`` COPY rows."""
+    sample keys (in index order), and the COPY rows of their key tier's table."""
 
     columns: tuple[str, ...]
     payload: bytes
     sample_keys: I32
     sample_docs: I64
+    key_table: str
+    key_columns: tuple[str, ...]
+    key_payload: bytes
     freeze: bool = False
-    settled_columns: tuple[str, ...] = ()
-    settled: bytes = b""
 
 
 def document_rows(
@@ -175,7 +176,8 @@ def document_rows(
     are the :func:`encode_rows` of their rows, ``with_meta`` whether those hold
     ``meta_signature`` (a store with ``meta_fields``), ``freeze`` whether they are written
     frozen (:func:`~dedup_store.db.bulk_copy.copy_payload`: a bulk load into an empty store),
-    ``settled`` whether they enter the settled tier's table at once (a bulk load).
+    ``settled`` whether they enter the settled tier at once (a bulk load) rather than the
+    recent one.
 
     Needs no connection: a bulk load makes them while the batch before is being written.
     """
@@ -203,20 +205,21 @@ def document_rows(
     keys, docs = sample_columns(batch, rows[firsts], new.ids[firsts])
     order = np.argsort(keys, kind="stable")  # in index order: the b-tree is walked in order
     columns = ENCODED_COLUMNS + meta_column + WRITTEN_COLUMNS
-    settled_columns, settled_payload = settled_rows(new) if settled else ((), b"")
+    key_columns, key_payload = key_rows(new)
     return DocumentRows(
         columns,
         b"".join(parts),
         keys[order],
         docs[order],
+        ddl.TIER_TABLES[ddl.SETTLED if settled else ddl.RECENT],
+        key_columns,
+        key_payload,
         freeze,
-        settled_columns,
-        settled_payload,
     )
 
 
-def settled_rows(new: NewRows) -> tuple[tuple[str, ...], bytes]:
-    """The ``settled_keys`` columns and COPY rows of the new first documents of a batch."""
+def key_rows(new: NewRows) -> tuple[tuple[str, ...], bytes]:
+    """The columns and COPY rows of the new first documents of a batch in a tier table."""
     batch, firsts = new.batch, new.firsts
     rows = new.rows[firsts]
     columns: list[tuple[npt.NDArray[Any], npt.DTypeLike]] = [(new.ids[firsts], ">i8")]
@@ -224,7 +227,7 @@ def settled_rows(new: NewRows) -> tuple[tuple[str, ...], bytes]:
     for kind, column, slot in ddl.key_slots(batch.params):
         matrix = batch.band_keys if kind == BAND else batch.block_keys
         columns.append((matrix[rows, slot - 1], ">i8"))
-        names.append(ddl.settled_column(column, slot))
+        names.append(ddl.key_column(column, slot))
     return tuple(names), bulk_copy.fixed_prefix(len(columns), columns)
 
 
@@ -234,7 +237,8 @@ def insert_documents(
     rows: DocumentRows,
     secondary: hot.SecondaryRows | None = None,
 ) -> None:
-    """COPY the new documents of a batch (:func:`document_rows`) and their sample keys.
+    """COPY the new documents of a batch (:func:`document_rows`), their sample keys and their
+    rows of a tier table.
 
     Call it after :func:`~dedup_store.db.hot.find_candidates`, whose lookups must only meet
     older documents' keys, and which gives the ``secondary`` keys of their hot slots.
@@ -242,10 +246,9 @@ def insert_documents(
     bulk_copy.copy_payload(conn, schema, "documents", rows.columns, rows.payload, rows.freeze)
     samples: list[npt.NDArray[Any]] = [rows.sample_keys, rows.sample_docs]
     bulk_copy.copy_fixed_rows(conn, schema, "sample_keys", ("key", "doc_id"), samples, rows.freeze)
-    if rows.settled:
-        bulk_copy.copy_payload(
-            conn, schema, ddl.SETTLED_KEYS, rows.settled_columns, rows.settled, rows.freeze
-        )
+    bulk_copy.copy_payload(
+        conn, schema, rows.key_table, rows.key_columns, rows.key_payload, rows.freeze
+    )
     if secondary is not None and len(secondary):
         hot.write_secondary(conn, schema, secondary)
 
@@ -339,13 +342,14 @@ def delete_documents(
     if not clusters:
         return
     heirs = promote_copies(conn, schema, doc_ids)
-    if heirs:  # settled copies now first: they join the settled tier
+    if heirs:  # copies now first: they join the tier of their ids
         settled = ddl.settled_through(conn, schema)
-        ddl.fill_settled_keys(conn, schema, params, 0, settled, heirs)
-    conn.execute(
-        text(f"DELETE FROM {s}.{quote(ddl.SETTLED_KEYS)} WHERE id = ANY(:ids)"),
-        {"ids": list(doc_ids)},
-    )
+        ddl.fill_keys(conn, schema, params, ddl.SETTLED, 0, settled, heirs)
+        ddl.fill_keys(conn, schema, params, ddl.RECENT, settled, None, heirs)
+    for table in ddl.TIER_TABLES.values():
+        conn.execute(
+            text(f"DELETE FROM {s}.{quote(table)} WHERE id = ANY(:ids)"), {"ids": list(doc_ids)}
+        )
     conn.execute(
         text(
             f"DELETE FROM {s}.sample_keys t USING (SELECT d.id, unnest(d.shingles) AS key "
@@ -369,8 +373,7 @@ def promote_copies(conn: Connection, schema: str, doc_ids: Sequence[int]) -> lis
     The heir takes over the deleted document's sample keys and secondary keys (equal texts
     have equal keys), its edges with documents outside the group with their scores (copies
     share their metadata set too), and the other copies' links;
-    its own band and block keys enter the recent tier's partial key indexes as its ``exact_of``
-    becomes NULL (the caller adds a settled one to the settled tier).
+    the caller adds its keys to the table of its tier.
     """
     s = qualified(schema)
     rows = conn.execute(

@@ -77,7 +77,7 @@ def _key_index_names(engine: Engine, schema: str) -> set[str]:
         rows = conn.execute(
             text(
                 "SELECT indexname FROM pg_indexes WHERE schemaname = :s "
-                "AND (indexname LIKE :p OR tablename = 'settled_keys')"
+                "AND (indexname LIKE :p OR tablename IN ('settled_keys', 'recent_keys'))"
             ),
             {"s": schema, "p": "documents\\_b%"},
         )
@@ -85,14 +85,13 @@ def _key_index_names(engine: Engine, schema: str) -> set[str]:
 
 
 def test_store_creates_two_key_indexes_per_slot(engine: Engine, schema: str) -> None:
-    """The settled tier's on ``settled_keys`` (with its id index), the recent tier's on
-    ``documents``."""
+    """One on each tier's table (each with its id index), none on ``documents``."""
     DedupStore(engine, schema=schema).close()
     params = FingerprintParams()
     slots = [f"band_{i}" for i in range(1, params.band_key_count + 1)]
     slots += [f"block_{i}" for i in range(1, params.block_key_count + 1)]
-    expected = {f"settled_keys_{name}" for name in slots} | {"settled_keys_id"}
-    expected |= {f"documents_{name}_recent" for name in slots}
+    expected = {f"{table}_{name}" for table in ("settled_keys", "recent_keys") for name in slots}
+    expected |= {"settled_keys_id", "recent_keys_id"}
     assert _key_index_names(engine, schema) == expected
 
 

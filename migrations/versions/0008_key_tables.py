@@ -1,11 +1,11 @@
-"""The settled tier of the key indexes in a table of its own; the exact-hash index a B-tree.
+"""Each tier of the key indexes in a table of its own; the exact-hash index a B-tree.
 
-The settled tier moves from partial indexes on ``documents`` to the table ``settled_keys``: one
-row of plain ``bigint`` columns per settled first document, one column per key slot, and an
-index per column. Its columns depend on the store's parameters, so the store creates the table
-when it opens (as it creates the per-slot indexes), filling it from ``documents`` and dropping
-the old settled indexes. Downgrading drops the table: a store at 0007 builds its settled
-indexes on ``documents`` again when it opens.
+The tiers move from partial indexes on ``documents`` to the tables ``settled_keys`` and
+``recent_keys``: one row of plain ``bigint`` columns per first document, one column per key
+slot, and an index per column. Their columns depend on the store's parameters, so the store
+creates the tables when it opens (as it creates the per-slot indexes), filling them from
+``documents`` and dropping the old indexes. Downgrading drops the tables: a store at 0007
+builds its indexes on ``documents`` again when it opens.
 
 Both kinds of index serve the equality lookups of the exact hashes at the same cost. A bulk load
 builds the index again at its end, and there the B-tree is the quicker: 0.44 s against 1.43 s
@@ -31,7 +31,7 @@ CREATE INDEX documents_exact_hash ON {s}.documents (exact_hash);
 """
 
 DOWNGRADE = """
-DROP TABLE IF EXISTS {s}.settled_keys;
+DROP TABLE IF EXISTS {s}.settled_keys, {s}.recent_keys;
 DROP INDEX {s}.documents_exact_hash;
 CREATE INDEX documents_exact_hash ON {s}.documents USING hash (exact_hash);
 """
