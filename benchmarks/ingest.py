@@ -69,7 +69,7 @@ from dedup_store.core import FingerprintParams
 from dedup_store.db.names import quote
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
-TABLES = ("documents", "settled_keys", "sample_keys", "edges")
+TABLES = ("documents", "settled_keys", "recent_keys", "sample_keys", "edges")
 WARM_UP = 50
 BEFORE_ANALYZE = 200
 PEER_CHUNK = 5000
