@@ -27,10 +27,7 @@ def snapshot(engine: Engine, schema: str) -> dict[str, Any]:
             )
         ).all()
         samples = conn.execute(
-            text(
-                f"SELECT key, doc_id FROM (SELECT key, doc_id FROM {s}.sample_keys UNION ALL "
-                f"SELECT key, doc_id FROM {s}.recent_sample_keys) k ORDER BY key, doc_id"
-            )
+            text(f"SELECT key, doc_id FROM {s}.sample_keys ORDER BY key, doc_id")
         ).all()
         members = conn.execute(
             text(f"SELECT cluster_id, external_id FROM {s}.documents ORDER BY cluster_id")

@@ -203,13 +203,10 @@ class LoadedKeys:
                 matrix = np.array([row[column] for row in firsts], dtype=np.int64)
                 for slot in range(matrix.shape[1]):
                     self._index.add((kind, slot + 1), matrix[:, slot], ids)
-        both = " UNION ALL ".join(
-            f"SELECT key, doc_id FROM {s}.{quote(t)}" for t in ddl.SAMPLE_TABLES.values()
-        )
         samples = conn.execute(
             text(
                 f"SELECT array_send(array_agg(key ORDER BY doc_id)), "
-                f"array_agg(doc_id ORDER BY doc_id) FROM ({both}) k"
+                f"array_agg(doc_id ORDER BY doc_id) FROM {s}.sample_keys"
             )
         ).one()
         if samples[1] is not None:
@@ -337,13 +334,12 @@ def begin(
     s = qualified(schema)
     # every table the load changes the indexes or files of, in one statement: a reader that
     # holds one of them waits for none of the others
-    lock_tables(conn, schema, ("documents", *ddl.SAMPLE_TABLES.values(), *ddl.TIER_TABLES.values()))
+    lock_tables(conn, schema, ("documents", "sample_keys", *ddl.TIER_TABLES.values()))
     empty = conn.execute(text(f"SELECT NOT EXISTS (SELECT 1 FROM {s}.documents)")).scalar_one()
     if empty:
         # new files for the tables: on a server with wal_level = minimal (the embedded one)
         # what this transaction writes into them skips the WAL, and its COPYs may freeze
-        tables = ("documents", "edges", "secondary_keys", *ddl.SAMPLE_TABLES.values())
-        tables += tuple(ddl.TIER_TABLES.values())
+        tables = ("documents", "edges", "sample_keys", "secondary_keys", *ddl.TIER_TABLES.values())
         conn.execute(text(f"TRUNCATE {', '.join(f'{s}.{quote(t)}' for t in tables)}"))
     drop_lookup_indexes(conn, schema, params)
     loaded = LoadedKeys(params)
@@ -410,7 +406,7 @@ def settle(conn: Connection, schema: str, params: FingerprintParams) -> dict[str
         recent tier), ``seconds`` (the index builds).
     """
     write.lock_writers(conn, schema)
-    lock_tables(conn, schema, (*ddl.SAMPLE_TABLES.values(), *ddl.TIER_TABLES.values()))
+    lock_tables(conn, schema, tuple(ddl.TIER_TABLES.values()))
     before = ddl.settled_through(conn, schema)
     moved = conn.execute(
         text(f"SELECT count(*) FROM {qualified(schema, 'documents')} WHERE id > :b"), {"b": before}
@@ -418,31 +414,11 @@ def settle(conn: Connection, schema: str, params: FingerprintParams) -> dict[str
     for name, value in BUILD_SETTINGS.items():
         conn.execute(text("SELECT set_config(:name, :value, true)"), {"name": name, "value": value})
     started = time.perf_counter()
-    conn.execute(text(f"DROP INDEX {qualified(schema, 'sample_keys_lookup')}"))
-    move_recent_samples(conn, schema)
-    create_lookup_indexes(conn, schema, ("sample_keys",))
     last_id = build_key_indexes(conn, schema, params)
     seconds = time.perf_counter() - started
-    for table in (*ddl.SAMPLE_TABLES.values(), *ddl.TIER_TABLES.values()):
+    for table in ddl.TIER_TABLES.values():
         conn.execute(text(f"ANALYZE {qualified(schema, table)}"))
     return {"settled_through": last_id, "moved": int(moved), "seconds": seconds}
-
-
-def move_recent_samples(conn: Connection, schema: str) -> None:
-    """Move the excerpt keys of the recent tier into the settled tier's table (whose index the
-    caller has dropped) and empty the recent one."""
-    settled, recent = (qualified(schema, ddl.SAMPLE_TABLES[t]) for t in (ddl.SETTLED, ddl.RECENT))
-    conn.execute(text(f"INSERT INTO {settled} (key, doc_id) SELECT key, doc_id FROM {recent}"))
-    conn.execute(text(f"TRUNCATE {recent}"))
-
-
-def create_lookup_indexes(conn: Connection, schema: str, tables: tuple[str, ...]) -> None:
-    """Create the :data:`LOOKUP_INDEXES` of ``tables`` (as the models define them)."""
-    metadata = ddl.build_metadata(schema)
-    for table, name in LOOKUP_INDEXES:
-        if table in tables:
-            found = metadata.tables[f"{schema}.{table}"].indexes
-            next(i for i in found if i.name == name).create(conn)
 
 
 #: Server settings for the index builds that end a bulk load (for its transaction only).
@@ -473,8 +449,10 @@ def finish(
         conn.execute(text("SELECT set_config(:name, :value, true)"), {"name": name, "value": value})
     write.catch_up_ids(conn, schema)
     started = time.perf_counter()
-    move_recent_samples(conn, schema)
-    create_lookup_indexes(conn, schema, tuple(table for table, _ in LOOKUP_INDEXES))
+    metadata = ddl.build_metadata(schema)
+    for table, name in LOOKUP_INDEXES:
+        index = next(i for i in metadata.tables[f"{schema}.{table}"].indexes if i.name == name)
+        index.create(conn)
     build_key_indexes(conn, schema, params, settled_from)
     built = time.perf_counter()
     s = qualified(schema)

@@ -46,12 +46,6 @@ from dedup_store.db.names import qualified, quote
 from dedup_store.results import Method
 
 VERSION_TABLE = "alembic_version"
-
-#: The tiers of the key tables: documents up to ``settled_through``, and those after.
-SETTLED, RECENT = "settled", "recent"
-
-#: The excerpt keys of each tier (one row per key a first document keeps).
-SAMPLE_TABLES = {SETTLED: "sample_keys", RECENT: "recent_sample_keys"}
 VIEWS = ("duplicate_pairs", "cluster_members", "cluster_sizes", "duplicates_per_day")
 
 
@@ -99,14 +93,13 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
         Column("settled_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
         CheckConstraint("id = 1", name="key_tiers_single_row"),
     )
-    for name in SAMPLE_TABLES.values():
-        Table(
-            name,
-            md,
-            Column("key", Integer, nullable=False),
-            Column("doc_id", BigInteger, nullable=False),
-            Index(f"{name}_lookup", "key", postgresql_include=["doc_id"]),
-        )
+    Table(
+        "sample_keys",
+        md,
+        Column("key", Integer, nullable=False),
+        Column("doc_id", BigInteger, nullable=False),
+        Index("sample_keys_lookup", "key", postgresql_include=["doc_id"]),
+    )
     Table(
         "hot_keys",
         md,
@@ -162,6 +155,9 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
     )
     return md
 
+
+#: The tiers of the key tables: documents up to ``settled_through``, and those after.
+SETTLED, RECENT = "settled", "recent"
 
 #: The table of each tier: one row per first document (exact copies have none), its id and one
 #: ``bigint`` column per key slot (:func:`key_column`).

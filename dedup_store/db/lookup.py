@@ -32,7 +32,6 @@ from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.mixing import mix64
 from dedup_store.db.ddl import (
     RECENT,
-    SAMPLE_TABLES,
     SETTLED,
     TIER_TABLES,
     key_column,
@@ -290,7 +289,7 @@ def lookup_statement(
         parameters[name] = array_literal(keys.tolist())
         if group.kind == SAMPLE:
             # one bounded probe per key: a hot excerpt key must not cost its whole posting list
-            probe = excerpt_probe(s, "id")
+            probe = f"SELECT k.doc_id AS id FROM {s}.sample_keys k WHERE k.key = n.key"
             limit = f"LIMIT {int(hot_limit) + 1}" if hot_limit else ""
             branches.append(
                 f"SELECT {number} AS grp, f.id, n.key::bigint AS key "
@@ -446,25 +445,19 @@ def key_lookups(s: str, band_count: int, block_count: int, hot_limit: int) -> li
     return branches
 
 
-def excerpt_probe(s: str, alias: str = "doc_id") -> str:
-    """SQL: the documents (as ``alias``) of the excerpt key ``n.key``, in both tiers' tables."""
-    return " UNION ALL ".join(
-        f"SELECT k.doc_id AS {alias} FROM {s}.{quote(table)} k WHERE k.key = n.key"
-        for table in SAMPLE_TABLES.values()
-    )
-
-
 def sample_lookup(s: str, hot_limit: int) -> str:
     """The excerpt-key probes of the query (parameter ``sk``); hot keys are ignored."""
     if not hot_limit:
         return f"""SELECT o.doc_id AS a, false AS block, true AS sample
                    FROM unnest(CAST(:sk AS integer[])) AS n(key)
-                   CROSS JOIN LATERAL ({excerpt_probe(s)} OFFSET 0) o"""
+                   CROSS JOIN LATERAL (SELECT k.doc_id FROM {s}.sample_keys k
+                                       WHERE k.key = n.key OFFSET 0) o"""
     return f"""SELECT o.doc_id AS a, false AS block, true AS sample
                FROM (SELECT DISTINCT key FROM unnest(CAST(:sk AS integer[])) AS u(key)) n
                CROSS JOIN LATERAL (
                    SELECT l.doc_id, count(*) OVER () AS found
-                   FROM ({excerpt_probe(s)} LIMIT {int(hot_limit) + 1}) l
+                   FROM (SELECT k.doc_id FROM {s}.sample_keys k WHERE k.key = n.key
+                         LIMIT {int(hot_limit) + 1}) l
                ) o
                WHERE o.found < {int(hot_limit)}"""
 

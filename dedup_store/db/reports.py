@@ -136,8 +136,7 @@ def stats_row(conn: Connection, schema: str, params: FingerprintParams) -> dict[
     by_method: dict[str, int] = {row[0]: row[1] for row in by_method_rows}
     hottest = conn.execute(
         text(
-            f"SELECT key, count(*) FROM (SELECT key FROM {s}.sample_keys UNION ALL "
-            f"SELECT key FROM {s}.recent_sample_keys) k GROUP BY key "
+            f"SELECT key, count(*) FROM {s}.sample_keys GROUP BY key "
             "ORDER BY count(*) DESC, key LIMIT 5"
         )
     )

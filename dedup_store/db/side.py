@@ -3,9 +3,8 @@
 While a batch holds the writers' lock and has written nothing yet in its transaction, the
 settled tier (:mod:`dedup_store.db.ddl`) changes for nobody until the batch commits: another
 connection reads it as the batch's would. :class:`SideIndexedKeys` then looks it up on
-:class:`SideReader` connections, half of the slots each (and on one of them the excerpt keys
-of both tiers, whose recent table changes for nobody either), while the writer's connection
-looks up the recent tier and the hot keys,
+:class:`SideReader` connections, half of the slots each (and on one of them the excerpt keys,
+which have one tier), while the writer's connection looks up the recent tier and the hot keys,
 and merges the parts as one lookup of both tiers finds them
 (:func:`~dedup_store.db.lookup.find_keys`).
 """
@@ -93,7 +92,7 @@ class SideIndexedKeys(IndexedKeys):
         older = found_in([row for f in elsewhere for row in f.result()], uniques, len(groups))
         cap = hot_limit + 1 if hot_limit else 0
         for number, group in enumerate(groups):
-            if group.kind == SAMPLE:  # excerpt keys: both tiers, looked up on a side connection
+            if group.kind == SAMPLE:  # excerpt keys: one tier, looked up on a side connection
                 recent.ids[number], recent.keys[number] = older.ids[number], older.keys[number]
                 continue
             recent.ids[number], recent.keys[number] = oldest(

@@ -59,11 +59,7 @@ class StoredRows:
             "id bigint, band_keys array<bigint>, block_keys array<bigint>",
             where="exact_of IS NULL",
         )
-        samples = self._read(
-            "doc_id, key", "sample_keys", "doc_id bigint, key int", "doc_id"
-        ).unionByName(
-            self._read("doc_id, key", "recent_sample_keys", "doc_id bigint, key int", "doc_id")
-        )
+        samples = self._read("doc_id, key", "sample_keys", "doc_id bigint, key int", "doc_id")
         return slotted_keys(slotted.withColumn("batch", F.lit(-1).cast("bigint"))).unionByName(
             samples.select(
                 F.lit(SAMPLE).alias("kind"),

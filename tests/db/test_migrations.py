@@ -36,8 +36,7 @@ def test_upgrade_downgrade_upgrade(engine: Engine, schema: str) -> None:
     assert migrate.current(engine, schema) is None
     migrate.upgrade(engine, schema)
     assert migrate.current(engine, schema) == migrate.head()
-    expected = {"params", "documents", "sample_keys", "recent_sample_keys", "edges", "hot_keys"}
-    expected |= {"secondary_keys"}
+    expected = {"params", "documents", "sample_keys", "edges", "hot_keys", "secondary_keys"}
     assert expected <= _tables(engine, schema)
     assert set(VIEWS) <= set(inspect(engine).get_view_names(schema=schema))
 
