@@ -332,8 +332,8 @@ def begin(
     """
     write.lock_writers(conn, schema)
     s = qualified(schema)
-    # every table the load changes the indexes or files of, in one statement: a reader that
-    # holds one of them waits for none of the others
+    # every table the load changes the indexes or files of, taken together before anything
+    # else: the load does not hold some of them through its work while it waits for another
     lock_tables(conn, schema, ("documents", "sample_keys", *ddl.TIER_TABLES.values()))
     empty = conn.execute(text(f"SELECT NOT EXISTS (SELECT 1 FROM {s}.documents)")).scalar_one()
     if empty:
