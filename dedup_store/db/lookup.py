@@ -85,10 +85,10 @@ def any_of(source: str) -> str:
     ``SELECT CAST(:keys AS bigint[])``), for :func:`slot_lookup`.
 
     The array is read through a scalar subquery, so the planner sizes the lookup as a few keys
-    instead of estimating each of thousands of them against a key expression it has no
-    statistics for (the slot indexes are partial, whose statistics the planner does not use):
-    taken as a constant, a batch's keys made it guess a third of the table, scan the whole
-    table or the wrong slot's index, and spend more time planning than running.
+    instead of estimating each of thousands of them, and every batch runs the same generic
+    plan. Taken as a constant, a batch's keys once made it (with the keys in partial expression
+    indexes, which have no statistics) guess a third of the table, scan the whole table or the
+    wrong slot's index, and spend more time planning than running.
     """
     return f"= ANY(CAST(({source}) AS bigint[]))"
 
