@@ -323,8 +323,8 @@ def begin(
     conn: Connection, schema: str, params: FingerprintParams, own_transaction: bool = True
 ) -> LoadedKeys:
     """Start a bulk load in the transaction of ``conn``: lock out other writers, give the
-    tables of an empty store new files, drop the lookup indexes, and read what the store holds
-    into memory.
+    tables of an empty store new files, drop the lookup indexes and the foreign keys of
+    ``edges``, and read what the store holds into memory.
 
     A load into an empty store in a transaction of its own (``own_transaction``) writes its
     rows frozen (:attr:`LoadedKeys.frozen`); in a caller's transaction it does not, as the
@@ -334,7 +334,7 @@ def begin(
     s = qualified(schema)
     # every table the load changes the indexes or files of, taken together before anything
     # else: the load does not hold some of them through its work while it waits for another
-    lock_tables(conn, schema, ("documents", "sample_keys", *ddl.TIER_TABLES.values()))
+    lock_tables(conn, schema, ("documents", "edges", "sample_keys", *ddl.TIER_TABLES.values()))
     empty = conn.execute(text(f"SELECT NOT EXISTS (SELECT 1 FROM {s}.documents)")).scalar_one()
     if empty:
         # new files for the tables: on a server with wal_level = minimal (the embedded one)
@@ -342,6 +342,7 @@ def begin(
         tables = ("documents", "edges", "sample_keys", "secondary_keys", *ddl.TIER_TABLES.values())
         conn.execute(text(f"TRUNCATE {', '.join(f'{s}.{quote(t)}' for t in tables)}"))
     drop_lookup_indexes(conn, schema, params)
+    ddl.drop_edge_links(conn, schema)
     loaded = LoadedKeys(params)
     loaded.load(conn, schema)
     loaded.frozen = bool(empty) and own_transaction
@@ -432,7 +433,8 @@ def finish(
     settings: Mapping[str, str],
     settled_from: int | None = None,
 ) -> dict[str, float]:
-    """Build the indexes :func:`begin` dropped and refresh the planner's statistics.
+    """Build the indexes :func:`begin` dropped, add back the foreign keys of ``edges`` (checking
+    every edge) and refresh the planner's statistics.
 
     Every document is settled: the settled tier of the key indexes is built over all of them,
     the recent tier is created empty.
@@ -454,6 +456,7 @@ def finish(
         index = next(i for i in metadata.tables[f"{schema}.{table}"].indexes if i.name == name)
         index.create(conn)
     build_key_indexes(conn, schema, params, settled_from)
+    ddl.add_edge_links(conn, schema)
     built = time.perf_counter()
     s = qualified(schema)
     for table in (*write.TABLES, *ddl.TIER_TABLES.values()):

@@ -38,6 +38,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.schema import AddConstraint
 
 from dedup_store.config import DEFAULT_SCHEMA as DEFAULT_SCHEMA
 from dedup_store.core.params import FingerprintParams
@@ -245,6 +246,43 @@ def create_key_indexes(conn: Connection, schema: str, indexes: list[KeyIndex]) -
     """Create the per-slot key indexes ``indexes`` (from :func:`missing_key_indexes`)."""
     for index in indexes:
         conn.execute(text(index.definition(schema)))
+
+
+def edge_links(conn: Connection, schema: str) -> dict[str, str]:
+    """``{column: constraint name}`` of the foreign keys of ``edges`` to ``documents``."""
+    rows = conn.execute(
+        text(
+            "SELECT a.attname, c.conname FROM pg_constraint c "
+            "JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1] "
+            "WHERE c.conrelid = CAST(:edges AS regclass) AND c.contype = 'f'"
+        ),
+        {"edges": qualified(schema, "edges")},
+    )
+    return {str(column): str(name) for column, name in rows}
+
+
+def drop_edge_links(conn: Connection, schema: str) -> None:
+    """Drop the foreign keys of ``edges`` for the rest of the transaction, for a load that
+    holds the store's tables (:func:`add_edge_links` adds them back).
+
+    Nothing deletes a document while such a load runs, so the check of each edge as it is
+    written (two primary-key lookups that also lock the documents' rows: 25 µs an edge, and
+    dirty pages of ``documents`` the load has just written) buys nothing that the single check
+    of every edge at the end does not.
+    """
+    edges = qualified(schema, "edges")
+    for name in edge_links(conn, schema).values():
+        conn.execute(text(f"ALTER TABLE {edges} DROP CONSTRAINT {quote(name)}"))
+
+
+def add_edge_links(conn: Connection, schema: str) -> None:
+    """Add the foreign keys of ``edges`` that the store lacks (:func:`drop_edge_links`), as
+    the models define them; PostgreSQL checks every stored edge against ``documents`` at once."""
+    present = edge_links(conn, schema)
+    edges = build_metadata(schema).tables[f"{schema}.edges"]
+    for constraint in sorted(edges.foreign_key_constraints, key=lambda c: c.column_keys[0]):
+        if constraint.column_keys[0] not in present:
+            conn.execute(AddConstraint(constraint))
 
 
 def create_key_tables(conn: Connection, schema: str, params: FingerprintParams) -> None:

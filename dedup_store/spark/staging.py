@@ -17,7 +17,7 @@ import uuid
 from sqlalchemy import Connection, text
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import bulk
+from dedup_store.db import bulk, ddl
 from dedup_store.db.names import qualified, quote
 from dedup_store.db.write import DOCUMENT_COLUMNS
 
@@ -77,10 +77,12 @@ def clean(conn: Connection, schema: str) -> int:
 
 def publish(conn: Connection, staging: Staging, params: FingerprintParams) -> dict[str, float]:
     """Move the staged rows into the store in the transaction of ``conn`` (which holds the
-    writers' lock): drop the lookup indexes, insert set-wise, build the indexes, drop the
-    staging tables. Returns the seconds of the index build and of ``ANALYZE``."""
+    writers' lock): drop the lookup indexes and the foreign keys of ``edges``, insert set-wise,
+    build the indexes and add the keys back, drop the staging tables. Returns the seconds of
+    the index build and of ``ANALYZE``."""
     schema = staging.schema
     bulk.drop_lookup_indexes(conn, schema, params)
+    ddl.drop_edge_links(conn, schema)
     for table, columns in STAGED.items():
         names = ", ".join(quote(c) for c in columns)
         conn.execute(

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine, text
+from sqlalchemy.exc import IntegrityError
 
 from dedup_store import AddResult, DedupStore, Document, FingerprintParams
 from dedup_store.errors import EmptyDocumentError
@@ -22,6 +23,7 @@ from dedup_store.service import BULK_MINIMUM
 from tests.conftest import drop_schema
 from tests.db.corpus import PlantedCorpus
 from tests.db.test_hot_keys import _edits
+from tests.db.test_migrations import _diff as _migration_diff
 from tests.snapshots import snapshot
 from tests.spark.corpora import hot_tables, real_documents
 
@@ -48,17 +50,25 @@ def _load(
 
 
 def _tables(engine: Engine, schema: str) -> dict[str, Any]:
-    """What a snapshot leaves out: hot keys, secondary keys, the indexes with their
-    definitions (schema name removed) and the bound of their settled tier."""
+    """What a snapshot leaves out: hot keys, secondary keys, the indexes and constraints with
+    their definitions (schema name removed) and the bound of their settled tier."""
     with engine.connect() as conn:
         indexes = conn.execute(
             text("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = :s ORDER BY 1"),
+            {"s": schema},
+        ).all()
+        constraints = conn.execute(
+            text(
+                "SELECT conname, pg_get_constraintdef(oid), convalidated FROM pg_constraint "
+                "WHERE connamespace = CAST(:s AS regnamespace) ORDER BY 1"
+            ),
             {"s": schema},
         ).all()
         settled = conn.execute(text(f'SELECT settled_through FROM "{schema}".key_tiers')).all()
     return {
         **hot_tables(engine, schema),
         "indexes": [(name, d.replace(schema, "S")) for name, d in indexes],
+        "constraints": [(name, d.replace(schema, "S"), valid) for name, d, valid in constraints],
         "settled_through": settled,
     }
 
@@ -120,6 +130,26 @@ def test_a_bulk_load_stores_what_the_incremental_path_stores(
     assert len(stored["edges"]) > 10
     if params.hot_key_limit:
         assert _tables(engine, other_schema)["secondary"] or corpus != "hot"
+
+
+def test_edges_keep_their_foreign_keys_through_a_bulk_load(engine: Engine, schema: str) -> None:
+    """A bulk load writes its edges without the foreign keys to ``documents`` and adds them
+    back at the end: they are the models' again, and an edge to no document is refused."""
+    docs: list[Any] = real_documents()[:600]
+    _load(engine, schema, docs, True, FingerprintParams(), batch_size=200)
+    # the per-slot key tables and indexes follow the parameters, not the models
+    assert [d for d in _migration_diff(engine, schema) if d[0] in ("add_fk", "remove_fk")] == []
+    constraints = {name: valid for name, _, valid in _tables(engine, schema)["constraints"]}
+    assert constraints["edges_a_fkey"] and constraints["edges_b_fkey"]
+    with engine.connect() as conn:
+        assert conn.execute(text(f'SELECT count(*) FROM "{schema}".edges')).scalar_one() > 10
+        with pytest.raises(IntegrityError, match="edges_b_fkey"):
+            conn.execute(
+                text(
+                    f'INSERT INTO "{schema}".edges (a, b, method, jaccard, containment, hamming) '
+                    f"VALUES (1, 1000000, 'exact', 1, 1, 0)"
+                )
+            )
 
 
 def test_worker_processes_change_nothing_in_an_incremental_ingest(
