@@ -347,8 +347,10 @@ def verified_parameters(
     """The parameters of :func:`store_verified` for the ``possible`` candidates of the new
     documents, whose intersections ``inter`` are those of :func:`batch_intersections`."""
     inter = inter[possible]
+    copies = new.exact_of != 0
     return {
-        "ids": array_literal(new.ids.tolist()),
+        "copy_of": array_literal(new.exact_of[copies].tolist()),
+        "copies": array_literal(new.ids[copies].tolist()),
         **candidates.subset(possible).parameters(),
         "cand_inter": "{" + ",".join("NULL" if v < 0 else str(v) for v in inter.tolist()) + "}",
         **score_parameters(new.batch.params),
@@ -357,14 +359,11 @@ def verified_parameters(
 
 def store_verified(conn: Connection, schema: str, parameters: Mapping[str, Any]) -> list[MatchRow]:
     """Score and store the candidates of :func:`verified_parameters` in one statement: the
-    candidates found by their keys, plus each exact copy's link to the first document of its
-    group (``exact_of``), scored in SQL.
+    candidates found by their keys, plus each new exact copy's link to the first document of
+    its group (``exact_of``, given as ``copy_of`` and ``copies``), scored in SQL.
     """
     s = qualified(schema)
-    found = f"""
-        ne AS (SELECT nd.exact_of AS a, nd.id AS b
-               FROM {s}.documents nd
-               WHERE nd.id = ANY(CAST(:ids AS bigint[])) AND nd.exact_of IS NOT NULL),
+    found = """
         cand AS (SELECT a, b, bool_and(block_only) AS block_only,
                         bool_or(sampled) AS sampled, max(inter) AS inter FROM (
                      SELECT a, b, block_only = 1 AS block_only, sampled = 1 AS sampled, inter
@@ -373,7 +372,9 @@ def store_verified(conn: Connection, schema: str, parameters: Mapping[str, Any])
                                  CAST(:cand_sampled AS integer[]),
                                  CAST(:cand_inter AS float8[]))
                           AS p(a, b, block_only, sampled, inter)
-                     UNION ALL SELECT a, b, false, false, NULL FROM ne
+                     UNION ALL
+                     SELECT a, b, false, false, NULL
+                     FROM unnest(CAST(:copy_of AS bigint[]), CAST(:copies AS bigint[])) AS c(a, b)
                  ) all_found GROUP BY a, b)
     """
     scored = scored_pairs_sql(
