@@ -133,32 +133,37 @@ class PreparedBatch:
         matches: dict[int | None, list[MatchRow]] = {}
         for edge in edges:
             matches.setdefault(edge.new_id, []).append(edge)
+        merging = merging_methods(self.batch.params)
+        replaced = self.known_before if self.update else {}
+        positions = [self.row_position[row] for row in self.rows_to_insert(known)]
         results: dict[int, AddResult] = {}
-        cluster_of_id = {
+        for position, doc_id in zip(positions, ids, strict=True):
+            external_id = self.documents[position].id
+            found = matches.get(doc_id)
+            if found is None and external_id not in replaced:  # most documents
+                results[position] = AddResult(
+                    external_id, Status.NEW, [], mapping.get(doc_id, doc_id)
+                )
+                continue
+            if external_id in replaced:
+                status = Status.UPDATED
+            else:
+                status = Status.of((e.method for e in found or ()), merging)
+            cluster = mapping.get(doc_id, doc_id)
+            results[position] = AddResult(external_id, status, sorted_matches(found or []), cluster)
+        if len(results) == len(self.row_position) and not self.skipped:
+            return BatchOutcome(list(results.values()), self.record_errors())  # in order
+        clusters = {
             external_id: twin_clusters.get(doc_id)
             for external_id, doc_id in {**self.known_before, **known}.items()
         }
-        merging = merging_methods(self.batch.params)
-        for row, doc_id in zip(self.rows_to_insert(known), ids, strict=True):
-            position = self.row_position[row]
-            external_id = self.documents[position].id
-            cluster = mapping.get(doc_id, doc_id)
-            cluster_of_id[external_id] = cluster
-            found = matches.get(doc_id)
-            if self.update and external_id in self.known_before:
-                status = Status.UPDATED
-            elif found is None:  # most documents: nothing to sort
-                results[position] = AddResult(external_id, Status.NEW, [], cluster)
-                continue
-            else:
-                status = Status.of((e.method for e in found), merging)
-            results[position] = AddResult(external_id, status, sorted_matches(found or []), cluster)
-        not_inserted = [p for p in self.row_position + self.skipped if p not in results]
-        for position in not_inserted:
-            external_id = self.documents[position].id
-            results[position] = AddResult(
-                external_id, Status.SKIPPED, [], cluster_of_id.get(external_id)
-            )
+        clusters.update((r.external_id, r.cluster_id) for r in results.values())
+        for position in self.row_position + self.skipped:
+            if position not in results:
+                external_id = self.documents[position].id
+                results[position] = AddResult(
+                    external_id, Status.SKIPPED, [], clusters.get(external_id)
+                )
         return BatchOutcome([results[p] for p in sorted(results)], self.record_errors())
 
 

@@ -66,6 +66,8 @@ class Method(enum.StrEnum):
 
 
 _METHOD_RANK = {method: rank for rank, method in enumerate(Method)}
+#: The methods by value: a dict lookup, where ``Method(value)`` costs a call into ``enum``.
+_METHOD_OF = {method.value: method for method in Method}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,13 +189,13 @@ class MatchRow:
     @property
     def rank(self) -> tuple[int, float, str]:
         """Sort key, best first: by method, then by decreasing combined score, then by id."""
-        return (_METHOD_RANK[Method(self.method)], -self.score, self.external_id)
+        return (_METHOD_RANK[_METHOD_OF[self.method]], -self.score, self.external_id)
 
     def match(self) -> Match:
         """The match as the caller sees it."""
         return Match(
             self.external_id,
-            Method(self.method),
+            _METHOD_OF[self.method],
             self.jaccard,
             self.containment,
             self.hamming,
