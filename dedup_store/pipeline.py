@@ -298,9 +298,7 @@ def _bulk_ingest(
             stopped = stop.error
         except KeyboardInterrupt as interrupt:
             stopped = interrupt
-        seconds = bulk.finish(
-            conn, dest.schema, dest.params, bulk.BUILD_SETTINGS, settled_from=stored.first_id
-        )
+        seconds = bulk.finish(conn, dest.schema, dest.params, bulk.BUILD_SETTINGS)
     if stopped is not None:
         raise stopped.with_traceback(None)
     summary.bulk = True

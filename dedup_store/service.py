@@ -31,6 +31,7 @@ from dedup_store.db import (
     reports,
     scoring,
     single,
+    tier_rows,
     write,
 )
 from dedup_store.db.bulk import settle as settle_keys
@@ -165,7 +166,7 @@ class DedupStore:
             ddl.save_params(conn, self.schema, stored)
         elif params is not None:
             self._require(stored, params)
-        ddl.create_key_tables(conn, self.schema, stored)
+        tier_rows.create_key_tables(conn, self.schema, stored)
         ddl.create_key_indexes(
             conn, self.schema, ddl.missing_key_indexes(conn, self.schema, stored)
         )

@@ -8,16 +8,22 @@ from sqlalchemy import Engine, text
 
 
 def snapshot(engine: Engine, schema: str) -> dict[str, Any]:
-    """Every document row (id, external id, exact_of, keys, shingles, metadata signature),
-    every edge, and the clusters as sets of external ids."""
+    """Every document row (id, external id, exact_of, fingerprint, shingles, metadata
+    signature), every first document's band and block keys (whichever tier holds them), every
+    edge, and the clusters as sets of external ids."""
     s = f'"{schema}"'
     with engine.connect() as conn:
         documents = conn.execute(
             text(
-                f"SELECT id, external_id, exact_of, simhash, exact_hash, signature, band_keys, "
-                f"block_keys, shingle_count, token_count, length, language, meta, body, shingles, "
-                f"meta_signature "
+                f"SELECT id, external_id, exact_of, simhash, exact_hash, signature, shingle_count, "
+                f"token_count, length, language, meta, body, shingles, meta_signature "
                 f"FROM {s}.documents ORDER BY id"
+            )
+        ).all()
+        keys = conn.execute(
+            text(
+                f"SELECT * FROM (SELECT * FROM {s}.settled_keys UNION ALL "
+                f"SELECT * FROM {s}.recent_keys) k ORDER BY id"
             )
         ).all()
         edges = conn.execute(
@@ -43,6 +49,7 @@ def snapshot(engine: Engine, schema: str) -> dict[str, Any]:
         clusters.setdefault(label, set()).add(external_id)
     return {
         "documents": [tuple(row) for row in documents],
+        "keys": [tuple(row) for row in keys],
         "edges": [tuple(row) for row in edges],
         "sample_keys": [tuple(row) for row in samples],
         "clusters": sorted(sorted(c) for c in clusters.values()),

@@ -28,8 +28,8 @@ from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.keyindex import key_index
 from dedup_store.core.mixing import hashint8
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import ddl, write
-from dedup_store.db.encoding import BAND, BLOCK, SAMPLE, int4_array, sorted_top32
+from dedup_store.db import ddl, tier_rows, write
+from dedup_store.db.encoding import BAND, SAMPLE, int4_array, sorted_top32
 from dedup_store.db.lookup import INDEXED, Found, KeyGroup, NewRows, Reach, key_groups
 from dedup_store.db.names import qualified, quote
 
@@ -49,6 +49,7 @@ class LoadedKeys:
     bulk_load = True
 
     def __init__(self, params: FingerprintParams) -> None:
+        self.params = params
         # a lookup reads at most hot_key_limit + 1 documents of a key, the oldest ones
         self._index = key_index(params.hot_key_limit + 1 if params.hot_key_limit else 0)
         self._exact: dict[bytes, int] = {}
@@ -60,9 +61,6 @@ class LoadedKeys:
         self.external_ids: dict[str, int] = {}
         #: The load emptied the tables it writes with COPY (a new store): it writes them frozen.
         self.frozen = False
-        #: The first id the load writes: its documents enter ``settled_keys`` as they are
-        #: written (:func:`~dedup_store.db.write.document_rows`).
-        self.first_id = 1
 
     def find(
         self,
@@ -186,23 +184,14 @@ class LoadedKeys:
         """Read what the store holds: its first documents' keys and exact hashes, its excerpt
         keys, its hot keys, its external ids (one scan of each table) and its next id."""
         s = qualified(schema)
-        self._next_id = self.first_id = write.next_id(conn, schema)
+        self._next_id = write.next_id(conn, schema)
         rows = conn.execute(
-            text(
-                f"SELECT id, exact_hash, band_keys, block_keys, exact_of IS NULL, external_id "
-                f"FROM {s}.documents ORDER BY id"
-            )
+            text(f"SELECT id, exact_hash, exact_of IS NULL, external_id FROM {s}.documents")
         ).all()
-        firsts = [row for row in rows if row[4]]
-        self.external_ids = {row[5]: int(row[0]) for row in rows}
-        self._max_id = int(rows[-1][0]) if rows else 0
-        if firsts:
-            ids = np.array([row[0] for row in firsts], dtype=np.int64)
-            self._exact = {bytes(row[1]): int(row[0]) for row in firsts}
-            for kind, column in ((BAND, 2), (BLOCK, 3)):
-                matrix = np.array([row[column] for row in firsts], dtype=np.int64)
-                for slot in range(matrix.shape[1]):
-                    self._index.add((kind, slot + 1), matrix[:, slot], ids)
+        self.external_ids = {row[3]: int(row[0]) for row in rows}
+        self._max_id = max(self.external_ids.values(), default=0)
+        self._exact = {bytes(row[1]): int(row[0]) for row in rows if row[2]}
+        self._load_tiers(conn, schema)
         samples = conn.execute(
             text(
                 f"SELECT array_send(array_agg(key ORDER BY doc_id)), "
@@ -224,6 +213,21 @@ class LoadedKeys:
         if columns[0] is not None:
             kinds, slots, keys, docs = (np.array(c, dtype=np.int64) for c in columns)
             self.add_secondary(kinds.astype(np.int16), slots.astype(np.int16), keys, docs)
+
+    def _load_tiers(self, conn: Connection, schema: str) -> None:
+        """Index the band and block keys of the stored first documents (the rows of both
+        tiers' tables)."""
+        slots = ddl.key_slots(self.params)
+        names = ", ".join(quote(c) for c in tier_rows.key_columns(self.params))
+        tiers = " UNION ALL ".join(
+            f"SELECT {names} FROM {qualified(schema, table)}" for table in ddl.TIER_TABLES.values()
+        )
+        rows = conn.execute(text(f"SELECT * FROM ({tiers}) t ORDER BY id")).all()
+        if not rows:
+            return
+        columns = np.array(rows, dtype=np.int64).T.copy()  # one contiguous row per column
+        for column, (kind, _name, slot) in enumerate(slots, start=1):
+            self._index.add((kind, slot), columns[column], columns[0])
 
 
 class ShingleChunks:
@@ -372,25 +376,17 @@ def drop_key_indexes(conn: Connection, schema: str, params: FingerprintParams) -
         conn.execute(text(f"DROP INDEX IF EXISTS {qualified(schema, name)}"))
 
 
-def build_key_indexes(
-    conn: Connection, schema: str, params: FingerprintParams, settled_from: int | None = None
-) -> int:
-    """Settle every stored document: add the documents of the recent tier to the settled one
-    (from ``documents``, which holds their keys too), (re)build the settled tier's indexes and
+def build_key_indexes(conn: Connection, schema: str, params: FingerprintParams) -> int:
+    """Settle every stored document: move the rows of the recent tier's table into the settled
+    one's (a bulk load wrote its own there already), (re)build the settled tier's indexes and
     empty the recent tier's table. Returns the largest settled id.
-
-    ``settled_from``: the documents from this id on are in ``settled_keys`` already (a bulk
-    load wrote them there).
 
     Run in the transaction of ``conn``, holding the writers' lock; until it commits, readers
     of the store wait for it.
     """
     drop_key_indexes(conn, schema, params)
-    before = ddl.settled_through(conn, schema)
     last_id = write.next_id(conn, schema) - 1
-    through = last_id if settled_from is None else min(last_id, settled_from - 1)
-    ddl.fill_keys(conn, schema, params, ddl.SETTLED, before, through)
-    conn.execute(text(f"TRUNCATE {qualified(schema, ddl.TIER_TABLES[ddl.RECENT])}"))
+    tier_rows.settle_recent(conn, schema, params)
     ddl.set_settled_through(conn, schema, last_id)
     ddl.create_id_index(conn, schema, ddl.SETTLED)
     ddl.create_key_indexes(conn, schema, ddl.key_indexes(params, (ddl.SETTLED,)))
@@ -431,7 +427,6 @@ def finish(
     schema: str,
     params: FingerprintParams,
     settings: Mapping[str, str],
-    settled_from: int | None = None,
 ) -> dict[str, float]:
     """Build the indexes :func:`begin` dropped, add back the foreign keys of ``edges`` (checking
     every edge) and refresh the planner's statistics.
@@ -442,7 +437,6 @@ def finish(
     Args:
         settings: server settings for the rest of the transaction (``SET LOCAL``), such as
             ``maintenance_work_mem``.
-        settled_from: as :func:`build_key_indexes` (:attr:`LoadedKeys.first_id`).
 
     Returns:
         Seconds spent building the indexes (``indexes``) and analyzing (``analyze``).
@@ -455,7 +449,7 @@ def finish(
     for table, name in LOOKUP_INDEXES:
         index = next(i for i in metadata.tables[f"{schema}.{table}"].indexes if i.name == name)
         index.create(conn)
-    build_key_indexes(conn, schema, params, settled_from)
+    build_key_indexes(conn, schema, params)
     ddl.add_edge_links(conn, schema)
     built = time.perf_counter()
     s = qualified(schema)

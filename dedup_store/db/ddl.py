@@ -1,19 +1,19 @@
 """The structure of a store: its tables as SQLAlchemy metadata, the per-slot key indexes its
 parameters need, and its parameters row.
 
-The migrations in ``migrations/versions`` are self-contained DDL and do not import this module;
-the test suite checks that a database migrated to head matches :func:`build_metadata` exactly.
-The band and block keys of a document are arrays in its ``documents`` row; the key lookups go
-through two tables of their own, one per *tier*, whose columns depend on the fingerprint
-parameters, so the store creates them when it opens (:func:`create_key_tables`,
-:func:`create_key_indexes`). Each holds one row per first document (exact copies have none):
-its id and a plain ``bigint`` column per key slot, with an index per column. ``settled_keys``
-holds the documents with ids up to ``key_tiers.settled_through``, ``recent_keys`` those added
-since. Incremental writes only insert into ``recent_keys``, whose indexes stay small however
-large the store; a bulk load (or ``dedup-store db settle``) moves every document into
-``settled_keys``, builds its indexes again and empties ``recent_keys``. Building an index over
-the narrow rows reads a fifth of the bytes a scan of ``documents`` would. A lookup probes both
-tables (:func:`dedup_store.db.lookup.slot_lookup`).
+The migrations in ``migrations/versions`` are self-contained DDL and do not import this module; the
+test suite checks that a database migrated to head matches :func:`build_metadata` exactly. The band
+and block keys of a document are not in its ``documents`` row (they are functions of its signature
+and SimHash); they live in two tables of their own, one per *tier*, whose columns depend on the
+fingerprint parameters, so the store creates them when it opens
+(:func:`dedup_store.db.tier_rows.create_key_tables`, :func:`create_key_indexes`). Each holds one row
+per first document (exact copies have none): its id and a plain ``bigint`` column per key slot, with
+an index per column. ``settled_keys`` holds the documents with ids up to
+``key_tiers.settled_through``, ``recent_keys`` those added since. Incremental writes only insert
+into ``recent_keys``, whose indexes stay small however large the store; a bulk load (or
+``dedup-store db settle``) moves every document into ``settled_keys``, builds its indexes again and
+empties ``recent_keys``. Building an index over the narrow rows reads a fifth of the bytes a scan of
+``documents`` would. A lookup probes both tables (:func:`dedup_store.db.lookup.slot_lookup`).
 """
 
 from __future__ import annotations
@@ -70,8 +70,6 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
         Column("simhash", BigInteger, nullable=False),
         Column("signature", ARRAY(Integer), nullable=False),
         Column("shingles", ARRAY(Integer), nullable=False),
-        Column("band_keys", ARRAY(BigInteger), nullable=False),
-        Column("block_keys", ARRAY(BigInteger), nullable=False),
         Column("shingle_count", Integer, nullable=False),
         Column("token_count", Integer, nullable=False),
         Column("length", Integer, nullable=False),
@@ -164,15 +162,11 @@ SETTLED, RECENT = "settled", "recent"
 #: ``bigint`` column per key slot (:func:`key_column`).
 TIER_TABLES = {SETTLED: "settled_keys", RECENT: "recent_keys"}
 
-#: The per-slot indexes of the store's revision 0007, on ``documents``: dropped when the tables
-#: are created.
-_OLD_INDEX_PREFIX = {BAND: "documents_band_", BLOCK: "documents_block_"}
-
 
 @dataclasses.dataclass(frozen=True)
 class KeyIndex:
-    """One per-slot key index: its name, the ``documents`` array column and slot whose keys it
-    holds, and its tier."""
+    """One per-slot key index: its name, the kind's column name (:data:`KEY_COLUMNS`) and slot
+    whose keys it holds, and its tier."""
 
     name: str
     column: str
@@ -198,8 +192,8 @@ class KeyIndex:
 
 
 def key_column(column: str, slot: int) -> str:
-    """The tier tables' column of ``slot`` of the ``documents`` array ``column`` (``band_3`` for
-    ``band_keys[3]``)."""
+    """The tier tables' column of ``slot`` of the kind named ``column`` (``band_3`` for slot 3
+    of the ``band_keys``)."""
     return f"{column.removesuffix('_keys')}_{int(slot)}"
 
 
@@ -220,7 +214,7 @@ def key_indexes(
 
 
 def key_slots(params: FingerprintParams) -> list[tuple[int, str, int]]:
-    """``(kind, documents column, slot)`` of every band and block key slot of ``params``."""
+    """``(kind, its column name, slot)`` of every band and block key slot of ``params``."""
     counts = {BAND: params.band_key_count, BLOCK: params.block_key_count}
     return [
         (kind, KEY_COLUMNS[kind], slot)
@@ -285,40 +279,6 @@ def add_edge_links(conn: Connection, schema: str) -> None:
             conn.execute(AddConstraint(constraint))
 
 
-def create_key_tables(conn: Connection, schema: str, params: FingerprintParams) -> None:
-    """Create the tier tables of ``params``, filled from ``documents``, if the store lacks them.
-
-    A store that had its key indexes on ``documents`` (revision 0007) loses them.
-    """
-    s = qualified(schema)
-    missing = [
-        tier
-        for tier, table in TIER_TABLES.items()
-        if not conn.execute(
-            text("SELECT to_regclass(:t) IS NOT NULL"), {"t": f"{s}.{quote(table)}"}
-        ).scalar_one()
-    ]
-    if not missing:
-        return
-    for kind, _column, slot in key_slots(params):
-        for suffix in ("", "_recent"):
-            name = f"{_OLD_INDEX_PREFIX[kind]}{slot}{suffix}"
-            conn.execute(text(f"DROP INDEX IF EXISTS {s}.{quote(name)}"))
-    columns = ", ".join(
-        f"{quote(key_column(c, slot))} bigint NOT NULL" for _, c, slot in key_slots(params)
-    )
-    bound = settled_through(conn, schema)
-    for tier in missing:
-        conn.execute(
-            text(f"CREATE TABLE {s}.{quote(TIER_TABLES[tier])} (id bigint NOT NULL, {columns})")
-        )
-        if tier == SETTLED:
-            fill_keys(conn, schema, params, SETTLED, 0, bound)
-        else:
-            fill_keys(conn, schema, params, RECENT, bound)
-        create_id_index(conn, schema, tier)
-
-
 def create_id_index(conn: Connection, schema: str, tier: str) -> None:
     """Create the unique index on the id of ``tier``'s table."""
     conn.execute(
@@ -326,32 +286,6 @@ def create_id_index(conn: Connection, schema: str, tier: str) -> None:
             f"CREATE UNIQUE INDEX {quote(id_index(tier))} "
             f"ON {qualified(schema, TIER_TABLES[tier])} (id) WITH (fillfactor = 100)"
         )
-    )
-
-
-def fill_keys(
-    conn: Connection,
-    schema: str,
-    params: FingerprintParams,
-    tier: str,
-    after: int,
-    through: int | None = None,
-    ids: list[int] | None = None,
-) -> None:
-    """Add to ``tier``'s table the keys of the first documents (not exact copies) with ids in
-    ``(after, through]`` (``through`` ``None``: no bound; with ``ids``, only those)."""
-    s = qualified(schema)
-    names = ", ".join(quote(key_column(c, slot)) for _, c, slot in key_slots(params))
-    values = ", ".join(f"d.{quote(c)}[{slot}]" for _, c, slot in key_slots(params))
-    conditions = ["d.exact_of IS NULL", "d.id > :after"]
-    conditions += [] if through is None else ["d.id <= :through"]
-    conditions += [] if ids is None else ["d.id = ANY(:ids)"]
-    conn.execute(
-        text(
-            f"INSERT INTO {s}.{quote(TIER_TABLES[tier])} (id, {names}) SELECT d.id, {values} "
-            f"FROM {s}.documents d WHERE {' AND '.join(conditions)}"
-        ),
-        {"after": int(after), "through": through, "ids": ids},
     )
 
 

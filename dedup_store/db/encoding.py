@@ -12,7 +12,7 @@ from dedup_store.core.fingerprint import FingerprintBatch
 
 #: Kinds of lookup key: LSH band keys, SimHash block keys, excerpt (sample) keys.
 BAND, BLOCK, SAMPLE = 0, 1, 2
-#: The ``documents`` column holding each slotted kind of key.
+#: The name of each slotted kind of key (its tier-table columns are ``band_1``, ``block_1``...).
 KEY_COLUMNS = {BAND: "band_keys", BLOCK: "block_keys"}
 
 

@@ -1,10 +1,10 @@
 """Candidate pairs: documents that share a band, block or sample key.
 
-A document's band keys and SimHash block keys are two ``bigint[]`` columns of its ``documents``
-row, and every slot (band ``i``, block combination ``i``) has its own index in each tier: on
-``band_keys[i]`` / ``block_keys[i]`` for the recent documents, on the column ``band_i`` /
-``block_i`` of ``settled_keys`` for the settled ones (:mod:`dedup_store.db.ddl`). A key
-therefore costs one index entry, and equal keys of different slots never meet. Sample keys (the
+A first document's band keys and SimHash block keys are a row of the table of its tier,
+``recent_keys`` or ``settled_keys``, one ``bigint`` column per slot (band ``i``, block
+combination ``i``: ``band_i``, ``block_i``), and every column has its own index
+(:mod:`dedup_store.db.ddl`). A key therefore costs one index entry, and equal keys of different
+slots never meet. Sample keys (the
 excerpt index) vary in number per document and live in ``sample_keys``.
 
 For a batch, one statement looks up every key of every slot (an ``= ANY(keys)`` index scan per

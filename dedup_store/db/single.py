@@ -121,12 +121,10 @@ def _statement(
         ),
         document AS (
             INSERT INTO {s}.documents (
-                id, cluster_id, simhash, exact_hash, signature, band_keys, block_keys,
-                shingle_count, token_count, length, external_id, language, meta, body, shingles,
-                exact_of, meta_signature)
+                id, cluster_id, simhash, exact_hash, signature, shingle_count, token_count,
+                length, external_id, language, meta, body, shingles, exact_of, meta_signature)
             SELECT n.id, k.label, CAST(:simhash AS bigint), CAST(:exact AS bytea),
-                   CAST(:signature AS integer[]), CAST(:band_keys AS bigint[]),
-                   CAST(:block_keys AS bigint[]), :shingle_count, :token_count, :length,
+                   CAST(:signature AS integer[]), :shingle_count, :token_count, :length,
                    :external_id, :language, CAST(:meta AS jsonb), :body,
                    CAST(:shingles AS integer[]), (SELECT id FROM first),
                    CAST(:meta_signature AS integer[])

@@ -22,8 +22,8 @@ from dedup_store.core.clustering import components, merge_labels
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.metadata import MetaSignatures
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import bulk_copy, ddl, frequencies, hot
-from dedup_store.db.encoding import BAND, sample_columns, top32
+from dedup_store.db import bulk_copy, ddl, frequencies, hot, tier_rows
+from dedup_store.db.encoding import sample_columns, top32
 from dedup_store.db.lookup import NewRows
 from dedup_store.db.names import qualified, quote
 from dedup_store.db.scoring import merging_methods
@@ -34,17 +34,17 @@ TABLES = ("documents", "edges", "sample_keys", "secondary_keys")
 
 # the columns of a document row encoded before it is written (:func:`encode_rows`: fixed-width
 # columns first, encoded for the whole batch with numpy), then those it gets when it is written
-# (the SimHash and its block keys too: a store with weighted SimHash features weighs them then)
+# (the SimHash too: a store with weighted SimHash features weighs them then); its band and block
+# keys go to a tier table (:func:`document_rows`)
 ENCODED_COLUMNS = (
-    "exact_hash", "signature", "band_keys", "shingle_count", "token_count", "length",
-    "external_id", "language", "meta", "body", "shingles",
+    "exact_hash", "signature", "shingle_count", "token_count", "length", "external_id",
+    "language", "meta", "body", "shingles",
 )  # fmt: skip
-WRITTEN_COLUMNS = ("id", "cluster_id", "simhash", "block_keys", "exact_of")
+WRITTEN_COLUMNS = ("id", "cluster_id", "simhash", "exact_of")
 #: Every column of a document row (the order the Spark load writes them in).
 DOCUMENT_COLUMNS = (
-    "id", "cluster_id", "simhash", "exact_hash", "signature", "band_keys", "block_keys",
-    "shingle_count", "token_count", "length", "external_id", "language", "meta", "body",
-    "shingles", "exact_of",
+    "id", "cluster_id", "simhash", "exact_hash", "signature", "shingle_count", "token_count",
+    "length", "external_id", "language", "meta", "body", "shingles", "exact_of",
 )  # fmt: skip
 
 
@@ -120,7 +120,6 @@ def encode_rows(
         [
             (np.frombuffer(b"".join(batch.exact_hashes), dtype="V16"), "V16"),
             bulk_copy.array_matrix(batch.signatures.view(np.int32)),
-            bulk_copy.array_matrix(batch.band_keys),
             (np.diff(offsets), ">i4"),
             (batch.token_counts, ">i4"),
             (lengths, ">i4"),
@@ -189,7 +188,6 @@ def document_rows(
             (new.ids, ">i8"),
             (new.ids, ">i8"),
             (batch.simhashes[rows].view(np.int64), ">i8"),
-            bulk_copy.array_matrix(batch.block_keys[rows]),
         ],
     )
     width = len(written) // max(1, len(rows))
@@ -201,11 +199,14 @@ def document_rows(
             written[width * i : width * (i + 1)],
             link(8, exact_of) if exact_of else null,
         ]
-    firsts = new.firsts  # exact copies get no sample keys
-    keys, docs = sample_columns(batch, rows[firsts], new.ids[firsts])
+    firsts = new.firsts  # exact copies get no sample keys, nor rows in a tier table
+    chosen, first_ids = rows[firsts], new.ids[firsts]
+    keys, docs = sample_columns(batch, chosen, first_ids)
     order = np.argsort(keys, kind="stable")  # in index order: the b-tree is walked in order
     columns = ENCODED_COLUMNS + meta_column + WRITTEN_COLUMNS
-    key_columns, key_payload = key_rows(new)
+    key_columns, key_payload = tier_rows.key_rows(
+        first_ids, batch.band_keys[chosen], batch.block_keys[chosen]
+    )
     return DocumentRows(
         columns,
         b"".join(parts),
@@ -216,19 +217,6 @@ def document_rows(
         key_payload,
         freeze,
     )
-
-
-def key_rows(new: NewRows) -> tuple[tuple[str, ...], bytes]:
-    """The columns and COPY rows of the new first documents of a batch in a tier table."""
-    batch, firsts = new.batch, new.firsts
-    rows = new.rows[firsts]
-    columns: list[tuple[npt.NDArray[Any], npt.DTypeLike]] = [(new.ids[firsts], ">i8")]
-    names = ["id"]
-    for kind, column, slot in ddl.key_slots(batch.params):
-        matrix = batch.band_keys if kind == BAND else batch.block_keys
-        columns.append((matrix[rows, slot - 1], ">i8"))
-        names.append(ddl.key_column(column, slot))
-    return tuple(names), bulk_copy.fixed_prefix(len(columns), columns)
 
 
 def insert_documents(
@@ -344,8 +332,8 @@ def delete_documents(
     heirs = promote_copies(conn, schema, doc_ids)
     if heirs:  # copies now first: they join the tier of their ids
         settled = ddl.settled_through(conn, schema)
-        ddl.fill_keys(conn, schema, params, ddl.SETTLED, 0, settled, heirs)
-        ddl.fill_keys(conn, schema, params, ddl.RECENT, settled, None, heirs)
+        tier_rows.add_stored_keys(conn, schema, params, ddl.SETTLED, 0, settled, heirs)
+        tier_rows.add_stored_keys(conn, schema, params, ddl.RECENT, settled, None, heirs)
     for table in ddl.TIER_TABLES.values():
         conn.execute(
             text(f"DELETE FROM {s}.{quote(table)} WHERE id = ANY(:ids)"), {"ids": list(doc_ids)}
@@ -361,7 +349,6 @@ def delete_documents(
     hot.delete_secondary(conn, schema, doc_ids)
     if params.weighted:
         frequencies.remove(conn, schema, list(doc_ids))
-    # the band and block keys go with the rows (and their index entries with them)
     conn.execute(text(f"DELETE FROM {s}.documents WHERE id = ANY(:ids)"), {"ids": list(doc_ids)})
     split_clusters(conn, schema, clusters, merging_methods(params))
 

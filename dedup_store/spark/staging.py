@@ -1,12 +1,12 @@
 """Staging tables: the executors write a load where readers cannot see it.
 
-The executors COPY a load's documents, excerpt keys, secondary keys and edges into unlogged
-tables of the store's schema, each partition over its own connection. The driver then moves
-them into the store in its one transaction (:func:`publish`): it drops the lookup indexes,
-inserts the staged rows set-wise, builds the indexes in bulk and drops the staging tables, so
-the load becomes visible all at once, or (killed at any point) not at all. A killed load's
-staging tables are dropped by the next load of the store (:func:`clean`), which holds the
-writers' lock.
+The executors COPY a load's documents, their band and block keys, excerpt keys, secondary keys and
+edges into unlogged tables of the store's schema, each partition over its own connection. The driver
+then moves them into the store in its one transaction (:func:`publish`): it drops the lookup
+indexes, inserts the staged rows set-wise, builds the indexes in bulk and drops the staging tables,
+so the load becomes visible all at once, or (killed at any point) not at all. A killed load's
+staging tables are dropped by the next load of the store (:func:`clean`), which holds the writers'
+lock.
 """
 
 from __future__ import annotations
@@ -17,17 +17,19 @@ import uuid
 from sqlalchemy import Connection, text
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import bulk, ddl
+from dedup_store.db import bulk, ddl, tier_rows
 from dedup_store.db.names import qualified, quote
 from dedup_store.db.write import DOCUMENT_COLUMNS
 
 PREFIX = "spark_load_"
-#: The store's tables a load writes, with the columns the executors fill.
-STAGED = {
+#: The store's tables a load writes, with the columns the executors fill (``None``: the
+#: columns of the store's parameters, :func:`~dedup_store.db.tier_rows.key_columns`).
+STAGED: dict[str, tuple[str, ...] | None] = {
     "documents": DOCUMENT_COLUMNS,
     "sample_keys": ("key", "doc_id"),
     "secondary_keys": ("kind", "slot", "key", "doc_id"),
     "edges": ("a", "b", "method", "jaccard", "containment", "hamming"),
+    ddl.TIER_TABLES[ddl.SETTLED]: None,
 }
 
 
@@ -84,7 +86,7 @@ def publish(conn: Connection, staging: Staging, params: FingerprintParams) -> di
     bulk.drop_lookup_indexes(conn, schema, params)
     ddl.drop_edge_links(conn, schema)
     for table, columns in STAGED.items():
-        names = ", ".join(quote(c) for c in columns)
+        names = ", ".join(quote(c) for c in columns or tier_rows.key_columns(params))
         conn.execute(
             text(
                 f"INSERT INTO {qualified(schema, table)} ({names}) "

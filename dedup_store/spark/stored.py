@@ -14,7 +14,9 @@ from pyspark.sql.types import StructType
 from sqlalchemy import Connection, create_engine, text
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.names import qualified
+from dedup_store.db.ddl import RECENT, SETTLED, TIER_TABLES, key_column, key_slots
+from dedup_store.db.encoding import KEY_COLUMNS
+from dedup_store.db.names import qualified, quote
 from dedup_store.spark.pairs import BAND, BLOCK, SAMPLE
 
 
@@ -53,12 +55,21 @@ class StoredRows:
 
     def keys(self) -> DataFrame:
         """``(kind, slot, key, id, batch)`` of the stored documents' lookup keys."""
-        slotted = self._read(
-            "id, band_keys, block_keys",
-            "documents",
-            "id bigint, band_keys array<bigint>, block_keys array<bigint>",
-            where="exact_of IS NULL",
+        slots = key_slots(self.params)
+        arrays = [
+            f"ARRAY[{', '.join(quote(key_column(c, i)) for k, c, i in slots if k == kind)}] "
+            f"AS {KEY_COLUMNS[kind]}"
+            for kind in (BAND, BLOCK)
+        ]
+        settled, recent = (  # the first documents' keys, in the table of each tier
+            self._read(
+                f"id, {', '.join(arrays)}",
+                table,
+                "id bigint, band_keys array<bigint>, block_keys array<bigint>",
+            )
+            for table in (TIER_TABLES[SETTLED], TIER_TABLES[RECENT])
         )
+        slotted = settled.unionByName(recent)
         samples = self._read("doc_id, key", "sample_keys", "doc_id bigint, key int", "doc_id")
         return slotted_keys(slotted.withColumn("batch", F.lit(-1).cast("bigint"))).unionByName(
             samples.select(

@@ -17,10 +17,13 @@ import psycopg
 import pyarrow as pa
 from psycopg import sql
 
-from dedup_store.db import bulk_copy
+from dedup_store.db import bulk_copy, tier_rows
+from dedup_store.db.ddl import SETTLED, TIER_TABLES
 from dedup_store.db.write import DOCUMENT_COLUMNS
 
 EDGE_COLUMNS = ("a", "b", "method", "jaccard", "containment", "hamming")
+#: The table a load's band and block keys go to: its documents are settled as it publishes them.
+SETTLED_KEYS = TIER_TABLES[SETTLED]
 #: What a writing partition reports.
 WRITTEN_SCHEMA = "rows bigint"
 
@@ -72,8 +75,6 @@ def document_payload(batch: pa.RecordBatch) -> bytes:
             (column("simhash", np.int64), ">i8"),
             (hashes, "V16"),
             bulk_copy.array_matrix(matrix("signature", np.int32)),
-            bulk_copy.array_matrix(matrix("band_keys", np.int64)),
-            bulk_copy.array_matrix(matrix("block_keys", np.int64)),
             (column("shingle_count", np.int32), ">i4"),
             (column("token_count", np.int32), ">i4"),
             (column("length", np.int32), ">i4"),
@@ -104,6 +105,20 @@ def document_payload(batch: pa.RecordBatch) -> bytes:
             bulk_copy.field(struct.pack("!q", exact_of[i]) if exact_of[i] else None),
         ]
     return b"".join(parts)
+
+
+def key_rows(batch: pa.RecordBatch) -> tuple[tuple[str, ...], bytes]:
+    """The columns and rows of a tier table of the batch's first documents of their exact
+    group (:func:`dedup_store.db.tier_rows.key_rows`)."""
+    chosen = batch.filter(pa.compute.is_null(batch.column("exact_of")))
+    n = chosen.num_rows
+
+    def matrix(name: str) -> npt.NDArray[np.int64]:
+        values = np.asarray(chosen.column(name).flatten().to_numpy(zero_copy_only=False))
+        return values.astype(np.int64).reshape(n, len(values) // max(n, 1))
+
+    ids = np.asarray(chosen.column("id").to_numpy(), dtype=np.int64)
+    return tier_rows.key_rows(ids, matrix("band_keys"), matrix("block_keys"))
 
 
 def sample_rows(batch: pa.RecordBatch) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
@@ -140,12 +155,14 @@ def edge_payload(batch: pa.RecordBatch) -> bytes:
 def write_documents(
     batches: Iterable[pa.RecordBatch], dsn: str, schema: str, tables: Mapping[str, str]
 ) -> Iterator[pa.RecordBatch]:
-    """COPY a partition's documents and their sample keys in one transaction, into the tables
-    ``tables["documents"]`` and ``tables["sample_keys"]``."""
+    """COPY a partition's documents, their sample keys and their band and block keys in one
+    transaction, into the tables ``tables["documents"]``, ``tables["sample_keys"]`` and
+    ``tables["settled_keys"]``."""
 
     def write(conn: psycopg.Connection[Any], batch: pa.RecordBatch) -> None:
         payload = document_payload(batch)
         copy_rows(conn, schema, tables["documents"], DOCUMENT_COLUMNS, payload)
+        copy_rows(conn, schema, tables[SETTLED_KEYS], *key_rows(batch))  # none: no payload
         keys, docs = sample_rows(batch)
         if len(keys):
             rows = _fixed_rows(keys, docs)

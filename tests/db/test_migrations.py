@@ -7,10 +7,12 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, inspect, text
 
-from dedup_store import DedupStore, SchemaOutdatedError, StoreNotInitializedError
+from dedup_store import DedupStore, Document, SchemaOutdatedError, StoreNotInitializedError
 from dedup_store.core import FingerprintParams
 from dedup_store.db import migrate
 from dedup_store.db.ddl import VIEWS, build_metadata
+from tests.db.corpus import PlantedCorpus
+from tests.snapshots import snapshot
 
 
 def _tables(engine: Engine, schema: str) -> set[str]:
@@ -156,3 +158,46 @@ def test_0005_store_upgrades_its_edges_with_content_scores(engine: Engine, schem
         pairs = list(store.pairs())
         assert [(p.a, p.b, p.jaccard) for p in pairs] == expected
         assert all(p.meta_score is None and p.score == p.jaccard for p in pairs)
+
+
+@pytest.mark.parametrize("weights", ["count", "tfidf-length"])
+def test_keys_leave_documents_and_come_back_unchanged(
+    engine: Engine, schema: str, weights: str
+) -> None:
+    """Revision 0009 keeps the band and block keys in the tier tables only. Downgrading fills
+    the arrays of ``documents`` from them (an exact copy's from its first document's row); a
+    store upgraded from 0007, which has no tier tables, computes every row again from the
+    stored signatures and SimHashes, and gets the rows its writers wrote."""
+    params = FingerprintParams(simhash_weights=weights)
+    corpus = PlantedCorpus(41)
+    texts = [corpus.original() for _ in range(30)]
+    docs = [Document(f"d{i}", text) for i, text in enumerate(texts)]
+    later = [Document(f"e{i}", corpus.edit(texts[i], 2)) for i in range(10)]
+    later += [Document("copy", texts[3])]
+    with DedupStore(engine, params, schema=schema) as store:
+        store.ingest(docs, bulk=True)
+        store.add_many(later)  # into the recent tier
+        assert store.stats().recent_documents == 11  # the copy too (it has no row)
+    before = snapshot(engine, schema)
+    firsts = [row[0] for row in before["documents"] if row[2] is None]
+    assert [row[0] for row in before["keys"]] == firsts  # one row per first document
+    assert len(firsts) < len(before["documents"])
+
+    migrate.downgrade(engine, schema, "0008")
+    with engine.connect() as conn:
+        arrays = conn.execute(
+            text(
+                f'SELECT id, exact_of, band_keys, block_keys FROM "{schema}".documents ORDER BY id'
+            )
+        ).all()
+    rows = {row[0]: row[1:] for row in before["keys"]}
+    width = params.band_key_count
+    for doc_id, exact_of, bands, blocks in arrays:
+        keys = rows[exact_of or doc_id]
+        assert (bands, blocks) == (list(keys[:width]), list(keys[width:]))
+
+    migrate.downgrade(engine, schema, "0007")  # no tier tables
+    migrate.upgrade(engine, schema)
+    assert _diff(engine, schema) == []
+    DedupStore(engine, params, schema=schema).close()  # creates them
+    assert snapshot(engine, schema) == before

@@ -38,9 +38,10 @@ def _tables(engine: Engine, schema: str) -> tuple[list[tuple[object, ...]], ...]
     with engine.connect() as conn:
         documents = conn.execute(
             text(
-                f"SELECT id, external_id, cluster_id, simhash, exact_hash, signature, band_keys, "
-                f"block_keys, shingles, shingle_count, token_count, length, language, meta "
-                f'FROM "{schema}".documents ORDER BY id'
+                f"SELECT d.id, external_id, cluster_id, simhash, exact_hash, signature, shingles, "
+                f"shingle_count, token_count, length, language, meta, k "
+                f'FROM "{schema}".documents d LEFT JOIN (SELECT * FROM "{schema}".settled_keys '
+                f'UNION ALL SELECT * FROM "{schema}".recent_keys) k ON k.id = d.id ORDER BY d.id'
             )
         ).all()
         edges = conn.execute(
