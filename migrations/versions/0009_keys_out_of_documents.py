@@ -8,7 +8,9 @@ server the decoding of 22 array elements a row. A store whose tier tables do not
 upgraded from 0007) gets them from the stored signatures and SimHashes when it opens.
 
 Downgrading adds the arrays back, filled from the tier tables: a first document's from its own
-row, an exact copy's from the row of its first document (equal texts have equal keys).
+row, an exact copy's from the row of its first document. Equal texts have equal band keys; in a
+store with weighted SimHash features a copy written later may have had block keys of its own,
+which revision 0008 read only when the copy took its first document's place.
 
 Revision ID: 0009
 Revises: 0008
