@@ -81,6 +81,10 @@ class ProcessPreparer(Preparer):
 
     The documents go to a process and do not come back: it returns the fingerprints and the
     encoded rows, and :meth:`submit`'s future gives the batch with its documents restored.
+
+    A spawned process takes most of a second to start (it imports numpy and this package), so
+    the first batch is fingerprinted in the calling thread while the processes start: its
+    writing does not wait for them.
     """
 
     def __init__(self, settings: PrepareSettings, workers: int) -> None:
@@ -91,10 +95,16 @@ class ProcessPreparer(Preparer):
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_ignore_interrupts,
         )
+        self._workers, self._started = workers, False
 
     def submit(
         self, documents: list[Document], known: Mapping[str, int], first: int
     ) -> Future[PreparedBatch]:
+        if not self._started:
+            self._started = True
+            for _ in range(self._workers):
+                self._pool.submit(_started)
+            return super().submit(documents, known, first)
         columns = _columns(documents)
         remote = self._pool.submit(prepare_detached, columns, dict(known), first, self.settings)
         local: Future[PreparedBatch] = Future()
@@ -154,6 +164,10 @@ def _columns(documents: list[Document]) -> DocumentColumns:
     documents they hold."""
     names = [field.name for field in dataclasses.fields(Document)]
     return tuple([getattr(d, name) for d in documents] for name in names)
+
+
+def _started() -> None:
+    """Nothing: a task that makes the pool start a process (which imports this module)."""
 
 
 def _ignore_interrupts() -> None:

@@ -1,0 +1,59 @@
+"""Where batches are fingerprinted: worker processes give what the calling thread gives."""
+
+from __future__ import annotations
+
+from dedup_store import Document, FingerprintParams
+from dedup_store.core.fingerprint import DEFAULT_MAX_BYTES
+from dedup_store.prepared import PreparedBatch
+from dedup_store.workers import PrepareSettings, preparer
+
+
+def _batches() -> list[list[Document]]:
+    words = [
+        "river",
+        "stone",
+        "harbor",
+        "lantern",
+        "meadow",
+        "copper",
+        "signal",
+        "orchard",
+        "velvet",
+        "summit",
+    ]
+    return [
+        [
+            Document(f"b{b}-{i}", " ".join(words[(i + j * b) % len(words)] for j in range(12)))
+            for i in range(30)
+        ]
+        + [Document(f"b{b}-bad", "\x00 not text")]
+        for b in range(4)
+    ]
+
+
+def _shown(prepared: PreparedBatch) -> tuple[object, ...]:
+    return (
+        [d.id for d in prepared.documents],
+        prepared.row_position,
+        [(position, error.message) for position, error, _ in prepared.errors],
+        prepared.batch.signatures.tolist(),
+        prepared.batch.simhashes.tolist(),
+        prepared.encoded_rows(False),
+    )
+
+
+def test_worker_processes_prepare_what_the_calling_thread_prepares() -> None:
+    """The first batch is prepared in the calling thread (its future is done when ``submit``
+    returns) while the processes start; every batch equals the calling thread's."""
+    settings = PrepareSettings(FingerprintParams(), DEFAULT_MAX_BYTES, False, False)
+    batches = _batches()
+    with preparer(settings, 2) as workers, preparer(settings, 0) as local:
+        futures = []
+        for number, batch in enumerate(batches):
+            futures.append(workers.submit(batch, {}, number * len(batch)))
+            if number == 0:
+                assert futures[0].done()
+        expected = [local.submit(b, {}, n * len(b)).result() for n, b in enumerate(batches)]
+        actual = [future.result(timeout=120) for future in futures]
+    assert [_shown(p) for p in actual] == [_shown(p) for p in expected]
+    assert all(len(p.errors) == 1 for p in actual)
