@@ -105,6 +105,7 @@ class DedupStore:
         self.keep_text = keep_text
         self.max_bytes = max_bytes
         self._db = Database(bind, schema)
+        self._hot_keys = hot.MetHotKeys()
         try:
             self.params = self._db.run(lambda conn: self._open(conn, params, create))
         except BaseException:
@@ -195,7 +196,7 @@ class DedupStore:
 
         meta_signature = prepared.meta.row(0) if prepared.meta else None
         statement, parameters = single.add_statement(
-            self.schema, fp, id, meta, body, language, meta_signature
+            self.schema, fp, id, meta, body, language, meta_signature, self._hot_keys.slots(fp)
         )
         outcome = single.outcome(self._add_rows(statement, parameters))
 
@@ -204,6 +205,7 @@ class DedupStore:
             single.promote_pending(conn, self.schema, fp)
 
         if outcome.rekey:  # it owns hot keys, or makes keys hot: with its secondary keys
+            self._hot_keys.learn(fp, outcome.touched)
             parameters = {**parameters, **hot.query_parameters(fp)}
         while outcome.rekey:  # the document makes keys hot: split their buckets, then add it
             self._db.run(promote)
@@ -326,11 +328,12 @@ class DedupStore:
         """
         fp = self._weighted(text) if self.params.weighted else fingerprint(text, self.params)
         fp, signature = with_meta(fp, meta)
-        statement = scoring.check_statement(self.schema, fp, False, signature)
+        statement = scoring.check_statement(self.schema, fp, self._hot_keys.slots(fp), signature)
         found = self._check_rows(*statement)
-        if any(row[0] == -1 for row in found):  # it owns hot keys: with its secondary keys
-            statement = scoring.check_statement(self.schema, fp, True, signature)
-            found = self._check_rows(*statement)
+        touched = scoring.touched_slots(found)
+        if touched:  # it owns hot keys not met before: again with every slot's secondary keys
+            self._hot_keys.learn(fp, touched)
+            found = self._check_rows(*scoring.check_statement(self.schema, fp, None, signature))
         rows = [MatchRow(*row) for row in found if row[0] >= 0]
         merging = merging_methods(self.params)
         status = Status.of((r.method for r in rows), merging)

@@ -17,7 +17,7 @@ of one. A key stays hot when documents are deleted (their secondary keys go with
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -333,31 +333,37 @@ def pending_keys_sql(s: str, secondary: tuple[int, int], hot_limit: int) -> str:
     )
 
 
-def query_parameters(fp: Fingerprint, secondary: bool = True) -> dict[str, Any]:
-    """The secondary keys of every re-keyed slot of ``fp`` with their kind, slot and primary
-    key (parameters ``sec_kind``, ``sec_slot``, ``sec_primary``, ``sec_key``), and ``fast``.
+def query_parameters(
+    fp: Fingerprint, slots: Iterable[tuple[int, int]] | None = None
+) -> dict[str, Any]:
+    """The secondary keys of ``fp`` with their kind, slot and primary key (parameters
+    ``sec_kind``, ``sec_slot``, ``sec_primary``, ``sec_key``): those of the re-keyed
+    ``(kind, slot)`` pairs ``slots``, or with ``None`` of every re-keyed slot.
 
-    Without ``secondary`` none are sent (``fast`` is true): the statements then only tell
-    whether the query owns a hot key (:func:`touched_sql`), which is rare, and the caller runs
-    them again with the secondary keys. Computing and sending the keys of every slot costs
-    more than the rest of a ``check`` of a store without hot keys.
+    A statement sent with the keys of some slots reports the query's hot keys of the other
+    slots (:func:`touched_sql`), and the caller runs it again with every slot's keys. Computing
+    and sending every slot's keys costs more than the rest of a ``check`` of a store without hot
+    keys, so callers send those of the slots whose keys they know to be hot
+    (:class:`MetHotKeys`).
     """
-    if not secondary:
-        empty = "{}"
-        return {
-            "sec_kind": empty,
-            "sec_slot": empty,
-            "sec_primary": empty,
-            "sec_key": empty,
-            "fast": True,
-        }
     params = fp.params
     kinds: list[int] = []
-    slots: list[int] = []
+    sent_slots: list[int] = []
     primary: list[int] = []
     keys: list[int] = []
+    wanted = None if slots is None else set(slots)
     for kind, owned in ((BAND, fp.band_keys), (BLOCK, fp.block_keys)):
         if not rekey.rekeyed(params, kind):
+            continue
+        chosen = np.array(
+            [
+                slot - 1
+                for slot in range(1, len(owned) + 1)
+                if wanted is None or (kind, slot) in wanted
+            ],
+            dtype=np.intp,
+        )
+        if not chosen.size:
             continue
         owned_keys = rekey.all_secondary_keys(
             params,
@@ -365,30 +371,72 @@ def query_parameters(fp: Fingerprint, secondary: bool = True) -> dict[str, Any]:
             owned[None, :],
             fp.signature[None, :],
             np.array([fp.simhash], dtype=np.uint64),
-        )[0]
+        )[0][chosen]
         count = owned_keys.shape[1]
         kinds += [kind] * owned_keys.size
-        slots += np.repeat(np.arange(1, len(owned) + 1), count).tolist()
-        primary += np.repeat(owned, count).tolist()
+        sent_slots += np.repeat(chosen + 1, count).tolist()
+        primary += np.repeat(owned[chosen], count).tolist()
         keys += owned_keys.reshape(-1).tolist()
     return {
         "sec_kind": array_literal(kinds),
-        "sec_slot": array_literal(slots),
+        "sec_slot": array_literal(sent_slots),
         "sec_primary": array_literal(primary),
         "sec_key": array_literal(keys),
-        "fast": False,
     }
 
 
-def touched_sql(s: str) -> str:
-    """SQL: ``(kind, slot, key)`` of the query's band and block keys that are hot, read from the
-    rows ``found`` of :func:`~dedup_store.db.scoring.found_sql`, when the statement was sent
-    without secondary keys (``fast``): it must then run again with them."""
+def touched_sql(s: str, secondary: tuple[int, int], hot_limit: int) -> str:
+    """SQL: ``(kind, slot, key)`` of the query's hot band and block keys of re-keyed slots
+    whose secondary keys were not sent (:func:`query_parameters`), read from the rows ``found``
+    of :func:`~dedup_store.db.scoring.found_sql`: the statement must run again with them."""
+    kinds = [str(kind) for kind in (BAND, BLOCK) if secondary[kind]]
+    if not hot_limit or not kinds:
+        return "SELECT 0::smallint AS kind, 0::smallint AS slot, 0::bigint AS key WHERE false"
     return (
         f"SELECT f.kind, f.slot, f.pkey AS key FROM found f JOIN {s}.hot_keys h "
         "ON h.kind = f.kind AND h.slot = f.slot AND h.key = f.pkey "
-        "WHERE CAST(:fast AS boolean)"
+        f"WHERE f.kind IN ({', '.join(kinds)}) AND NOT EXISTS (SELECT 1 FROM "
+        "unnest(CAST(:sec_kind AS smallint[]), CAST(:sec_slot AS smallint[])) AS n(kind, slot) "
+        "WHERE n.kind = f.kind AND n.slot = f.slot)"
     )
+
+
+class MetHotKeys:
+    """The hot band and block keys ``(kind, slot, key)`` that one store object has met.
+
+    ``check`` and ``add`` send the secondary keys of the slots whose key is listed here, so a
+    query owning a hot key it has met before takes one statement instead of two. The list only
+    chooses which secondary keys are computed and sent; the answers do not depend on it. A
+    listed key that is not hot (any more, or in another store) costs its secondary keys, which
+    the statement joins with ``hot_keys`` and so ignores; a hot key missing from the list is
+    reported by the statement (:func:`touched_sql`), which the caller runs again with every
+    slot's keys. Hot keys are few (a key needs ``hot_key_limit`` owners), and the list starts
+    over when it reaches ``limit``.
+    """
+
+    def __init__(self, limit: int = 1_000_000) -> None:
+        self._keys: set[tuple[int, int, int]] = set()
+        self._limit = limit
+
+    def slots(self, fp: Fingerprint) -> list[tuple[int, int]]:
+        """The ``(kind, slot)`` pairs of ``fp`` whose key is listed."""
+        known = self._keys
+        if not known:
+            return []
+        return [
+            (kind, slot)
+            for kind, owned in ((BAND, fp.band_keys), (BLOCK, fp.block_keys))
+            for slot, key in enumerate(owned.tolist(), start=1)
+            if (kind, slot, key) in known
+        ]
+
+    def learn(self, fp: Fingerprint, slots: Iterable[tuple[int, int]]) -> None:
+        """List the keys of ``fp`` in ``slots`` (``(kind, slot)`` pairs) as hot."""
+        if len(self._keys) >= self._limit:
+            self._keys.clear()
+        for kind, slot in slots:
+            owned = fp.band_keys if kind == BAND else fp.block_keys
+            self._keys.add((kind, slot, int(owned[slot - 1])))
 
 
 def delete_secondary(conn: Connection, schema: str, doc_ids: Sequence[int]) -> None:

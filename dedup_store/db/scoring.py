@@ -22,7 +22,7 @@ in one statement (:func:`matches_sql`, for ``check`` and ``add``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -266,8 +266,9 @@ def _check_statement(
 ) -> TextClause:
     """The statement of :func:`check_statement` (built once: it is long and parsed for binds).
 
-    Its matches, and a row of id -1 when it ran without secondary keys and the query owns a hot
-    key (run it again with them).
+    Its matches, and a row of id -1 for each hot slot of the query whose secondary keys were
+    not sent (:func:`~dedup_store.db.hot.touched_sql`; its kind in ``hamming``, its slot in
+    ``cluster_id``): run it again with them.
     """
     s = qualified(schema)
     lookups = found_sql(schema, band_count, block_count, hot_limit, secondary)
@@ -276,18 +277,26 @@ def _check_statement(
         WITH found AS MATERIALIZED ({lookups})
         SELECT * FROM ({matches}) m
         UNION ALL
-        SELECT -1::bigint, NULL::text, NULL::bigint, NULL::text, NULL::float8, NULL::float8,
-               NULL::integer, NULL::float8, NULL::float8
-        WHERE EXISTS ({hot.touched_sql(s)})
+        SELECT DISTINCT -1::bigint, NULL::text, t.slot::bigint, NULL::text, NULL::float8,
+               NULL::float8, t.kind::integer, NULL::float8, NULL::float8
+        FROM ({hot.touched_sql(s, secondary, hot_limit)}) t
     """)
 
 
+def touched_slots(rows: Iterable[Sequence[Any]]) -> list[tuple[int, int]]:
+    """``(kind, slot)`` of the rows of id -1 of the statement of :func:`check_statement`."""
+    return [(int(row[6]), int(row[2])) for row in rows if row[0] == -1]
+
+
 def fingerprint_parameters(
-    fp: Fingerprint, secondary: bool = False, meta_signature: U32 | None = None
+    fp: Fingerprint,
+    slots: Iterable[tuple[int, int]] | None = (),
+    meta_signature: U32 | None = None,
 ) -> dict[str, Any]:
     """The bind parameters of :func:`matches_sql` for ``fp`` with the signature of its
-    metadata set (``None``: it has none), with its secondary keys or without them
-    (:func:`~dedup_store.db.hot.query_parameters`)."""
+    metadata set (``None``: it has none), with the secondary keys of its ``(kind, slot)`` pairs
+    ``slots`` (``None``: of every re-keyed slot; :func:`~dedup_store.db.hot.query_parameters`).
+    """
     parameters: dict[str, Any] = {
         "meta_signature": None
         if meta_signature is None
@@ -304,7 +313,7 @@ def fingerprint_parameters(
     }
     for kind, keys in ((BAND, fp.band_keys), (BLOCK, fp.block_keys)):
         parameters.update({f"k{kind}_{i}": key for i, key in enumerate(keys.tolist(), start=1)})
-    parameters.update(hot.query_parameters(fp, secondary))
+    parameters.update(hot.query_parameters(fp, slots))
     return parameters
 
 
@@ -318,13 +327,12 @@ def lookup_shape(fp: Fingerprint) -> tuple[int, int, int, tuple[int, int]]:
 def check_statement(
     schema: str,
     fp: Fingerprint,
-    secondary: bool = False,
+    slots: Iterable[tuple[int, int]] | None = (),
     meta_signature: U32 | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """The statement of ``check`` (:func:`matches_sql`) and its ``:name`` parameters, with or
-    without the secondary keys of ``fp``; ``meta_signature`` as in
-    :func:`fingerprint_parameters`."""
-    parameters = fingerprint_parameters(fp, secondary, meta_signature)
+    """The statement of ``check`` (:func:`matches_sql`) and its ``:name`` parameters, with the
+    secondary keys of ``slots`` and ``meta_signature`` as in :func:`fingerprint_parameters`."""
+    parameters = fingerprint_parameters(fp, slots, meta_signature)
     return _check_statement(schema, *lookup_shape(fp)).text, parameters
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -59,7 +59,9 @@ class SingleOutcome:
         inserted: ``False`` when the external id was already stored (nothing was written).
         cluster_id: the document's cluster afterwards.
         matches: its verified matches with older documents (none when not inserted).
-        rekey: nothing was written: the document makes keys hot, to be promoted first.
+        rekey: nothing was written: the document makes keys hot, to be promoted first, or
+            owns hot keys whose secondary keys were not sent.
+        touched: ``(kind, slot)`` of the hot keys it owns whose secondary keys were not sent.
     """
 
     doc_id: int
@@ -67,6 +69,7 @@ class SingleOutcome:
     cluster_id: int
     matches: list[MatchRow]
     rekey: bool = False
+    touched: list[tuple[int, int]] = dataclasses.field(default_factory=list)
 
 
 @lru_cache(maxsize=32)
@@ -93,9 +96,10 @@ def _statement(
             WHERE exact_hash = CAST(:exact AS bytea) AND exact_of IS NULL
         ),
         found AS MATERIALIZED ({lookups}),
+        touched AS MATERIALIZED ({hot.touched_sql(s, secondary, hot_limit)}),
         pending AS MATERIALIZED (
             SELECT 1 FROM ({hot.pending_keys_sql(s, secondary, hot_limit)}
-                           UNION ALL {hot.touched_sql(s)}) p
+                           UNION ALL SELECT * FROM touched) p
             WHERE NOT EXISTS (SELECT 1 FROM known) AND NOT EXISTS (SELECT 1 FROM first) LIMIT 1
         ),
         new_id AS (
@@ -163,6 +167,11 @@ def _statement(
         SELECT m.a, NULL, NULL, m.external_id, m.cluster_id, m.method, m.jaccard,
                m.containment, m.hamming, m.meta_score, m.score
         FROM matched m
+        UNION ALL
+        SELECT DISTINCT -1::bigint, NULL::boolean, t.slot::bigint, NULL::text, NULL::bigint,
+               NULL::text, NULL::float8, NULL::float8, t.kind::integer, NULL::float8,
+               NULL::float8
+        FROM touched t WHERE EXISTS (SELECT 1 FROM pending)
     """)
 
 
@@ -188,6 +197,7 @@ def add_statement(
     body: str | None,
     language: str,
     meta_signature: U32 | None = None,
+    slots: Iterable[tuple[int, int]] | None = (),
 ) -> tuple[str, dict[str, Any]]:
     """The statement that inserts one document, with its ``:name`` parameters.
 
@@ -195,11 +205,12 @@ def add_statement(
     :func:`~dedup_store.db.write.lock_writers` first) and read its rows with :func:`outcome`.
     ``meta`` must be JSON-serializable (validated by the caller); ``meta_signature`` is the
     signature of its metadata set (``None``: none), and ``fp`` then has its exact key
-    (:func:`~dedup_store.core.metadata.exact_key`).
+    (:func:`~dedup_store.core.metadata.exact_key`). The secondary keys of the ``(kind, slot)``
+    pairs ``slots`` are sent (:func:`~dedup_store.db.scoring.fingerprint_parameters`).
     """
     statement = _statement(schema, *lookup_shape(fp))
     parameters = {
-        **fingerprint_parameters(fp, meta_signature=meta_signature),
+        **fingerprint_parameters(fp, slots, meta_signature),
         "seq": qualified(schema, "document_ids"),
         "external_id": external_id,
         "band_keys": array_literal(fp.band_keys.tolist()),
@@ -218,7 +229,8 @@ def outcome(rows: Sequence[Sequence[Any]]) -> SingleOutcome:
     """What the statement of :func:`add_statement` did, from its rows."""
     head, *found = rows
     if head[0] is None:  # neither inserted nor known: keys to make hot first
-        return SingleOutcome(0, False, 0, [], rekey=True)
+        touched = [(int(row[8]), int(row[2])) for row in found if row[0] == -1]
+        return SingleOutcome(0, False, 0, [], rekey=True, touched=touched)
     doc_id, inserted, cluster_id = int(head[0]), bool(head[1]), int(head[2])
-    matches = [MatchRow(*row[:1], *row[3:]) for row in found]
+    matches = [MatchRow(*row[:1], *row[3:]) for row in found if row[0] != -1]
     return SingleOutcome(doc_id, inserted, cluster_id, matches)

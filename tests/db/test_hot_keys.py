@@ -190,23 +190,54 @@ def test_migration_0004_up_and_down(engine: Engine, schema: str) -> None:
 def test_a_query_owning_a_hot_key_runs_again_with_its_secondary_keys(
     engine: Engine, schemas: list[str]
 ) -> None:
-    # check and add first go without secondary keys (computing and sending them costs more
-    # than the rest of a check of a store without hot keys); a query that owns a hot key is
-    # told so, and runs again with them
+    # check and add send the secondary keys of the slots whose keys they know to be hot
+    # (computing and sending every slot's costs more than the rest of a check of a store
+    # without hot keys); a query owning a hot key of another slot is told which, and runs again
     params = FingerprintParams(hot_key_limit=LIMIT)
     with DedupStore(engine, params, schema=schemas[0]) as store:
         store.add_many(_documents(), batch_size=1)
         probe, cold = _edits(5, 41)[40], PlantedCorpus(9).original()
 
-        def marked(text_: str, secondary: bool) -> bool:
+        def touched(text_: str, slots: list[tuple[int, int]] | None) -> list[tuple[int, int]]:
             fp = fingerprint(text_, store.params)
-            statement, parameters = scoring.check_statement(schemas[0], fp, secondary)
+            statement, parameters = scoring.check_statement(schemas[0], fp, slots)
             with engine.connect() as conn:
-                rows = conn.execute(text(statement), parameters).all()
-            return any(row[0] == -1 for row in rows)
+                return scoring.touched_slots(conn.execute(text(statement), parameters).all())
 
-        assert marked(probe, secondary=False)
-        assert not marked(probe, secondary=True)
-        assert not marked(cold, secondary=False)
+        hot_slots = touched(probe, [])
+        assert hot_slots and len(set(hot_slots)) == len(hot_slots)
+        with engine.connect() as conn:
+            hot_keys = set(conn.execute(text(f'SELECT kind, slot FROM "{schemas[0]}".hot_keys')))
+        assert set(hot_slots) <= hot_keys
+        assert touched(probe, None) == []
+        assert touched(probe, hot_slots) == []
+        assert touched(probe, hot_slots[1:]) == hot_slots[:1]
+        assert touched(cold, []) == []
         assert len(store.check(probe).matches) >= 35
         assert len(store.add("probe", probe).matches) >= 35
+
+
+def test_the_hot_keys_a_store_has_met_do_not_change_its_answers(
+    engine: Engine, schemas: list[str]
+) -> None:
+    # a store object lists the hot keys its queries met, to send their secondary keys at once;
+    # a listed key that is not hot, or a hot key not listed, changes what it sends, not what
+    # check and add answer
+    params = FingerprintParams(hot_key_limit=LIMIT)
+    probes = _edits(5, 44)[40:]
+    with DedupStore(engine, params, schema=schemas[0]) as store:
+        store.add_many(_documents(), batch_size=1)
+        fresh = [store.check(t) for t in probes]
+        again = [store.check(t) for t in probes]  # the hot keys met by the first round listed
+        assert store._hot_keys.slots(fingerprint(probes[0], store.params))
+        assert again == fresh
+    with DedupStore(engine, params, schema=schemas[0]) as store:
+        for probe in probes:  # every key of the probes listed, hot or not
+            fp = fingerprint(probe, store.params)
+            store._hot_keys.learn(fp, [(0, s) for s in range(1, len(fp.band_keys) + 1)])
+            store._hot_keys.learn(fp, [(1, s) for s in range(1, len(fp.block_keys) + 1)])
+        assert [store.check(t) for t in probes] == fresh
+        added = [store.add(f"p{i}", t) for i, t in enumerate(probes)]
+    with DedupStore(engine, params, schema=schemas[1]) as store:
+        store.add_many(_documents(), batch_size=1)
+        assert [store.add(f"p{i}", t) for i, t in enumerate(probes)] == added
