@@ -75,6 +75,12 @@ def array_literal(values: Iterable[int]) -> str:
     return "{" + ",".join(map(str, values)) + "}"
 
 
+def bytea_array_literal(values: Iterable[bytes]) -> str:
+    """Byte strings as a PostgreSQL array literal, for ``CAST(:param AS bytea[])``: each element
+    quoted in bytea's hex form (as :func:`array_literal`, one string instead of a list)."""
+    return "{" + ",".join(f'"\\\\x{value.hex()}"' for value in values) + "}"
+
+
 def int4_array(data: bytes) -> I32:
     """The elements of a one-dimensional ``integer[]`` in binary form (no NULLs)."""
     if len(data) <= 12:  # an empty array: dimensions 0, no bounds

@@ -42,6 +42,7 @@ from dedup_store.db.encoding import (
     KEY_COLUMNS,
     SAMPLE,
     array_literal,
+    bytea_array_literal,
     int4_array,
     sample_columns,
 )
@@ -629,9 +630,9 @@ class IndexedKeys:
         rows = connection_of(conn).execute(
             text(
                 f"SELECT exact_hash, id FROM {qualified(schema, 'documents')} "
-                "WHERE exact_hash = ANY(:hashes) AND exact_of IS NULL"
+                "WHERE exact_hash = ANY(CAST(:hashes AS bytea[])) AND exact_of IS NULL"
             ),
-            {"hashes": hashes},
+            {"hashes": bytea_array_literal(hashes)},
         )
         return {bytes(row[0]): int(row[1]) for row in rows}
 
