@@ -263,6 +263,19 @@ def server_setting(engine: sa.Engine, name: str) -> str:
         return str(conn.execute(sa.text("SELECT current_setting(:n)"), {"n": name}).scalar_one())
 
 
+def autovacuum_work(engine: sa.Engine) -> list[str]:
+    """What the server's autovacuum workers are doing now (``VACUUM ANALYZE s.documents``...):
+    a ``check`` phase that starts right after an ingest may share the cores with them."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.text(
+                "SELECT query FROM pg_stat_activity "
+                "WHERE backend_type = 'autovacuum worker' AND query <> '' ORDER BY query"
+            )
+        ).scalars()
+        return [str(q).removeprefix("autovacuum: ") for q in rows]
+
+
 def analyzed(engine: sa.Engine, schema: str) -> bool:
     """Whether every fingerprint table has planner statistics (ANALYZE or autoanalyze ran)."""
     with engine.connect() as conn:
@@ -803,13 +816,16 @@ def check_phases(
         f"{'had' if had_stats else 'had no'} planner statistics after the ingest"
     )
     label = "as ingested" + ("" if had_stats else " (no statistics)")
+    busy = [f"{label}: {', '.join(autovacuum_work(engine)) or 'none'}"]
     if not analyze_after:
-        return [(label, run_checks(store, queries, corpus.fresh_texts(WARM_UP)))], notes
+        phases = [(label, run_checks(store, queries, corpus.fresh_texts(WARM_UP)))]
+        return phases, f"{notes}\nautovacuum at work as the phase started: {busy[0]}"
     phases = [(label, run_checks(store, queries[:BEFORE_ANALYZE], corpus.fresh_texts(WARM_UP)))]
     seconds = analyze(engine, store.schema)
     notes += f"; ANALYZE of the store's tables took {seconds:.1f} s (not in the ingest time)"
+    busy.append(f"after ANALYZE: {', '.join(autovacuum_work(engine)) or 'none'}")
     phases.append(("after ANALYZE", run_checks(store, queries, corpus.fresh_texts(WARM_UP))))
-    return phases, notes
+    return phases, f"{notes}\nautovacuum at work as each phase started: {'; '.join(busy)}"
 
 
 def run_peer_section(
