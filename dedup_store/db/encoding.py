@@ -55,15 +55,31 @@ def top32(values: U64) -> I32:
 
 def sorted_top32(batch: FingerprintBatch, rows: I64) -> tuple[I64, I32]:
     """The shingles of ``rows`` as stored (:func:`top32`), each row's sorted:
-    ``(offsets, values)``, row ``i`` being ``values[offsets[i]:offsets[i + 1]]``."""
+    ``(offsets, values)``, row ``i`` being ``values[offsets[i]:offsets[i + 1]]``.
+
+    A batch's rows are sorted as unsigned 64-bit numbers, so their high halves are sorted as
+    unsigned 32-bit ones: as ``integer`` each row is a run of non-negative values followed by
+    a run of negative ones, and moving the second run to the front sorts it (no sort needed).
+    """
     starts, ends = batch.shingle_offsets[rows], batch.shingle_offsets[rows + 1]
     counts = ends - starts
-    owner = np.repeat(np.arange(len(rows), dtype=np.int64), counts)
-    # one sort of (row, value as an order-preserving unsigned number)
-    flipped = top32(batch.shingles[ranges(starts, ends)]).view(np.uint32) ^ np.uint32(2**31)
-    combined = np.sort((owner << np.int64(32)) | flipped.astype(np.int64))
-    values = (combined.astype(np.uint32) ^ np.uint32(2**31)).view(np.int32)
-    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    high = top32(batch.shingles[ranges(starts, ends)])
+    negatives_before = np.zeros(len(high) + 1, dtype=np.int64)
+    np.cumsum(high < 0, out=negatives_before[1:])
+    negatives = negatives_before[offsets[1:]] - negatives_before[offsets[:-1]]
+    # the value at position j of a row comes from j + (count - negatives) of that row when j
+    # is within the negatives, otherwise from j - negatives
+    row_start = np.repeat(offsets[:-1], counts)
+    row_negatives = np.repeat(negatives, counts)
+    position = np.arange(len(high), dtype=np.int64) - row_start
+    source = np.where(
+        position < row_negatives,
+        position + np.repeat(counts, counts) - row_negatives,
+        position - row_negatives,
+    )
+    values: I32 = high[row_start + source]
     return offsets, values
 
 

@@ -1,10 +1,16 @@
-"""Parameters sent as one array literal come back from PostgreSQL as the values they encode."""
+"""Parameters sent as one array literal come back from PostgreSQL as the values they encode;
+shingles in their stored 32-bit form come out sorted row by row."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
 from sqlalchemy import Engine, text
 
-from dedup_store.db.encoding import array_literal, bytea_array_literal
+from dedup_store.core.arrays import I64
+from dedup_store.core.fingerprint import FingerprintBatch, fingerprint_batch
+from dedup_store.db.encoding import array_literal, bytea_array_literal, sorted_top32, top32
 
 
 def test_byte_strings_survive_the_bytea_array_literal(engine: Engine) -> None:
@@ -25,3 +31,58 @@ def test_integers_survive_the_array_literal(engine: Engine) -> None:
             text("SELECT CAST(:v AS bigint[])"), {"v": array_literal(values)}
         ).scalar_one()
     assert back == values
+
+
+def _rows_sorted_one_by_one(batch: FingerprintBatch, rows: I64) -> list[list[int]]:
+    offsets = batch.shingle_offsets
+    return [sorted(top32(batch.shingles[offsets[r] : offsets[r + 1]]).tolist()) for r in rows]
+
+
+def test_stored_shingles_come_back_sorted_row_by_row() -> None:
+    words = [
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "epsilon",
+        "zeta",
+        "eta",
+        "theta",
+        "iota",
+        "kappa",
+        "lambda",
+        "mu",
+        "nu",
+        "xi",
+    ]
+    rng = np.random.default_rng(7)
+    texts = [" ".join(rng.choice(words, size=int(n))) for n in rng.integers(4, 300, size=40)]
+    batch = fingerprint_batch(texts)
+    # rows out of order, one twice
+    rows = np.array([5, 0, 39, 5, 17, 2], dtype=np.int64)
+    offsets, values = sorted_top32(batch, rows)
+    got = [values[offsets[i] : offsets[i + 1]].tolist() for i in range(len(rows))]
+    assert got == _rows_sorted_one_by_one(batch, rows)
+
+
+def test_stored_shingles_sort_rows_of_only_high_or_low_halves_and_equal_halves() -> None:
+    batch = fingerprint_batch(["one two three four five six", "seven eight nine ten eleven"])
+    high, low = 0xFFFF_0000_0000_0001, 0x0000_0001_0000_0000
+    rows_of = [
+        [],  # an empty row
+        [low, low + 1, high, high + 1],  # equal high halves on both sides of the sign bit
+        [high, high + 2**32, 2**64 - 1],  # negative only
+        [0, 1, (2**31 - 1) << 32],  # non-negative only
+    ]
+    shingles = np.array([v for row in rows_of for v in row], dtype=np.uint64)
+    counts = [len(row) for row in rows_of]
+    crafted = dataclasses.replace(
+        batch,
+        shingles=shingles,
+        shingle_offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+    )
+    rows = np.arange(len(rows_of), dtype=np.int64)
+    offsets, values = sorted_top32(crafted, rows)
+    assert offsets.tolist() == [0, 0, 4, 7, 10]
+    got = [values[offsets[i] : offsets[i + 1]].tolist() for i in range(len(rows))]
+    assert got == _rows_sorted_one_by_one(crafted, rows)
