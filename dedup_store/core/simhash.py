@@ -188,6 +188,8 @@ def hamming(a: int, b: int) -> int:
 
 def hamming_many(a: U64, b: U64) -> I64:
     """Differing bits of each pair ``(a[i], b[i])`` of 64-bit fingerprints."""
+    if hasattr(np, "bitwise_count"):  # numpy >= 2
+        return np.bitwise_count(np.bitwise_xor(a, b)).astype(np.int64)
     differing = np.bitwise_xor(a, b).view(np.uint8).reshape(-1, 8)
     counts: I64 = np.unpackbits(differing, axis=1).sum(axis=1, dtype=np.int64)
     return counts

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I32, I64, U32, distinct, merged_segments, ranges
+from dedup_store.core.arrays import I32, I64, U32, U64, distinct, merged_segments, ranges
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.keyindex import key_index
 from dedup_store.core.mixing import hashint8
@@ -105,6 +105,9 @@ class LoadedKeys:
         for column, mine, theirs in zip(both, (counts, simhashes), earlier, strict=True):
             column[kept], column[~kept] = mine, theirs
         return both
+
+    def known_simhashes(self, ids: I64) -> tuple[npt.NDArray[np.bool_], U64]:
+        return self._shingles.known_simhashes(ids)
 
     def shingles(self, conn: Reach, schema: str, ids: I64) -> tuple[I64, I32]:
         kept = self._shingles.kept(ids)
@@ -239,6 +242,12 @@ class ShingleChunks:
     def __init__(self) -> None:
         self._firsts: list[int] = []
         self._chunks: list[_Chunk] = []
+        # per id from the first one kept (a load's ids ascend without gaps between batches):
+        # whether it is kept, its shingle count and its SimHash
+        self._base = 0
+        self._kept_at = np.zeros(0, dtype=bool)
+        self._count_at = np.zeros(0, dtype=np.int64)
+        self._simhash_at = np.zeros(0, dtype=np.int64)
 
     def add(self, batch: FingerprintBatch, rows: I64, ids: I64) -> None:
         """Keep the shingles of ``rows`` of ``batch``, written with ascending ``ids``."""
@@ -249,22 +258,46 @@ class ShingleChunks:
         simhashes = batch.simhashes[rows].view(np.int64)
         chunk = _Chunk(ids.astype(np.int64), offsets, values, simhashes, batch.signatures[rows])
         self._chunks.append(chunk)
+        self._place(chunk)
+
+    def _place(self, chunk: _Chunk) -> None:
+        """Record the ids, shingle counts and SimHashes of ``chunk`` by id."""
+        if not len(self._kept_at):
+            self._base = int(chunk.ids[0])
+        end = int(chunk.ids[-1]) - self._base + 1
+        if end > len(self._kept_at):
+            size = max(end, 2 * len(self._kept_at))
+            self._kept_at = _grown(self._kept_at, size)
+            self._count_at = _grown(self._count_at, size)
+            self._simhash_at = _grown(self._simhash_at, size)
+        at = chunk.ids - self._base
+        self._kept_at[at] = True
+        self._count_at[at] = np.diff(chunk.offsets)
+        self._simhash_at[at] = chunk.simhashes
+
+    def _positions(self, ids: I64) -> tuple[npt.NDArray[np.bool_], I64]:
+        """Which of ``ids`` (any order) are kept here, and where (in the per-id arrays)."""
+        at = ids - self._base
+        inside = (at >= 0) & (at < len(self._kept_at))
+        kept = np.zeros(len(ids), dtype=bool)
+        kept[inside] = self._kept_at[at[inside]]
+        return kept, at[kept]
 
     def kept(self, ids: I64) -> npt.NDArray[np.bool_]:
-        """Which of the ascending ``ids`` are kept here."""
-        kept = np.zeros(len(ids), dtype=bool)
-        for _, positions, _ in self._located(ids):
-            kept[positions] = True
-        return kept
+        """Which of ``ids`` are kept here."""
+        return self._positions(ids)[0]
 
     def summaries(self, ids: I64) -> tuple[I64, I64]:
-        """Shingle counts and SimHashes of the ascending ``ids``, all kept here."""
-        counts = np.zeros(len(ids), dtype=np.int64)
+        """Shingle counts and SimHashes of ``ids``, all kept here."""
+        at = ids - self._base
+        return self._count_at[at], self._simhash_at[at]
+
+    def known_simhashes(self, ids: I64) -> tuple[npt.NDArray[np.bool_], U64]:
+        """Which of ``ids`` (any order) are kept here, and their SimHashes (0 for the others)."""
+        kept, at = self._positions(ids)
         simhashes = np.zeros(len(ids), dtype=np.int64)
-        for chunk, positions, rows in self._located(ids):
-            counts[positions] = chunk.offsets[rows + 1] - chunk.offsets[rows]
-            simhashes[positions] = chunk.simhashes[rows]
-        return counts, simhashes
+        simhashes[kept] = self._simhash_at[at]
+        return kept, simhashes.view(np.uint64)
 
     def shingles(self, ids: I64) -> tuple[I64, I32]:
         """``(offsets, values)`` of the sorted shingles of the ascending ``ids``, all kept
@@ -310,6 +343,13 @@ class ShingleChunks:
             at = np.minimum(np.searchsorted(chunk.ids, docs), len(chunk.ids) - 1)
             hit = chunk.ids[at] == docs
             yield chunk, start + np.flatnonzero(hit), at[hit]
+
+
+def _grown(values: npt.NDArray[Any], size: int) -> npt.NDArray[Any]:
+    """``values`` followed by zeros, ``size`` in all."""
+    grown = np.zeros(size, dtype=values.dtype)
+    grown[: len(values)] = values
+    return grown
 
 
 @dataclasses.dataclass(frozen=True)

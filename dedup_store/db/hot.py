@@ -28,6 +28,7 @@ from dedup_store.core import rekey
 from dedup_store.core.arrays import I64
 from dedup_store.core.fingerprint import Fingerprint, FingerprintBatch
 from dedup_store.core.params import FingerprintParams
+from dedup_store.core.simhash import hamming_many
 from dedup_store.db import bulk_copy, lookup
 from dedup_store.db.encoding import BAND, BLOCK, array_literal
 from dedup_store.db.lookup import (
@@ -105,7 +106,7 @@ def find_candidates(
     found = stored.find(conn, schema, groups, hot_limit, kinds)
     parts = lookup.found_pairs(groups, found, hot_limit)
     if not kinds or len(ids) == 0:
-        return lookup.merge(*parts), SecondaryRows.concat([]), Promotion.none()
+        return _merged(batch, rows, ids, stored, *parts), SecondaryRows.concat([]), Promotion.none()
     hot_of: dict[int, I64] = {}
     pending: list[tuple[int, int, I64]] = []
     for number, group in enumerate(groups):
@@ -133,9 +134,57 @@ def find_candidates(
     a_more, b_more, kind_more = _secondary_pairs(conn, schema, secondary, hot_limit, stored)
     stored.add_secondary(written.kind, written.slot, written.key, written.doc)
     a_parts, b_parts, kind_parts = parts
-    merged = lookup.merge(a_parts + a_more, b_parts + b_more, kind_parts + kind_more)
+    merged = _merged(
+        batch, rows, ids, stored, a_parts + a_more, b_parts + b_more, kind_parts + kind_more
+    )
     rows_written = SecondaryRows.concat([promotion.rows, written])
     return merged, rows_written, promotion
+
+
+def _merged(
+    batch: FingerprintBatch,
+    rows: I64,
+    ids: I64,
+    stored: StoredKeys,
+    a_parts: list[I64],
+    b_parts: list[I64],
+    kind_parts: list[npt.NDArray[np.int8]],
+) -> Candidates:
+    """The candidates of the pairs found (:func:`~dedup_store.db.lookup.merge`), without the
+    pairs a block key found whose SimHashes are known here and differ in more than
+    ``simhash_k`` bits.
+
+    Such a pair is no SimHash match, and if only block keys found it, it is no candidate
+    either (:func:`~dedup_store.db.scoring.batch_intersections` drops it); if another key
+    found it too, that finding keeps it. On SimHashes that agree in most bits (long documents
+    of one vocabulary) block keys find many such pairs, more as the store grows.
+    """
+    if not a_parts:
+        return lookup.merge(a_parts, b_parts, kind_parts)
+    a, b = np.concatenate(a_parts), np.concatenate(b_parts)
+    kind = np.concatenate(kind_parts)
+    block = np.flatnonzero(kind == BLOCK)
+    if len(block):
+        far = _far_apart(batch, rows, ids, stored, a[block], b[block])
+        keep = np.ones(len(a), dtype=bool)
+        keep[block[far]] = False
+        a, b, kind = a[keep], b[keep], kind[keep]
+    return lookup.merge([a], [b], [kind])
+
+
+def _far_apart(
+    batch: FingerprintBatch, rows: I64, ids: I64, stored: StoredKeys, a: I64, b: I64
+) -> npt.NDArray[np.bool_]:
+    """Which pairs ``(a, b)`` (``b`` new, of ``ids``) are known to differ in more than
+    ``simhash_k`` bits of their SimHashes (the new ones' from the batch, the others' as
+    ``stored`` knows them without a query)."""
+    simhashes_b = batch.simhashes[rows[np.searchsorted(ids, b)]]
+    at = np.minimum(np.searchsorted(ids, a), len(ids) - 1)
+    new_a = ids[at] == a
+    known, simhashes_a = stored.known_simhashes(a)
+    simhashes_a[new_a] = batch.simhashes[rows[at[new_a]]]
+    known |= new_a
+    return known & (hamming_many(simhashes_a, simhashes_b) > batch.params.simhash_k)
 
 
 def _secondary_groups(

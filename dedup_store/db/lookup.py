@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I32, I64, ranges
+from dedup_store.core.arrays import I32, I64, U64, ranges
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.mixing import mix64
 from dedup_store.db.ddl import (
@@ -559,6 +559,11 @@ class StoredKeys(Protocol):
         ``ids`` (distinct, ascending), in that order."""
         ...
 
+    def known_simhashes(self, ids: I64) -> tuple[npt.NDArray[np.bool_], U64]:
+        """Which of the stored documents ``ids`` (any order) have their SimHash at hand without
+        a query, and those SimHashes (0 for the others)."""
+        ...
+
     def shingles(self, conn: Reach, schema: str, ids: I64) -> tuple[I64, I32]:
         """The sorted shingles as stored of the stored documents ``ids`` (distinct,
         ascending): ``(offsets, values)``, document ``i``'s being
@@ -651,6 +656,10 @@ class IndexedKeys:
             .one()
         )
         return np.array(counts, dtype=np.int64), np.array(simhashes, dtype=np.int64)
+
+    def known_simhashes(self, ids: I64) -> tuple[npt.NDArray[np.bool_], U64]:
+        # only a query knows them
+        return np.zeros(len(ids), dtype=bool), np.zeros(len(ids), dtype=np.uint64)
 
     def shingles(self, conn: Reach, schema: str, ids: I64) -> tuple[I64, I32]:
         # read in PostgreSQL's binary array form
