@@ -12,6 +12,7 @@ I64 = npt.NDArray[np.int64]
 U32 = npt.NDArray[np.uint32]
 U64 = npt.NDArray[np.uint64]
 IntT = TypeVar("IntT", np.int64, np.uint64, np.int32)
+T = TypeVar("T", bound=np.generic)
 
 
 def ranges(starts: I64, ends: I64) -> I64:
@@ -21,6 +22,13 @@ def ranges(starts: I64, ends: I64) -> I64:
     positions: I64 = np.arange(int(lengths.sum()), dtype=np.int64)
     positions += np.repeat(starts - firsts, lengths)
     return positions
+
+
+def grown(values: npt.NDArray[T], size: int) -> npt.NDArray[T]:
+    """``values`` followed by zeros, ``size`` in all."""
+    out = np.zeros(size, dtype=values.dtype)
+    out[: len(values)] = values
+    return out
 
 
 def distinct(values: npt.NDArray[IntT]) -> npt.NDArray[IntT]:

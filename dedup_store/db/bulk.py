@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I32, I64, U32, U64, distinct, merged_segments, ranges
+from dedup_store.core.arrays import I32, I64, U32, U64, distinct, grown, merged_segments, ranges
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.keyindex import key_index
 from dedup_store.core.mixing import hashint8
@@ -267,9 +267,9 @@ class ShingleChunks:
         end = int(chunk.ids[-1]) - self._base + 1
         if end > len(self._kept_at):
             size = max(end, 2 * len(self._kept_at))
-            self._kept_at = _grown(self._kept_at, size)
-            self._count_at = _grown(self._count_at, size)
-            self._simhash_at = _grown(self._simhash_at, size)
+            self._kept_at = grown(self._kept_at, size)
+            self._count_at = grown(self._count_at, size)
+            self._simhash_at = grown(self._simhash_at, size)
         at = chunk.ids - self._base
         self._kept_at[at] = True
         self._count_at[at] = np.diff(chunk.offsets)
@@ -343,13 +343,6 @@ class ShingleChunks:
             at = np.minimum(np.searchsorted(chunk.ids, docs), len(chunk.ids) - 1)
             hit = chunk.ids[at] == docs
             yield chunk, start + np.flatnonzero(hit), at[hit]
-
-
-def _grown(values: npt.NDArray[Any], size: int) -> npt.NDArray[Any]:
-    """``values`` followed by zeros, ``size`` in all."""
-    grown = np.zeros(size, dtype=values.dtype)
-    grown[: len(values)] = values
-    return grown
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,9 +16,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I64
+from dedup_store.core.arrays import I64, U64, grown
 from dedup_store.db.ddl import RECENT, SETTLED, settled_through
 from dedup_store.db.encoding import BAND, SAMPLE
 from dedup_store.db.lookup import (
@@ -62,10 +63,29 @@ class SideReader:
 class SideIndexedKeys(IndexedKeys):
     """:class:`~dedup_store.db.lookup.IndexedKeys` that looks up the settled tier on the
     connections of ``side``: for batches written under the writers' lock that delete nothing
-    before their lookups."""
+    before their lookups.
+
+    It also remembers the shingle counts and SimHashes of the stored documents it has read
+    (:class:`MetSummaries`): batches of one ingest meet many of the same documents, and
+    :meth:`known_simhashes` lets pairs found by block keys that are far apart leave before
+    their summaries are read (:func:`~dedup_store.db.hot.find_candidates`).
+    """
 
     def __init__(self, side: SideReader) -> None:
         self.side = side
+        self._met = MetSummaries()
+
+    def summaries(self, conn: Reach, schema: str, ids: I64) -> tuple[I64, I64]:
+        known, counts, simhashes = self._met.get(ids)
+        if not known.all():
+            unknown = ids[~known]
+            counts[~known], simhashes[~known] = super().summaries(conn, schema, unknown)
+            self._met.add(unknown, counts[~known], simhashes[~known])
+        return counts, simhashes
+
+    def known_simhashes(self, ids: I64) -> tuple[npt.NDArray[np.bool_], U64]:
+        known, _, simhashes = self._met.get(ids)
+        return known, simhashes.view(np.uint64)
 
     def find(
         self,
@@ -101,6 +121,43 @@ class SideIndexedKeys(IndexedKeys):
                 cap,
             )
         return recent
+
+
+class MetSummaries:
+    """Shingle counts and SimHashes of stored documents, by id (neither ever changes for an
+    id, and ids are not used again), for ids below :attr:`LIMIT` (17 bytes an id at most)."""
+
+    LIMIT = 1 << 22
+
+    def __init__(self) -> None:
+        self._present = np.zeros(0, dtype=bool)
+        self._counts = np.zeros(0, dtype=np.int64)
+        self._simhashes = np.zeros(0, dtype=np.int64)
+
+    def get(self, ids: I64) -> tuple[npt.NDArray[np.bool_], I64, I64]:
+        """Which of ``ids`` are known, and their shingle counts and SimHashes (0 if not)."""
+        inside = ids < len(self._present)
+        known = np.zeros(len(ids), dtype=bool)
+        known[inside] = self._present[ids[inside]]
+        counts = np.zeros(len(ids), dtype=np.int64)
+        simhashes = np.zeros(len(ids), dtype=np.int64)
+        counts[known], simhashes[known] = self._counts[ids[known]], self._simhashes[ids[known]]
+        return known, counts, simhashes
+
+    def add(self, ids: I64, counts: I64, simhashes: I64) -> None:
+        """Remember the shingle counts and SimHashes of the stored documents ``ids``."""
+        keep = ids < self.LIMIT
+        ids, counts, simhashes = ids[keep], counts[keep], simhashes[keep]
+        if not len(ids):
+            return
+        size = int(ids.max()) + 1
+        if size > len(self._present):
+            size = min(max(size, 2 * len(self._present)), self.LIMIT)
+            self._present = grown(self._present, size)
+            self._counts = grown(self._counts, size)
+            self._simhashes = grown(self._simhashes, size)
+        self._present[ids] = True
+        self._counts[ids], self._simhashes[ids] = counts, simhashes
 
 
 def oldest(ids: I64, keys: I64, cap: int) -> tuple[I64, I64]:

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 from sqlalchemy import Engine, text
 
 from dedup_store import DedupStore, Document, FingerprintParams
 from dedup_store.db import ddl, migrate
 from dedup_store.db.encoding import BAND, BLOCK
-from dedup_store.db.lookup import any_of, slot_lookup
+from dedup_store.db.lookup import INDEXED, any_of, slot_lookup
 from dedup_store.db.names import qualified
+from dedup_store.db.side import MetSummaries, SideIndexedKeys, SideReader
 from dedup_store.results import CheckResult
 from tests.conftest import drop_schema
 from tests.db.corpus import PlantedCorpus
@@ -208,3 +210,27 @@ def _settled_and_first_ids(engine: Engine, schema: str) -> tuple[list[int], list
         )
     assert sorted(settled + recent) == firsts
     return settled, firsts
+
+
+def test_summaries_met_once_are_answered_as_the_store_answers_them(
+    engine: Engine, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ingest's side lookups remember the shingle counts and SimHashes they read; what
+    they answer from memory is what the store holds, and ids past the limit are read again."""
+    corpus = PlantedCorpus(5)
+    with DedupStore(engine, schema=schema) as store:
+        store.ingest([Document(f"d{i}", corpus.original()) for i in range(30)])
+    ids = np.arange(1, 31, dtype=np.int64)
+    monkeypatch.setattr(MetSummaries, "LIMIT", 21)  # ids 21 and up are never remembered
+    with engine.connect() as conn, SideReader(lambda work: None) as side:
+        expected = INDEXED.summaries(conn, schema, ids)
+        keys = SideIndexedKeys(side)
+        assert not keys.known_simhashes(ids)[0].any()
+        first = keys.summaries(conn, schema, ids[::2])
+        known, simhashes = keys.known_simhashes(ids)
+        assert known.tolist() == [i % 2 == 1 and i < 21 for i in ids.tolist()]
+        assert simhashes[known].view(np.int64).tolist() == expected[1][known].tolist()
+        again = keys.summaries(conn, schema, ids)
+    for half, full, whole in zip(first, again, expected, strict=True):
+        assert half.tolist() == whole[::2].tolist()
+        assert full.tolist() == whole.tolist()
