@@ -53,3 +53,13 @@ def test_pairs_inside_keep_the_hot_limit_documents_just_before_each_one() -> Non
         assert list(zip(a.tolist(), b.tolist(), strict=True)) == _pairs_by_definition(
             group, hot_limit
         )
+
+
+def test_a_groups_keys_are_ordered_by_key_then_document() -> None:
+    rng = np.random.default_rng(3)
+    for low, high in ((-(2**31), 2**31), (-(2**62), 2**62)):  # excerpt keys, band keys
+        keys = rng.integers(low, high, size=2000)
+        keys[::3] = keys[5]  # one key owned by many documents
+        for docs in (np.sort(rng.integers(0, 10**6, size=2000)), rng.permutation(2000)):
+            group = KeyGroup(SAMPLE, 0, keys=keys.astype(np.int64), docs=docs.astype(np.int64))
+            assert group.order.tolist() == np.lexsort((docs, keys)).tolist()
