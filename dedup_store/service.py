@@ -196,7 +196,7 @@ class DedupStore:
 
         meta_signature = prepared.meta.row(0) if prepared.meta else None
         statement, parameters = single.add_statement(
-            self.schema, fp, id, meta, body, language, meta_signature, self._hot_keys.slots(fp)
+            self.schema, fp, id, meta, body, language, meta_signature, self._hot_slots(fp)
         )
         outcome = single.outcome(self._add_rows(statement, parameters))
 
@@ -328,7 +328,7 @@ class DedupStore:
         """
         fp = self._weighted(text) if self.params.weighted else fingerprint(text, self.params)
         fp, signature = with_meta(fp, meta)
-        statement = scoring.check_statement(self.schema, fp, self._hot_keys.slots(fp), signature)
+        statement = scoring.check_statement(self.schema, fp, self._hot_slots(fp), signature)
         found = self._check_rows(*statement)
         touched = scoring.touched_slots(found)
         if touched:  # it owns hot keys not met before: again with every slot's secondary keys
@@ -361,6 +361,14 @@ class DedupStore:
             recent tier) and ``seconds`` (the index builds).
         """
         return self._db.run(lambda conn: settle_keys(conn, self.schema, self.params))
+
+    def _hot_slots(self, fp: Fingerprint) -> list[tuple[int, int]]:
+        """The slots of ``fp`` whose key this object knows to be hot (:class:`hot.MetHotKeys`,
+        seeded with the store's hot keys the first time)."""
+        if not self._hot_keys.seeded:
+            stored = self._run(lambda conn: hot.stored_hot_keys(conn, self.schema))
+            self._hot_keys.seed(stored)
+        return self._hot_keys.slots(fp)
 
     def _check_rows(self, statement: str, parameters: dict[str, Any]) -> list[Any]:
         """The rows of the ``check`` statement."""

@@ -17,6 +17,7 @@ of one. A key stays hot when documents are deleted (their secondary keys go with
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -460,12 +461,21 @@ class MetHotKeys:
     the statement joins with ``hot_keys`` and so ignores; a hot key missing from the list is
     reported by the statement (:func:`touched_sql`), which the caller runs again with every
     slot's keys. Hot keys are few (a key needs ``hot_key_limit`` owners), and the list starts
-    over when it reaches ``limit``.
+    over when it reaches ``limit``. A store object fills it with the store's hot keys
+    (:func:`stored_hot_keys`) before its first ``check`` or ``add``.
     """
 
     def __init__(self, limit: int = 1_000_000) -> None:
         self._keys: set[tuple[int, int, int]] = set()
         self._limit = limit
+        #: Whether :meth:`seed` has run.
+        self.seeded = False
+
+    def seed(self, keys: Iterable[tuple[int, int, int]]) -> None:
+        """List ``keys`` (``(kind, slot, key)``) as hot, up to the list's limit."""
+        self.seeded = True
+        room = self._limit - len(self._keys)
+        self._keys.update(itertools.islice(keys, max(room, 0)))
 
     def slots(self, fp: Fingerprint) -> list[tuple[int, int]]:
         """The ``(kind, slot)`` pairs of ``fp`` whose key is listed."""
@@ -486,6 +496,23 @@ class MetHotKeys:
         for kind, slot in slots:
             owned = fp.band_keys if kind == BAND else fp.block_keys
             self._keys.add((kind, slot, int(owned[slot - 1])))
+
+
+#: How many of a store's hot keys :func:`stored_hot_keys` reads at most.
+SEED_LIMIT = 100_000
+
+
+def stored_hot_keys(
+    conn: Connection, schema: str, limit: int = SEED_LIMIT
+) -> list[tuple[int, int, int]]:
+    """``(kind, slot, key)`` of up to ``limit`` of the store's hot band and block keys."""
+    rows = conn.execute(
+        text(
+            f"SELECT kind, slot, key FROM {qualified(schema, 'hot_keys')} "
+            f"WHERE kind IN ({BAND}, {BLOCK}) LIMIT {int(limit)}"
+        )
+    )
+    return [(int(kind), int(slot), int(key)) for kind, slot, key in rows]
 
 
 def delete_secondary(conn: Connection, schema: str, doc_ids: Sequence[int]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from sqlalchemy import Engine, text
 from dedup_store import DedupStore, Document, FingerprintParams
 from dedup_store.core import rekey
 from dedup_store.core.fingerprint import fingerprint
-from dedup_store.db import migrate, scoring
+from dedup_store.db import hot, migrate, scoring
 from tests.conftest import drop_schema
 from tests.db.corpus import PlantedCorpus
 
@@ -227,10 +228,14 @@ def test_the_hot_keys_a_store_has_met_do_not_change_its_answers(
     probes = _edits(5, 44)[40:]
     with DedupStore(engine, params, schema=schemas[0]) as store:
         store.add_many(_documents(), batch_size=1)
+    with DedupStore(engine, params, schema=schemas[0]) as store:
+        store._hot_keys.seed([])  # a list that starts empty
         fresh = [store.check(t) for t in probes]
         again = [store.check(t) for t in probes]  # the hot keys met by the first round listed
         assert store._hot_keys.slots(fingerprint(probes[0], store.params))
         assert again == fresh
+    with DedupStore(engine, params, schema=schemas[0]) as store:  # the store's hot keys listed
+        assert [store.check(t) for t in probes] == fresh
     with DedupStore(engine, params, schema=schemas[0]) as store:
         for probe in probes:  # every key of the probes listed, hot or not
             fp = fingerprint(probe, store.params)
@@ -241,3 +246,31 @@ def test_the_hot_keys_a_store_has_met_do_not_change_its_answers(
     with DedupStore(engine, params, schema=schemas[1]) as store:
         store.add_many(_documents(), batch_size=1)
         assert [store.add(f"p{i}", t) for i, t in enumerate(probes)] == added
+
+
+def test_a_store_object_starts_with_the_stores_hot_keys(
+    engine: Engine, schemas: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a query owning a hot key runs its statement once, even on a new store object
+    params = FingerprintParams(hot_key_limit=LIMIT)
+    probe = _edits(5, 41)[40]
+    with DedupStore(engine, params, schema=schemas[0]) as store:
+        store.add_many(_documents(), batch_size=1)
+    statements = []
+    original = DedupStore._check_rows
+
+    def counted(self: DedupStore, statement: str, parameters: dict[str, Any]) -> list[Any]:
+        statements.append(statement)
+        return original(self, statement, parameters)
+
+    monkeypatch.setattr(DedupStore, "_check_rows", counted)
+    with DedupStore(engine, params, schema=schemas[0]) as store:
+        store._hot_keys.seed([])  # as before the store's hot keys were read: twice
+        cold = store.check(probe)
+    assert len(statements) == 2
+    with engine.connect() as conn:
+        listed = hot.stored_hot_keys(conn, schemas[0], limit=3)
+        assert len(listed) == 3 and set(listed) < set(hot.stored_hot_keys(conn, schemas[0]))
+    with DedupStore(engine, params, schema=schemas[0]) as store:
+        assert store.check(probe) == cold
+    assert len(statements) == 3
