@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 from sqlalchemy import Engine, text
 
+from benchmarks.realtext_corpus import copyright_docs, license_docs
 from dedup_store.core.arrays import I64
 from dedup_store.core.fingerprint import FingerprintBatch, fingerprint_batch
 from dedup_store.db.encoding import array_literal, bytea_array_literal, sorted_top32, top32
@@ -39,27 +40,10 @@ def _rows_sorted_one_by_one(batch: FingerprintBatch, rows: I64) -> list[list[int
 
 
 def test_stored_shingles_come_back_sorted_row_by_row() -> None:
-    words = [
-        "alpha",
-        "beta",
-        "gamma",
-        "delta",
-        "epsilon",
-        "zeta",
-        "eta",
-        "theta",
-        "iota",
-        "kappa",
-        "lambda",
-        "mu",
-        "nu",
-        "xi",
-    ]
-    rng = np.random.default_rng(7)
-    texts = [" ".join(rng.choice(words, size=int(n))) for n in rng.integers(4, 300, size=40)]
+    texts = [doc.text for doc in license_docs() + copyright_docs()[:40]]
     batch = fingerprint_batch(texts)
-    # rows out of order, one twice
-    rows = np.array([5, 0, 39, 5, 17, 2], dtype=np.int64)
+    # real licence and copyright texts; rows out of order, one twice
+    rows = np.array([5, 0, 39, 5, 17, 2, len(texts) - 1], dtype=np.int64)
     offsets, values = sorted_top32(batch, rows)
     got = [values[offsets[i] : offsets[i + 1]].tolist() for i in range(len(rows))]
     assert got == _rows_sorted_one_by_one(batch, rows)
