@@ -1444,20 +1444,22 @@ static PyObject *multimap_find(PyObject *self, PyObject *args)
     const int64_t *table_ids = ti.buf;
     Py_ssize_t n = k.len / 8;
     size_t mask = (size_t)(tk.len / 8) - 1, found = 0, room = (size_t)n + 16;
-    int64_t *out_ids = PyMem_Malloc(room * 8);
-    uint64_t *out_keys = PyMem_Malloc(room * 8);
+    int64_t *out_ids = PyMem_RawMalloc(room * 8);
+    uint64_t *out_keys = PyMem_RawMalloc(room * 8);
+    /* the raw allocator needs no GIL: the probes run while other threads do */
+    Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t e = 0; e < n && out_ids != NULL && out_keys != NULL; e++) {
         size_t slot = (size_t)mix64(keys[e]) & mask, probes = 0;
         while (table_ids[slot] != 0 && probes <= mask) {
             if (table_keys[slot] == keys[e]) {
                 if (found == room) {
                     room *= 2;
-                    int64_t *more_ids = PyMem_Realloc(out_ids, room * 8);
-                    uint64_t *more_keys = more_ids ? PyMem_Realloc(out_keys, room * 8) : NULL;
+                    int64_t *more_ids = PyMem_RawRealloc(out_ids, room * 8);
+                    uint64_t *more_keys = more_ids ? PyMem_RawRealloc(out_keys, room * 8) : NULL;
                     if (more_ids == NULL || more_keys == NULL) {
                         out_ids = more_ids ? more_ids : out_ids;
-                        PyMem_Free(out_ids);
-                        PyMem_Free(out_keys);
+                        PyMem_RawFree(out_ids);
+                        PyMem_RawFree(out_keys);
                         out_ids = NULL;
                         out_keys = NULL;
                         break;
@@ -1473,15 +1475,16 @@ static PyObject *multimap_find(PyObject *self, PyObject *args)
             probes++;
         }
     }
+    Py_END_ALLOW_THREADS
     if (out_ids == NULL || out_keys == NULL) {
-        PyMem_Free(out_ids);
-        PyMem_Free(out_keys);
+        PyMem_RawFree(out_ids);
+        PyMem_RawFree(out_keys);
         PyErr_NoMemory();
     } else {
         result = Py_BuildValue("(y#y#)", (const char *)out_ids, (Py_ssize_t)(found * 8),
                                (const char *)out_keys, (Py_ssize_t)(found * 8));
-        PyMem_Free(out_ids);
-        PyMem_Free(out_keys);
+        PyMem_RawFree(out_ids);
+        PyMem_RawFree(out_keys);
     }
     PyBuffer_Release(&k);
     PyBuffer_Release(&ti);
