@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +22,18 @@ def ranges(starts: I64, ends: I64) -> I64:
     positions: I64 = np.arange(int(lengths.sum()), dtype=np.int64)
     positions += np.repeat(starts - firsts, lengths)
     return positions
+
+
+def stable_order(values: npt.NDArray[np.signedinteger[Any]]) -> I64:
+    """``np.argsort(values, kind="stable")``; values that fit in 32 bits (such as excerpt keys)
+    are ordered by one plain sort of ``(value, position)`` packed in 64 bits, about twice as
+    fast."""
+    n = len(values)
+    if n and n < 2**31 and int(values.min()) >= -(2**31) and int(values.max()) < 2**31:
+        packed = np.sort((values.astype(np.int64) << np.int64(32)) | np.arange(n, dtype=np.int64))
+        order: I64 = packed & np.int64(0xFFFF_FFFF)
+        return order
+    return np.argsort(values, kind="stable")
 
 
 def grown(values: npt.NDArray[T], size: int) -> npt.NDArray[T]:

@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I32, I64, U64, ranges
+from dedup_store.core.arrays import I32, I64, U64, ranges, stable_order
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.mixing import mix64
 from dedup_store.db.ddl import (
@@ -130,14 +130,9 @@ class KeyGroup:
     @functools.cached_property
     def order(self) -> I64:
         """Positions of the keys sorted by key, then by document."""
-        if not np.all(self.docs[1:] >= self.docs[:-1]):
-            return np.lexsort((self.docs, self.keys))
-        # as a batch's groups are: one sort by key, then position
-        if len(self.keys) < 2**31 and _fits_int32(self.keys):  # excerpt keys: sort packed
-            packed = np.sort((self.keys << np.int64(32)) | np.arange(len(self.keys)))
-            order: I64 = packed & np.int64(0xFFFF_FFFF)
-            return order
-        return np.argsort(self.keys, kind="stable")
+        if np.all(self.docs[1:] >= self.docs[:-1]):  # as a batch's groups are: one sort
+            return stable_order(self.keys)
+        return np.lexsort((self.docs, self.keys))
 
     @functools.cached_property
     def uniques(self) -> I64:
@@ -156,11 +151,6 @@ class KeyGroup:
             return ordered, np.empty(0, dtype=np.int64)
         starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
         return ordered[starts], np.diff(np.append(starts, len(ordered)))
-
-
-def _fits_int32(values: I64) -> bool:
-    """Whether every value is within PostgreSQL ``integer``'s range."""
-    return not len(values) or (int(values.min()) >= -(2**31) and int(values.max()) < 2**31)
 
 
 def key_groups(batch: FingerprintBatch, rows: I64, ids: I64) -> list[KeyGroup]:

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I32, I64
+from dedup_store.core.arrays import I32, I64, stable_order
 from dedup_store.core.clustering import components, merge_labels
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.metadata import MetaSignatures
@@ -202,7 +202,7 @@ def document_rows(
     firsts = new.firsts  # exact copies get no sample keys, nor rows in a tier table
     chosen, first_ids = rows[firsts], new.ids[firsts]
     keys, docs = sample_columns(batch, chosen, first_ids)
-    order = np.argsort(keys, kind="stable")  # in index order: the b-tree is walked in order
+    order = stable_order(keys)  # in index order: the b-tree is walked in order
     columns = ENCODED_COLUMNS + meta_column + WRITTEN_COLUMNS
     key_columns, key_payload = tier_rows.key_rows(
         first_ids, batch.band_keys[chosen], batch.block_keys[chosen]

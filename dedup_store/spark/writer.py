@@ -17,6 +17,7 @@ import psycopg
 import pyarrow as pa
 from psycopg import sql
 
+from dedup_store.core.arrays import stable_order
 from dedup_store.db import bulk_copy, tier_rows
 from dedup_store.db.ddl import SETTLED, TIER_TABLES
 from dedup_store.db.write import DOCUMENT_COLUMNS
@@ -131,7 +132,7 @@ def sample_rows(batch: pa.RecordBatch) -> tuple[npt.NDArray[np.int32], npt.NDArr
     counts = offsets[1:] - offsets[:-1]
     keys = np.asarray(samples.flatten().to_numpy(zero_copy_only=False), dtype=np.int32)
     docs = np.repeat(np.asarray(chosen.column("id").to_numpy(), dtype=np.int64), counts)
-    order = np.argsort(keys, kind="stable")
+    order = stable_order(keys)
     return keys[order], docs[order]
 
 
