@@ -140,6 +140,12 @@ class KeyGroup:
         return self._runs[0]
 
     @functools.cached_property
+    def literal(self) -> str:
+        """:attr:`uniques` as an array literal (a lookup of both tiers on two connections
+        sends it twice)."""
+        return array_literal(self.uniques.tolist())
+
+    @functools.cached_property
     def counts(self) -> I64:
         """How many of the group's documents own each of :attr:`uniques`."""
         return self._runs[1]
@@ -287,7 +293,7 @@ def lookup_statement(
         uniques.append(keys)
         if len(keys) == 0 or (group.kind == SAMPLE and not samples):
             continue  # nothing to find
-        parameters[name] = array_literal(keys.tolist())
+        parameters[name] = group.literal
         if group.kind == SAMPLE:
             # one bounded probe per key: a hot excerpt key must not cost its whole posting list
             probe = f"SELECT k.doc_id AS id FROM {s}.sample_keys k WHERE k.key = n.key"
