@@ -77,7 +77,10 @@ class HashedKeys:
         used = np.flatnonzero(table_ids)
         empty = int(np.argmin(table_ids != 0)) if len(table_ids) else 0
         order = np.concatenate([used[used > empty], used[used < empty]])
-        grown_keys, grown_ids = np.zeros(size, np.uint64), np.zeros(size, np.int64)
+        # filled in address order here, not faulted in where the inserts first land (np.zeros)
+        grown_keys, grown_ids = np.empty(size, np.uint64), np.empty(size, np.int64)
+        grown_keys.fill(0)
+        grown_ids.fill(0)
         self._backend.multimap_insert(grown_keys, grown_ids, table_keys[order], table_ids[order], 0)
         return grown_keys, grown_ids, entries
 
