@@ -18,7 +18,7 @@ import contextlib
 import dataclasses
 import functools
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Literal
 
@@ -48,8 +48,9 @@ from dedup_store.results import (
 from dedup_store.workers import Preparer, PrepareSettings
 from dedup_store.workers import preparer as workers_preparer
 
-OnBatch = Callable[[list[AddResult], list[RecordError]], None]
-"""Called after each stored batch with its results and its bad records."""
+OnBatch = Callable[[Sequence[AddResult], list[RecordError]], None]
+"""Called after each stored batch with its results (made as they are read: see
+:class:`~dedup_store.results.BatchResults`) and its bad records."""
 OnProgress = Callable[[int, int], None]
 """Called with the numbers of documents fingerprinted and stored so far."""
 #: A batch ends once its texts add up to this many characters, whatever its batch size.

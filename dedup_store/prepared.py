@@ -7,7 +7,7 @@ calling thread or in a worker process (:mod:`dedup_store.workers`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from dedup_store.core.fingerprint import FingerprintBatch, fingerprint_valid_texts
 from dedup_store.core.metadata import MetaSignatures, exact_key, meta_members, meta_signatures
@@ -19,6 +19,7 @@ from dedup_store.errors import DedupStoreError, EmptyDocumentError
 from dedup_store.records import describe, record_error, validate_document
 from dedup_store.results import (
     AddResult,
+    BatchResults,
     Document,
     MatchRow,
     RecordError,
@@ -31,7 +32,7 @@ from dedup_store.results import (
 class BatchOutcome:
     """Results (in input order, bad records left out) and the bad records of a batch."""
 
-    results: list[AddResult]
+    results: BatchResults
     errors: list[RecordError]
 
 
@@ -133,38 +134,62 @@ class PreparedBatch:
         matches: dict[int | None, list[MatchRow]] = {}
         for edge in edges:
             matches.setdefault(edge.new_id, []).append(edge)
-        merging = merging_methods(self.batch.params)
         replaced = self.known_before if self.update else {}
-        positions = [self.row_position[row] for row in self.rows_to_insert(known)]
-        results: dict[int, AddResult] = {}
-        for position, doc_id in zip(positions, ids, strict=True):
-            external_id = self.documents[position].id
-            found = matches.get(doc_id)
-            if found is None and external_id not in replaced:  # most documents
-                results[position] = AddResult(
-                    external_id, Status.NEW, [], mapping.get(doc_id, doc_id)
-                )
-                continue
-            if external_id in replaced:
-                status = Status.UPDATED
-            else:
-                status = Status.of((e.method for e in found or ()), merging)
-            cluster = mapping.get(doc_id, doc_id)
-            results[position] = AddResult(external_id, status, sorted_matches(found or []), cluster)
-        if len(results) == len(self.row_position) and not self.skipped:
-            return BatchOutcome(list(results.values()), self.record_errors())  # in order
-        clusters = {
+        inserted = [self.row_position[row] for row in self.rows_to_insert(known)]
+        clusters = [mapping.get(i, i) for i in ids] if mapping else list(ids)
+        others = self._matched(inserted, ids, clusters, matches, replaced)
+        if len(inserted) == len(self.row_position) and not self.skipped:  # most batches
+            external_ids = [self.documents[p].id for p in inserted]
+            return BatchOutcome(BatchResults(external_ids, clusters, others), self.record_errors())
+        by_position = dict(zip(inserted, clusters, strict=True))
+        cluster_of = {
             external_id: twin_clusters.get(doc_id)
             for external_id, doc_id in {**self.known_before, **known}.items()
         }
-        clusters.update((r.external_id, r.cluster_id) for r in results.values())
-        for position in self.row_position + self.skipped:
-            if position not in results:
-                external_id = self.documents[position].id
-                results[position] = AddResult(
-                    external_id, Status.SKIPPED, [], clusters.get(external_id)
+        cluster_of.update((self.documents[p].id, c) for p, c in by_position.items())
+        other_at = {inserted[index]: result for index, result in others.items()}
+        order = sorted(self.row_position + self.skipped)
+        external_ids = [self.documents[p].id for p in order]
+        results: dict[int, AddResult] = {}
+        for index, position in enumerate(order):
+            if position in other_at:
+                results[index] = other_at[position]
+            elif position not in by_position:  # known under the lock, or a repeated id
+                external_id = external_ids[index]
+                results[index] = AddResult(
+                    external_id, Status.SKIPPED, [], cluster_of.get(external_id)
                 )
-        return BatchOutcome([results[p] for p in sorted(results)], self.record_errors())
+        placed = [by_position.get(p) for p in order]
+        return BatchOutcome(BatchResults(external_ids, placed, results), self.record_errors())
+
+    def _matched(
+        self,
+        inserted: list[int],
+        ids: Sequence[int],
+        clusters: list[int],
+        matches: Mapping[int | None, list[MatchRow]],
+        replaced: Mapping[str, int],
+    ) -> dict[int, AddResult]:
+        """``{index in inserted: result}`` of the inserted records that have matches or
+        replace a stored document (the others are new documents without matches)."""
+        merging = merging_methods(self.batch.params)
+        chosen: Iterable[int] = range(len(inserted))
+        if not replaced:
+            index_of = {doc_id: index for index, doc_id in enumerate(ids)}
+            chosen = sorted(index_of[doc_id] for doc_id in matches if doc_id in index_of)
+        results: dict[int, AddResult] = {}
+        for index in chosen:
+            position = inserted[index]
+            external_id = self.documents[position].id
+            found = matches.get(ids[index], [])
+            if external_id in replaced:
+                status = Status.UPDATED
+            elif found:
+                status = Status.of((e.method for e in found), merging)
+            else:
+                continue
+            results[index] = AddResult(external_id, status, sorted_matches(found), clusters[index])
+        return results
 
 
 def prepare_batch(

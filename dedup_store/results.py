@@ -6,8 +6,8 @@ import collections
 import dataclasses
 import datetime as dt
 import enum
-from collections.abc import Collection, Iterable, Mapping
-from typing import Any
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from typing import Any, overload
 
 
 class Status(enum.StrEnum):
@@ -146,6 +146,71 @@ class AddResult:
         }
 
 
+class BatchResults(Sequence[AddResult]):
+    """The results of a stored batch, in input order, each made when it is read.
+
+    Most records of a large load are new documents without matches. They are kept as an
+    external id and a cluster, so that a caller that only counts them
+    (:meth:`IngestSummary.count_all`) does not pay for an :class:`AddResult` each.
+
+    Args:
+        external_ids: each record's id, in input order.
+        clusters: each record's cluster, for those not in ``others``.
+        others: ``{index: result}`` of the records that are not new documents without matches.
+    """
+
+    def __init__(
+        self,
+        external_ids: Sequence[str],
+        clusters: Sequence[int | None],
+        others: Mapping[int, AddResult],
+    ) -> None:
+        self._ids, self._clusters, self._others = external_ids, clusters, others
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @overload
+    def __getitem__(self, index: int) -> AddResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[AddResult]: ...
+
+    def __getitem__(self, index: int | slice) -> AddResult | list[AddResult]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("result index out of range")
+        other = self._others.get(index)
+        if other is not None:
+            return other
+        return AddResult(self._ids[index], Status.NEW, [], self._clusters[index])
+
+    def __iter__(self) -> Iterator[AddResult]:
+        for index in range(len(self)):
+            yield self[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"BatchResults({list(self)!r})"
+
+    def status_counts(self) -> collections.Counter[Status]:
+        """How many results have each status, without making them."""
+        counts = collections.Counter(r.status for r in self._others.values())
+        plain = len(self) - len(self._others)
+        if plain:
+            counts[Status.NEW] += plain
+        return counts
+
+
 @dataclasses.dataclass(frozen=True)
 class CheckResult:
     """What :meth:`DedupStore.check` found for a text (nothing is stored).
@@ -262,7 +327,11 @@ class IngestSummary:
 
     def count_all(self, results: Iterable[AddResult]) -> None:
         """Add results to the counts."""
-        for status, number in collections.Counter(r.status for r in results).items():
+        if isinstance(results, BatchResults):
+            counts = results.status_counts()
+        else:
+            counts = collections.Counter(r.status for r in results)
+        for status, number in counts.items():
             field = _STATUS_COUNTS[status]
             setattr(self, field, getattr(self, field) + number)
             self.documents += number

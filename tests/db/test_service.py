@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 import sqlalchemy as sa
 from sqlalchemy import Engine
 
 from dedup_store import (
+    AddResult,
     DedupStore,
     Document,
     FingerprintParams,
     Method,
     ParamsMismatchError,
+    RecordError,
     Status,
     UnknownDocumentError,
 )
@@ -70,6 +74,48 @@ def test_ids_repeated_in_one_batch_keep_the_first(store: DedupStore) -> None:
     assert [r.status for r in results] == [Status.NEW, Status.SKIPPED]
     assert results[1].cluster_id == results[0].cluster_id
     assert store.stats().documents == 1
+
+
+def test_a_batchs_results_read_as_a_list_and_count_as_one(store: DedupStore) -> None:
+    stored_cluster = store.add("stored", OTHER).cluster_id
+    records = [
+        Document("news", NEWS),
+        Document("stored", OTHER),  # known: skipped
+        Document("copy", NEWS.upper()),
+        Document("bad", "\x00"),  # a bad record: reported apart
+        Document("repost", REPOST),
+        Document("news", OTHER),  # repeated in the batch: skipped
+        Document("alone", "completely unrelated words about gardening tools"),
+    ]
+    batches: list[Sequence[AddResult]] = []
+
+    def on_batch(results: Sequence[AddResult], _bad: list[RecordError]) -> None:
+        batches.append(results)
+
+    first_summary = store.ingest(records, on_error="skip", on_batch=on_batch)
+    summary = store.ingest(
+        [*records, Document("later", REPOST)], on_error="skip", on_batch=on_batch
+    )
+    first, again = batches
+    assert [(r.external_id, r.status) for r in first] == [
+        ("news", Status.NEW),
+        ("stored", Status.SKIPPED),
+        ("copy", Status.EXACT_DUPLICATE),
+        ("repost", Status.NEAR_DUPLICATE),
+        ("news", Status.SKIPPED),
+        ("alone", Status.NEW),
+    ]
+    assert first[0].cluster_id == first[2].cluster_id == first[3].cluster_id == first[4].cluster_id
+    assert first[1].cluster_id == again[1].cluster_id == stored_cluster != first[0].cluster_id
+    assert [r.status for r in again] == [Status.SKIPPED] * 6 + [Status.EXACT_DUPLICATE]
+    assert again[-1] == again[6] and again[2:4] == list(again)[2:4]
+    assert again == list(again) and list(again) == again
+    assert [r.external_id for r in again[::3]] == ["news", "repost", "later"]
+    with pytest.raises(IndexError):
+        again[7]
+    assert (first_summary.new, first_summary.skipped, first_summary.errors) == (2, 2, 1)
+    assert (first_summary.exact_duplicates, first_summary.near_duplicates) == (1, 1)
+    assert (summary.skipped, summary.exact_duplicates, summary.errors) == (6, 1, 1)
 
 
 def test_reports(store: DedupStore) -> None:
