@@ -170,6 +170,13 @@ class CompiledBackend:
         )
         return inserted
 
+    def multimap_rehash(
+        self, table_keys: U64, table_ids: I64, grown_keys: U64, grown_ids: I64
+    ) -> None:
+        """Empty the larger ``grown`` table and insert every entry of the table into it, each
+        key's entries in the order they were inserted."""
+        self.module.multimap_rehash(table_keys, table_ids, grown_keys, grown_ids)
+
     def multimap_find(self, table_keys: U64, table_ids: I64, keys: U64) -> tuple[I64, U64]:
         """Every ``(id, key)`` entry of the distinct ``keys``, key by key, in insertion order."""
         ids, found = self.module.multimap_find(table_keys, table_ids, _u64(keys))

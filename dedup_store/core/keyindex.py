@@ -72,16 +72,10 @@ class HashedKeys:
         if 4 * (entries + more) <= 3 * len(table_keys):
             return table_keys, table_ids, entries
         size = 1 << max(4, int(2 * (entries + more) - 1).bit_length())
-        # walked from an empty slot round the table, each key's entries come in the order
-        # they were inserted (a probe sequence never crosses an empty slot)
-        used = np.flatnonzero(table_ids)
-        empty = int(np.argmin(table_ids != 0)) if len(table_ids) else 0
-        order = np.concatenate([used[used > empty], used[used < empty]])
-        # filled in address order here, not faulted in where the inserts first land (np.zeros)
+        if not entries:
+            return np.zeros(size, np.uint64), np.zeros(size, np.int64), 0
         grown_keys, grown_ids = np.empty(size, np.uint64), np.empty(size, np.int64)
-        grown_keys.fill(0)
-        grown_ids.fill(0)
-        self._backend.multimap_insert(grown_keys, grown_ids, table_keys[order], table_ids[order], 0)
+        self._backend.multimap_rehash(table_keys, table_ids, grown_keys, grown_ids)
         return grown_keys, grown_ids, entries
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -25,7 +26,7 @@ from sqlalchemy import Connection, text
 
 from dedup_store.core.arrays import I32, I64, U32, U64, distinct, grown, merged_segments, ranges
 from dedup_store.core.fingerprint import FingerprintBatch
-from dedup_store.core.keyindex import key_index
+from dedup_store.core.keyindex import HashedKeys, LevelKeys, key_index
 from dedup_store.core.mixing import hashint8
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import ddl, tier_rows, write
@@ -52,6 +53,7 @@ class LoadedKeys:
         self.params = params
         # a lookup reads at most hot_key_limit + 1 documents of a key, the oldest ones
         self._index = key_index(params.hot_key_limit + 1 if params.hot_key_limit else 0)
+        self._indexing: _Indexing | None = None
         self._exact: dict[bytes, int] = {}
         self._hot: dict[tuple[int, int], set[int]] = {}
         self._shingles = ShingleChunks()
@@ -70,6 +72,7 @@ class LoadedKeys:
         hot_limit: int,
         hot_kinds: frozenset[int],
     ) -> Found:
+        self._indexed()
         found = Found([], [], [], [])
         for group in groups:
             keys = group.uniques
@@ -88,6 +91,7 @@ class LoadedKeys:
         self, conn: Reach, schema: str, kind: int, slot: int, keys: list[int]
     ) -> tuple[I64, I64]:
         # a key that is not hot has at most hot_key_limit stored documents: all are found
+        self._indexed()
         ids, found_keys = self._index.find((kind, slot), distinct(np.array(keys, np.int64)))
         order = np.argsort(ids)
         return ids[order], found_keys[order]
@@ -177,8 +181,8 @@ class LoadedKeys:
             self._max_id = max(self._max_id, int(new.ids[-1]))
         firsts = new.firsts
         rows, ids = new.rows[firsts], new.ids[firsts]
-        for group in key_groups(new.batch, rows, ids):
-            self._index.add((group.kind, group.slot), group.keys, group.docs)
+        self._indexed()
+        self._indexing = _Indexing(self._index, key_groups(new.batch, rows, ids))
         hashes = new.batch.exact_hashes
         self._exact.update(zip((hashes[r] for r in rows.tolist()), ids.tolist(), strict=True))
         self._shingles.add(new.batch, rows, ids)
@@ -231,6 +235,38 @@ class LoadedKeys:
         columns = np.array(rows, dtype=np.int64).T.copy()  # one contiguous row per column
         for column, (kind, _name, slot) in enumerate(slots, start=1):
             self._index.add((kind, slot), columns[column], columns[0])
+
+    def _indexed(self) -> None:
+        """Wait until the keys of the last batch added are in the index."""
+        if self._indexing is not None:
+            indexing, self._indexing = self._indexing, None
+            indexing.join()
+
+
+class _Indexing:
+    """A batch's keys going into the in-memory index on a thread of their own, while the
+    caller stages the rest of the batch and reads the next one: the compiled inserts (and the
+    growth of a table) hold no interpreter lock. The next lookup waits for them."""
+
+    def __init__(self, index: HashedKeys | LevelKeys, groups: list[KeyGroup]) -> None:
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._add, args=(index, groups), name="dedup-store-keys", daemon=True
+        )
+        self._thread.start()
+
+    def _add(self, index: HashedKeys | LevelKeys, groups: list[KeyGroup]) -> None:
+        try:
+            for group in groups:
+                index.add((group.kind, group.slot), group.keys, group.docs)
+        except BaseException as error:  # raised where the caller waits
+            self._error = error
+
+    def join(self) -> None:
+        """Wait for the inserts; raise what stopped them."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
 
 
 class ShingleChunks:
