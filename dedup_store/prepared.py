@@ -18,13 +18,12 @@ from dedup_store.db.scoring import merging_methods
 from dedup_store.errors import DedupStoreError, EmptyDocumentError
 from dedup_store.records import describe, record_error, validate_document
 from dedup_store.results import (
-    AddResult,
     BatchResults,
     Document,
     MatchRow,
     RecordError,
     Status,
-    sorted_matches,
+    Unmade,
 )
 
 
@@ -150,15 +149,13 @@ class PreparedBatch:
         other_at = {inserted[index]: result for index, result in others.items()}
         order = sorted(self.row_position + self.skipped)
         external_ids = [self.documents[p].id for p in order]
-        results: dict[int, AddResult] = {}
+        results: dict[int, Unmade] = {}
         for index, position in enumerate(order):
             if position in other_at:
                 results[index] = other_at[position]
             elif position not in by_position:  # known under the lock, or a repeated id
                 external_id = external_ids[index]
-                results[index] = AddResult(
-                    external_id, Status.SKIPPED, [], cluster_of.get(external_id)
-                )
+                results[index] = (external_id, Status.SKIPPED, [], cluster_of.get(external_id))
         placed = [by_position.get(p) for p in order]
         return BatchOutcome(BatchResults(external_ids, placed, results), self.record_errors())
 
@@ -169,7 +166,7 @@ class PreparedBatch:
         clusters: list[int],
         matches: Mapping[int | None, list[MatchRow]],
         replaced: Mapping[str, int],
-    ) -> dict[int, AddResult]:
+    ) -> dict[int, Unmade]:
         """``{index in inserted: result}`` of the inserted records that have matches or
         replace a stored document (the others are new documents without matches)."""
         merging = merging_methods(self.batch.params)
@@ -177,7 +174,7 @@ class PreparedBatch:
         if not replaced:
             index_of = {doc_id: index for index, doc_id in enumerate(ids)}
             chosen = sorted(index_of[doc_id] for doc_id in matches if doc_id in index_of)
-        results: dict[int, AddResult] = {}
+        results: dict[int, Unmade] = {}
         for index in chosen:
             position = inserted[index]
             external_id = self.documents[position].id
@@ -188,7 +185,7 @@ class PreparedBatch:
                 status = Status.of((e.method for e in found), merging)
             else:
                 continue
-            results[index] = AddResult(external_id, status, sorted_matches(found), clusters[index])
+            results[index] = (external_id, status, found, clusters[index])
         return results
 
 

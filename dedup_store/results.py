@@ -7,7 +7,7 @@ import dataclasses
 import datetime as dt
 import enum
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from typing import Any, overload
+from typing import Any, TypeAlias, overload
 
 
 class Status(enum.StrEnum):
@@ -146,12 +146,17 @@ class AddResult:
         }
 
 
+Unmade: TypeAlias = "tuple[str, Status, Sequence[MatchRow], int | None]"
+"""An :class:`AddResult` not made yet: its external id, status, matches as the store returned
+them (:func:`sorted_matches` orders them), and cluster."""
+
+
 class BatchResults(Sequence[AddResult]):
     """The results of a stored batch, in input order, each made when it is read.
 
-    Most records of a large load are new documents without matches. They are kept as an
-    external id and a cluster, so that a caller that only counts them
-    (:meth:`IngestSummary.count_all`) does not pay for an :class:`AddResult` each.
+    A record of a large load is mostly a new document without matches: it is kept as an
+    external id and a cluster. Those with matches keep their statuses and unsorted matches. So a
+    caller that only counts them (:meth:`IngestSummary.count_all`) makes no :class:`AddResult`.
 
     Args:
         external_ids: each record's id, in input order.
@@ -163,7 +168,7 @@ class BatchResults(Sequence[AddResult]):
         self,
         external_ids: Sequence[str],
         clusters: Sequence[int | None],
-        others: Mapping[int, AddResult],
+        others: Mapping[int, Unmade],
     ) -> None:
         self._ids, self._clusters, self._others = external_ids, clusters, others
 
@@ -185,7 +190,8 @@ class BatchResults(Sequence[AddResult]):
             raise IndexError("result index out of range")
         other = self._others.get(index)
         if other is not None:
-            return other
+            external_id, status, rows, cluster = other
+            return AddResult(external_id, status, sorted_matches(rows), cluster)
         return AddResult(self._ids[index], Status.NEW, [], self._clusters[index])
 
     def __iter__(self) -> Iterator[AddResult]:
@@ -204,7 +210,7 @@ class BatchResults(Sequence[AddResult]):
 
     def status_counts(self) -> collections.Counter[Status]:
         """How many results have each status, without making them."""
-        counts = collections.Counter(r.status for r in self._others.values())
+        counts = collections.Counter(other[1] for other in self._others.values())
         plain = len(self) - len(self._others)
         if plain:
             counts[Status.NEW] += plain
