@@ -17,6 +17,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import IntegrityError
 
 from dedup_store import AddResult, DedupStore, Document, FingerprintParams
+from dedup_store.core.keyindex import HashedKeys
 from dedup_store.errors import EmptyDocumentError
 from dedup_store.inputs import read_inputs
 from dedup_store.service import BULK_MINIMUM
@@ -217,6 +218,34 @@ def test_a_bad_record_stops_a_bulk_load_after_committing_the_batches_before_it(
     with DedupStore(engine, schema=other_schema) as store:
         assert store.stats().documents == 20
         assert store.check(docs[4].text).matches[0].external_id == "d4"
+
+
+def test_a_failed_insert_into_the_in_memory_index_stops_the_load_and_stores_nothing(
+    engine: Engine, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs: list[Any] = real_documents()[:900]
+    _load(engine, schema, docs[:100], False, FingerprintParams(), batch_size=100)
+    before = _tables(engine, schema)
+    added = HashedKeys.add
+    calls = 0
+
+    def add_then_fail(index: HashedKeys, group: Any, keys: Any, ids: Any) -> None:
+        nonlocal calls
+        calls += 1
+        if calls > 24 * 4:  # the stored documents' keys and some batches' go in first
+            raise MemoryError("no room for the key table")
+        added(index, group, keys, ids)
+
+    monkeypatch.setattr(HashedKeys, "add", add_then_fail)
+    with DedupStore(engine, schema=schema) as store, pytest.raises(MemoryError, match="no room"):
+        store.ingest(docs[100:], batch_size=100, bulk=True)
+    assert calls > 24 * 4
+    monkeypatch.undo()
+    assert _tables(engine, schema) == before
+    with DedupStore(engine, schema=schema) as store:
+        assert store.stats().documents == 100
+        assert store.ingest(docs, batch_size=100, bulk=True).skipped == 100
+        assert store.stats().documents == len(docs)
 
 
 KILLED_LOAD = textwrap.dedent(
