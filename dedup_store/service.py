@@ -280,7 +280,9 @@ class DedupStore:
                 stored, and reported, sooner).
             update: replace documents whose id is stored instead of skipping them.
             on_error: ``stop`` raises the first bad record, ``skip`` reports it and goes on.
-            on_batch: called after each stored batch with its results and bad records.
+            on_batch: called after each stored batch with its results (a sequence in input
+                order, whose :class:`AddResult` values are made as they are read) and its bad
+                records.
             on_progress: called with the counts of documents fingerprinted and stored so far,
                 after each batch is fingerprinted and after it is stored.
             count_clusters: also count the store's clusters at the end (a whole-store
