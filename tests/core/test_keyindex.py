@@ -61,3 +61,19 @@ def test_a_hash_table_grows_and_keeps_the_order_of_each_key() -> None:
         index.add("g", keys[start : start + 97], ids[start : start + 97])
     found_ids, found_keys = index.find("g", np.arange(5, dtype=np.int64))
     assert found_ids.tolist() == ids.tolist() and found_keys.tolist() == keys.tolist()
+
+
+def test_a_table_is_not_moved_into_one_too_small_for_it() -> None:
+    backend = kernels.backend
+    assert isinstance(backend, kernels.CompiledBackend)
+    keys, ids = np.zeros(16, np.uint64), np.zeros(16, np.int64)
+    backend.multimap_insert(keys, ids, np.arange(12, dtype=np.uint64), np.arange(1, 13), 0)
+    small_keys, small_ids = np.empty(8, np.uint64), np.empty(8, np.int64)
+    with pytest.raises(ValueError, match="too small"):
+        backend.multimap_rehash(keys, ids, small_keys, small_ids)
+    grown_keys, grown_ids = np.empty(32, np.uint64), np.empty(32, np.int64)
+    backend.multimap_rehash(keys, ids, grown_keys, grown_ids)
+    found_ids, found_keys = backend.multimap_find(
+        grown_keys, grown_ids, np.arange(12, dtype=np.uint64)
+    )
+    assert found_keys.tolist() == list(range(12)) and found_ids.tolist() == list(range(1, 13))
