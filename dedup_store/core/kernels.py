@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 import xxhash
 
 from dedup_store.config import ENV_KERNELS
@@ -86,6 +87,13 @@ class Backend(Protocol):
 
     def intersection_sizes(self, values: I32, offsets: I64, left: I64, right: I64) -> I64:
         """How many values of sorted group ``left[p]`` group ``right[p]`` holds, per pair."""
+
+    def filter_add(self, words: U32, keys: U64, salt: int) -> None:
+        """Add ``keys`` hashed with ``salt`` to the split block Bloom filter ``words`` (see
+        :mod:`dedup_store.core.keyfilter`)."""
+
+    def filter_has(self, words: U32, keys: U64, salt: int) -> npt.NDArray[np.bool_]:
+        """Per key of ``keys`` hashed with ``salt``: may the filter ``words`` hold it."""
 
 
 class CompiledBackend:
@@ -181,6 +189,12 @@ class CompiledBackend:
         """Every ``(id, key)`` entry of the distinct ``keys``, key by key, in insertion order."""
         ids, found = self.module.multimap_find(table_keys, table_ids, _u64(keys))
         return np.frombuffer(ids, dtype=np.int64), np.frombuffer(found, dtype=np.uint64)
+
+    def filter_add(self, words: U32, keys: U64, salt: int) -> None:
+        self.module.filter_add(words, _u64(keys), salt)
+
+    def filter_has(self, words: U32, keys: U64, salt: int) -> npt.NDArray[np.bool_]:
+        return np.frombuffer(self.module.filter_has(words, _u64(keys), salt), dtype=np.bool_)
 
 
 def _u64(values: U64) -> U64:

@@ -64,6 +64,18 @@ class HashedKeys:
         """Entries held (after capping), over all groups."""
         return sum(entries for _, _, entries in self._tables.values())
 
+    def entries(self, group: Hashable) -> int:
+        """Entries of the group held (after capping)."""
+        return self._tables[group][2] if group in self._tables else 0
+
+    def keys(self, group: Hashable) -> I64:
+        """The keys of the group's entries (a key once per entry, in no order)."""
+        if group not in self._tables:
+            return np.empty(0, dtype=np.int64)
+        table_keys, table_ids, _ = self._tables[group]
+        keys: I64 = table_keys[table_ids != 0].view(np.int64)
+        return keys
+
     def _room(self, group: Hashable, more: int) -> tuple[U64, I64, int]:
         """The group's table, grown (and filled again in id order) to take ``more`` entries."""
         table_keys, table_ids, entries = self._tables.get(
@@ -127,6 +139,15 @@ class LevelKeys:
     def size(self) -> int:
         """Entries held (after capping), over all groups."""
         return sum(len(keys) for levels in self._levels.values() for keys, _ in levels)
+
+    def entries(self, group: Hashable) -> int:
+        """Entries of the group held (after capping)."""
+        return sum(len(keys) for keys, _ in self._levels.get(group, []))
+
+    def keys(self, group: Hashable) -> I64:
+        """The keys of the group's entries (a key once per entry, in no order)."""
+        levels = self._levels.get(group, [])
+        return np.concatenate([keys for keys, _ in levels]) if levels else np.empty(0, np.int64)
 
     def _sorted(self, keys: I64, ids: I64) -> tuple[I64, I64]:
         order = np.lexsort((ids, keys))

@@ -77,3 +77,15 @@ def test_a_table_is_not_moved_into_one_too_small_for_it() -> None:
         grown_keys, grown_ids, np.arange(12, dtype=np.uint64)
     )
     assert found_keys.tolist() == list(range(12)) and found_ids.tolist() == list(range(1, 13))
+
+
+def test_both_structures_give_the_keys_they_hold() -> None:
+    """A group's keys, one per entry held (a key past ``cap`` entries is held ``cap`` times):
+    what the settled tier's key filter is made from."""
+    keys = np.array([5, 7, 5, 9, 5, 7, -3], dtype=np.int64)
+    for index in _structures(2):
+        index.add("a", keys[:4], np.arange(1, 5, dtype=np.int64))
+        index.add("a", keys[4:], np.arange(5, 8, dtype=np.int64))
+        assert sorted(index.keys("a").tolist()) == [-3, 5, 5, 7, 7, 9]
+        assert index.entries("a") == 6
+        assert index.keys("missing").size == index.entries("missing") == 0
