@@ -299,7 +299,7 @@ def _bulk_ingest(
             stopped = stop.error
         except KeyboardInterrupt as interrupt:
             stopped = interrupt
-        seconds = bulk.finish(conn, dest.schema, dest.params, bulk.BUILD_SETTINGS)
+        seconds = bulk.finish(conn, dest.schema, dest.params, bulk.BUILD_SETTINGS, stored)
     if stopped is not None:
         raise stopped.with_traceback(None)
     summary.bulk = True

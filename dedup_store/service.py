@@ -354,13 +354,14 @@ class DedupStore:
 
     def settle(self) -> dict[str, float]:
         """Move the documents added since the last bulk load (or settle) from the recent tier
-        of the key tables into the settled one: the settled indexes are built again over every
-        document, the recent ones start empty, so later incremental writes insert into small
-        indexes again. As long as it runs (the index builds of the whole store), readers wait.
+        of the key tables into the settled one: the settled indexes, and the filter of their
+        keys that ingests consult, are built again over every document, the recent ones start
+        empty, so later incremental writes insert into small indexes again. As long as it runs
+        (the index builds of the whole store), readers wait.
 
         Returns:
             ``settled_through`` (the largest settled id), ``moved`` (documents that were in the
-            recent tier) and ``seconds`` (the index builds).
+            recent tier) and ``seconds`` (the index and filter builds).
         """
         return self._db.run(lambda conn: settle_keys(conn, self.schema, self.params))
 

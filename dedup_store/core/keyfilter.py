@@ -32,12 +32,14 @@ class KeyFilter:
 
     Attributes:
         words: the filter, eight ``uint32`` words a block.
+        count: the keys added (a key added twice counts twice).
     """
 
-    def __init__(self, words: U32) -> None:
+    def __init__(self, words: U32, count: int = 0) -> None:
         if len(words) % _WORDS_PER_BLOCK or not 0 < len(words) // 8 <= _MAX_BLOCKS:
             raise ValueError("a key filter is 1 to 2**32 - 1 blocks of eight uint32 words")
         self.words = words
+        self.count = count
 
     @classmethod
     def sized(cls, keys: int, bits_per_key: int = BITS_PER_KEY) -> KeyFilter:
@@ -46,9 +48,9 @@ class KeyFilter:
         return cls(np.zeros(min(blocks, _MAX_BLOCKS) * _WORDS_PER_BLOCK, dtype=np.uint32))
 
     @classmethod
-    def from_bytes(cls, data: bytes | bytearray | memoryview) -> KeyFilter:
-        """The filter whose :meth:`to_bytes` is ``data``."""
-        return cls(np.frombuffer(data, dtype="<u4").astype(np.uint32))
+    def from_bytes(cls, data: bytes | bytearray | memoryview, count: int) -> KeyFilter:
+        """The filter of ``count`` keys whose :meth:`to_bytes` is ``data``."""
+        return cls(np.frombuffer(data, dtype="<u4").astype(np.uint32), count)
 
     def to_bytes(self) -> bytes:
         """The words, little-endian."""
@@ -59,9 +61,14 @@ class KeyFilter:
         """The size of the filter in bytes."""
         return int(self.words.nbytes)
 
+    def room(self, bits_per_key: int = BITS_PER_KEY) -> int:
+        """How many more keys it takes at ``bits_per_key`` bits a key."""
+        return max(self.nbytes * 8 // bits_per_key - self.count, 0)
+
     def add(self, kind: int, slot: int, keys: I64) -> None:
         """Add the ``keys`` of ``slot`` of ``kind``."""
         kernels.backend.filter_add(self.words, keys.view(np.uint64), slot_salt(kind, slot))
+        self.count += len(keys)
 
     def has(self, kind: int, slot: int, keys: I64) -> npt.NDArray[np.bool_]:
         """Per key of ``keys`` of ``slot`` of ``kind``: ``False`` if it was never added, ``True``

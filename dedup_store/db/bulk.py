@@ -18,6 +18,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -26,10 +27,11 @@ from sqlalchemy import Connection, text
 
 from dedup_store.core.arrays import I32, I64, U32, U64, distinct, grown, merged_segments, ranges
 from dedup_store.core.fingerprint import FingerprintBatch
+from dedup_store.core.keyfilter import KeyFilter
 from dedup_store.core.keyindex import HashedKeys, LevelKeys, key_index
 from dedup_store.core.mixing import hashint8
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import ddl, tier_rows, write
+from dedup_store.db import ddl, settled_filter, tier_rows, write
 from dedup_store.db.encoding import BAND, SAMPLE, int4_array, sorted_top32
 from dedup_store.db.lookup import INDEXED, Found, KeyGroup, NewRows, Reach, key_groups
 from dedup_store.db.names import qualified, quote
@@ -235,6 +237,15 @@ class LoadedKeys:
         columns = np.array(rows, dtype=np.int64).T.copy()  # one contiguous row per column
         for column, (kind, _name, slot) in enumerate(slots, start=1):
             self._index.add((kind, slot), columns[column], columns[0])
+
+    def key_filter(self) -> KeyFilter:
+        """A filter of every band and block key in the index, once the last batch's are in."""
+        self._indexed()
+        slots = [(kind, slot) for kind, _column, slot in ddl.key_slots(self.params)]
+        found = settled_filter.sized(sum(self._index.entries(slot) for slot in slots))
+        for kind, slot in slots:
+            found.add(kind, slot, self._index.keys((kind, slot)))
+        return found
 
     def _indexed(self) -> None:
         """Wait until the keys of the last batch added are in the index."""
@@ -464,20 +475,35 @@ def drop_key_indexes(conn: Connection, schema: str, params: FingerprintParams) -
         conn.execute(text(f"DROP INDEX IF EXISTS {qualified(schema, name)}"))
 
 
-def build_key_indexes(conn: Connection, schema: str, params: FingerprintParams) -> int:
+def build_key_indexes(
+    conn: Connection,
+    schema: str,
+    params: FingerprintParams,
+    made: Future[KeyFilter] | None = None,
+) -> int:
     """Settle every stored document: move the rows of the recent tier's table into the settled
     one's (a bulk load wrote its own there already), (re)build the settled tier's indexes and
-    empty the recent tier's table. Returns the largest settled id.
+    its key filter (:mod:`~dedup_store.db.settled_filter`), and empty the recent tier's table.
+    Returns the largest settled id.
+
+    The filter is the one being ``made`` (by a bulk load, from keys it holds in memory, while
+    the server builds the indexes), else the stored one with the recent tier's keys added, if
+    it has room for them, else it is read from the table.
 
     Run in the transaction of ``conn``, holding the writers' lock; until it commits, readers
     of the store wait for it.
     """
     drop_key_indexes(conn, schema, params)
     last_id = write.next_id(conn, schema) - 1
+    grown = settled_filter.extended(conn, schema, params) if made is None else None
     tier_rows.settle_recent(conn, schema, params)
     ddl.set_settled_through(conn, schema, last_id)
     ddl.create_id_index(conn, schema, ddl.SETTLED)
     ddl.create_key_indexes(conn, schema, ddl.key_indexes(params, (ddl.SETTLED,)))
+    found = (
+        made.result() if made is not None else grown or settled_filter.build(conn, schema, params)
+    )
+    settled_filter.store(conn, schema, found, last_id)
     return last_id
 
 
@@ -501,8 +527,8 @@ def settle(conn: Connection, schema: str, params: FingerprintParams) -> dict[str
     started = time.perf_counter()
     last_id = build_key_indexes(conn, schema, params)
     seconds = time.perf_counter() - started
-    for table in ddl.TIER_TABLES.values():
-        conn.execute(text(f"ANALYZE {qualified(schema, table)}"))
+    # not the recent tier's table, emptied: see ddl.RECENT_STORAGE
+    conn.execute(text(f"ANALYZE {qualified(schema, ddl.TIER_TABLES[ddl.SETTLED])}"))
     return {"settled_through": last_id, "moved": int(moved), "seconds": seconds}
 
 
@@ -515,6 +541,7 @@ def finish(
     schema: str,
     params: FingerprintParams,
     settings: Mapping[str, str],
+    loaded: LoadedKeys | None = None,
 ) -> dict[str, float]:
     """Build the indexes :func:`begin` dropped, add back the foreign keys of ``edges`` (checking
     every edge) and refresh the planner's statistics.
@@ -525,6 +552,8 @@ def finish(
     Args:
         settings: server settings for the rest of the transaction (``SET LOCAL``), such as
             ``maintenance_work_mem``.
+        loaded: the load's keys, from which the settled tier's key filter is made (else it is
+            read from the table).
 
     Returns:
         Seconds spent building the indexes (``indexes``) and analyzing (``analyze``).
@@ -534,13 +563,17 @@ def finish(
     write.catch_up_ids(conn, schema)
     started = time.perf_counter()
     metadata = ddl.build_metadata(schema)
-    for table, name in LOOKUP_INDEXES:
-        index = next(i for i in metadata.tables[f"{schema}.{table}"].indexes if i.name == name)
-        index.create(conn)
-    build_key_indexes(conn, schema, params)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dedup-store-filter") as thread:
+        # the settled tier's key filter is made on a thread while the server builds indexes
+        made = thread.submit(loaded.key_filter) if loaded is not None else None
+        for table, name in LOOKUP_INDEXES:
+            index = next(i for i in metadata.tables[f"{schema}.{table}"].indexes if i.name == name)
+            index.create(conn)
+        build_key_indexes(conn, schema, params, made)
     ddl.add_edge_links(conn, schema)
     built = time.perf_counter()
     s = qualified(schema)
-    for table in (*write.TABLES, *ddl.TIER_TABLES.values()):
+    # not the recent tier's table, emptied: see ddl.RECENT_STORAGE
+    for table in (*write.TABLES, ddl.TIER_TABLES[ddl.SETTLED]):
         conn.execute(text(f"ANALYZE {s}.{quote(table)}"))
     return {"indexes": built - started, "analyze": time.perf_counter() - built}

@@ -93,6 +93,15 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
         CheckConstraint("id = 1", name="key_tiers_single_row"),
     )
     Table(
+        "settled_filter",
+        md,
+        Column("part", Integer, primary_key=True, autoincrement=False),
+        Column("settled_through", BigInteger, nullable=False),
+        Column("build", BigInteger, nullable=False),
+        Column("keys", BigInteger, nullable=False),
+        Column("words", LargeBinary, nullable=False),
+    )
+    Table(
         "sample_keys",
         md,
         Column("key", Integer, nullable=False),
@@ -161,6 +170,15 @@ SETTLED, RECENT = "settled", "recent"
 #: The table of each tier: one row per first document (exact copies have none), its id and one
 #: ``bigint`` column per key slot (:func:`key_column`).
 TIER_TABLES = {SETTLED: "settled_keys", RECENT: "recent_keys"}
+
+#: Storage parameters of the recent tier's table. The store's connections plan a statement once
+#: (``plan_cache_mode = force_generic_plan``), and a plan made while the planner's statistics
+#: say the table holds a few rows scans it whole for each of a batch's thousands of keys, a cost
+#: that grows with every row inserted until the table is analyzed again. Emptied by a settle or
+#: a bulk load (``TRUNCATE``, never analyzed then), the table has no statistics, which the
+#: planner takes for ten pages and probes through the indexes; autovacuum analyzes it only once
+#: it holds thousands of rows, where the indexes are the cheaper plan too.
+RECENT_STORAGE = "autovacuum_analyze_threshold = 10000"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -285,6 +303,19 @@ def create_id_index(conn: Connection, schema: str, tier: str) -> None:
         text(
             f"CREATE UNIQUE INDEX {quote(id_index(tier))} "
             f"ON {qualified(schema, TIER_TABLES[tier])} (id) WITH (fillfactor = 100)"
+        )
+    )
+
+
+def create_settled_trigger(conn: Connection, schema: str) -> None:
+    """Have every statement that inserts or updates rows of ``settled_keys`` delete the filter
+    of the settled tier's keys (``settled_filter``, which migration 0011 creates with the
+    trigger's function)."""
+    s = qualified(schema)
+    conn.execute(
+        text(
+            f"CREATE TRIGGER settled_keys_changed AFTER INSERT OR UPDATE ON {s}.settled_keys "
+            f"FOR EACH STATEMENT EXECUTE FUNCTION {s}.settled_keys_changed()"
         )
     )
 

@@ -32,6 +32,7 @@ from dedup_store.db.lookup import (
     found_in,
     lookup_statement,
 )
+from dedup_store.db.settled_filter import SettledFilter
 
 #: A group with no keys: the statement leaves it out (a slot another part looks up).
 _NO_KEYS = KeyGroup(BAND, 1, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
@@ -63,7 +64,8 @@ class SideReader:
 class SideIndexedKeys(IndexedKeys):
     """:class:`~dedup_store.db.lookup.IndexedKeys` that looks up the settled tier on the
     connections of ``side``: for batches written under the writers' lock that delete nothing
-    before their lookups.
+    before their lookups. It asks the settled tier only for the keys its filter may hold
+    (:class:`~dedup_store.db.settled_filter.SettledFilter`).
 
     It also remembers the shingle counts and SimHashes of the stored documents it has read
     (:class:`MetSummaries`): batches of one ingest meet many of the same documents, and
@@ -74,6 +76,7 @@ class SideIndexedKeys(IndexedKeys):
     def __init__(self, side: SideReader) -> None:
         self.side = side
         self._met = MetSummaries()
+        self._filter = SettledFilter()
 
     def summaries(self, conn: Reach, schema: str, ids: I64) -> tuple[I64, I64]:
         known, counts, simhashes = self._met.get(ids)
@@ -101,8 +104,11 @@ class SideIndexedKeys(IndexedKeys):
             return find_keys(connection, schema, groups, hot_limit, hot_kinds)
         lanes = self.side.lanes
         elsewhere = []
+        narrowed = self._filter.narrowed(connection, schema, settled, groups)
         for part in range(lanes):
-            chosen = [g if n % lanes == part else _NO_KEYS for n, g in enumerate(groups)]
+            chosen = [g if n % lanes == part else _NO_KEYS for n, g in enumerate(narrowed)]
+            if all(len(g.uniques) == 0 for g in chosen):
+                continue  # the filter left this part nothing to look up
             statement, parameters, _ = lookup_statement(schema, chosen, hot_limit, (SETTLED,))
             elsewhere.append(self.side.submit(statement, parameters))
         statement, parameters, uniques = lookup_statement(

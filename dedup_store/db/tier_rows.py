@@ -113,8 +113,11 @@ def create_key_tables(conn: Connection, schema: str, params: FingerprintParams) 
     columns = ", ".join(f"{quote(c)} bigint NOT NULL" for c in key_columns(params))
     bound = ddl.settled_through(conn, schema)
     for tier in missing:
-        conn.execute(text(f"CREATE TABLE {qualified(schema, ddl.TIER_TABLES[tier])} ({columns})"))
+        storage = f" WITH ({ddl.RECENT_STORAGE})" if tier == ddl.RECENT else ""
+        table = qualified(schema, ddl.TIER_TABLES[tier])
+        conn.execute(text(f"CREATE TABLE {table} ({columns}){storage}"))
         if tier == ddl.SETTLED:
+            ddl.create_settled_trigger(conn, schema)
             add_stored_keys(conn, schema, params, tier, 0, bound)
         else:
             add_stored_keys(conn, schema, params, tier, bound)

@@ -48,8 +48,9 @@ def test_both_backends_build_the_same_filter_and_answer_alike() -> None:
 def test_a_filter_reads_back_from_its_bytes() -> None:
     found = KeyFilter.sized(1_000)
     found.add(BAND, 1, _keys(3, 1_000))
-    again = KeyFilter.from_bytes(found.to_bytes())
-    assert np.array_equal(again.words, found.words)
+    assert found.count == 1_000 and found.room() == found.nbytes * 8 // 10 - 1_000
+    again = KeyFilter.from_bytes(found.to_bytes(), found.count)
+    assert np.array_equal(again.words, found.words) and again.count == 1_000
     assert again.has(BAND, 1, _keys(3, 1_000)).all()
 
 

@@ -234,3 +234,36 @@ def test_summaries_met_once_are_answered_as_the_store_answers_them(
     for half, full, whole in zip(first, again, expected, strict=True):
         assert half.tolist() == whole[::2].tolist()
         assert full.tolist() == whole.tolist()
+
+
+def _recent_plan(engine: Engine, schema: str) -> str:
+    probe = slot_lookup(
+        qualified(schema), BAND, 1, any_of("SELECT CAST(:keys AS bigint[])"), (ddl.RECENT,)
+    )
+    with engine.connect() as conn:
+        rows = conn.execute(text(f"EXPLAIN {probe}"), {"keys": "{1,2,3}"}).scalars()
+        return "\n".join(rows)
+
+
+def test_an_emptied_recent_tier_is_planned_through_its_indexes(engine: Engine, schema: str) -> None:
+    """A bulk load and a settle leave the recent tier's table empty and without statistics,
+    so a plan made then probes its indexes, as it must once the table grows; and autovacuum
+    analyzes the table only once it holds thousands of rows. (The store's connections plan a
+    statement once: planned from the statistics of an empty table, the recent tier's lookup
+    scanned the whole table for each key of a batch until the next ANALYZE.)"""
+    corpus = PlantedCorpus(37, words=(40, 60))
+    first, later = _settled_and_recent(corpus)
+    with DedupStore(engine, schema=schema) as store:
+        store.ingest(first, bulk=True)
+        plans = [_recent_plan(engine, schema)]
+        store.add_many(later)
+        store.settle()
+        plans.append(_recent_plan(engine, schema))
+    for plan in plans:
+        assert "Seq Scan" not in plan and "Index Scan on recent_keys_band_1" in plan, plan
+    with engine.connect() as conn:
+        stored = conn.execute(
+            text("SELECT reltuples, reloptions FROM pg_class WHERE oid = CAST(:t AS regclass)"),
+            {"t": qualified(schema, "recent_keys")},
+        ).one()
+    assert stored == (-1, [ddl.RECENT_STORAGE.replace(" ", "")])

@@ -9,7 +9,7 @@ from sqlalchemy import Engine, inspect, text
 
 from dedup_store import DedupStore, Document, SchemaOutdatedError, StoreNotInitializedError
 from dedup_store.core import FingerprintParams
-from dedup_store.db import migrate
+from dedup_store.db import migrate, settled_filter
 from dedup_store.db.ddl import VIEWS, build_metadata
 from tests.db.corpus import PlantedCorpus
 from tests.snapshots import snapshot
@@ -201,3 +201,54 @@ def test_keys_leave_documents_and_come_back_unchanged(
     assert _diff(engine, schema) == []
     DedupStore(engine, params, schema=schema).close()  # creates them
     assert snapshot(engine, schema) == before
+
+
+def _settled_triggers(engine: Engine, schema: str) -> list[str]:
+    with engine.connect() as conn:
+        return list(
+            conn.execute(
+                text(
+                    "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal "
+                    "AND tgrelid = CAST(:t AS regclass)"
+                ),
+                {"t": f'"{schema}".settled_keys'},
+            ).scalars()
+        )
+
+
+def test_a_0009_store_gets_the_recent_tier_storage_and_the_settled_filter(
+    engine: Engine, schema: str
+) -> None:
+    """Revision 0010 has autovacuum analyze ``recent_keys`` only once it holds thousands of
+    rows; 0011 adds ``settled_filter`` and, on the ``settled_keys`` the store already has, the
+    trigger that deletes the filter when rows enter that table. The next settle builds the
+    filter."""
+    corpus = PlantedCorpus(44, words=(40, 60))
+    with DedupStore(engine, schema=schema) as store:
+        store.ingest([Document(f"d{i}", corpus.original()) for i in range(30)], bulk=True)
+    assert _settled_triggers(engine, schema) == ["settled_keys_changed"]
+    migrate.downgrade(engine, schema, "0009")
+    assert "settled_filter" not in _tables(engine, schema)
+    assert _settled_triggers(engine, schema) == []
+    assert _recent_storage(engine, schema) is None
+
+    migrate.upgrade(engine, schema)
+    assert _settled_triggers(engine, schema) == ["settled_keys_changed"]
+    assert _recent_storage(engine, schema) == ["autovacuum_analyze_threshold=10000"]
+    with DedupStore(engine, schema=schema) as store, engine.connect() as conn:
+        assert settled_filter.stored(conn, schema) is None  # none until the next settle
+        store.settle()
+        conn.rollback()
+        assert settled_filter.stored(conn, schema) is not None
+    with engine.begin() as conn:  # a statement on the table, even of no rows
+        conn.execute(text(f'UPDATE "{schema}".settled_keys SET id = id WHERE false'))
+        assert settled_filter.stored(conn, schema) is None
+
+
+def _recent_storage(engine: Engine, schema: str) -> list[str] | None:
+    with engine.connect() as conn:
+        options = conn.execute(
+            text("SELECT reloptions FROM pg_class WHERE oid = CAST(:t AS regclass)"),
+            {"t": f'"{schema}".recent_keys'},
+        ).scalar_one()
+        return list(options) if options is not None else None
