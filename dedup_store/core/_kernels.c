@@ -1637,6 +1637,60 @@ static int get_filter(PyObject *words_obj, PyObject *keys_obj, Py_buffer *words,
     return -1;
 }
 
+/* filter_add (has = 0) and filter_has (has = 1): parse, check, then set or test each key's
+   eight bits, the blocks of the keys PROBE_AHEAD on fetched into the cache. */
+static PyObject *filter_keys(PyObject *args, int has)
+{
+    PyObject *w_obj, *k_obj, *result = NULL;
+    unsigned long long salt;
+    Py_buffer w, k;
+    if (!PyArg_ParseTuple(args, "OOK", &w_obj, &k_obj, &salt)) {
+        return NULL;
+    }
+    if (get_filter(w_obj, k_obj, &w, &k, !has) < 0) {
+        return NULL;
+    }
+    uint32_t *words = w.buf;
+    const uint64_t *keys = k.buf;
+    Py_ssize_t n = k.len / 8;
+    uint64_t blocks = (uint64_t)(w.len / 32);
+    if (has) {
+        result = PyBytes_FromStringAndSize(NULL, n);
+    } else {
+        result = Py_None;
+        Py_INCREF(result);
+    }
+    if (result != NULL) {
+        unsigned char *out = has ? (unsigned char *)PyBytes_AS_STRING(result) : NULL;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t e = 0; e < n && e < PROBE_AHEAD; e++) {
+            fetch_block(words, filter_block(mix64(keys[e] ^ salt), blocks));
+        }
+        for (Py_ssize_t e = 0; e < n; e++) {
+            if (e + PROBE_AHEAD < n) {
+                fetch_block(words, filter_block(mix64(keys[e + PROBE_AHEAD] ^ salt), blocks));
+            }
+            uint64_t h = mix64(keys[e] ^ salt);
+            uint32_t *block = &words[filter_block(h, blocks) * 8], low = (uint32_t)h, missing = 0;
+            for (int i = 0; i < 8; i++) {
+                uint32_t bit = 1U << ((low * FILTER_SALT[i]) >> 27);
+                if (has) {
+                    missing |= ~block[i] & bit;
+                } else {
+                    block[i] |= bit;
+                }
+            }
+            if (has) {
+                out[e] = missing == 0;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&k);
+    PyBuffer_Release(&w);
+    return result;
+}
+
 PyDoc_STRVAR(filter_add_doc,
 "filter_add(words, keys, salt) -> None\n\n"
 "Add each of keys (uint64) hashed with salt to the split block Bloom filter words (uint32,\n"
@@ -1645,37 +1699,7 @@ PyDoc_STRVAR(filter_add_doc,
 static PyObject *filter_add(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *w_obj, *k_obj;
-    unsigned long long salt;
-    Py_buffer w, k;
-    if (!PyArg_ParseTuple(args, "OOK", &w_obj, &k_obj, &salt)) {
-        return NULL;
-    }
-    if (get_filter(w_obj, k_obj, &w, &k, 1) < 0) {
-        return NULL;
-    }
-    uint32_t *words = w.buf;
-    const uint64_t *keys = k.buf;
-    Py_ssize_t n = k.len / 8;
-    uint64_t blocks = (uint64_t)(w.len / 32);
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t e = 0; e < n && e < PROBE_AHEAD; e++) {
-        fetch_block(words, filter_block(mix64(keys[e] ^ salt), blocks));
-    }
-    for (Py_ssize_t e = 0; e < n; e++) {
-        if (e + PROBE_AHEAD < n) {
-            fetch_block(words, filter_block(mix64(keys[e + PROBE_AHEAD] ^ salt), blocks));
-        }
-        uint64_t h = mix64(keys[e] ^ salt);
-        uint32_t *block = &words[filter_block(h, blocks) * 8], low = (uint32_t)h;
-        for (int i = 0; i < 8; i++) {
-            block[i] |= 1U << ((low * FILTER_SALT[i]) >> 27);
-        }
-    }
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&k);
-    PyBuffer_Release(&w);
-    Py_RETURN_NONE;
+    return filter_keys(args, 0);
 }
 
 PyDoc_STRVAR(filter_has_doc,
@@ -1686,43 +1710,7 @@ PyDoc_STRVAR(filter_has_doc,
 static PyObject *filter_has(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *w_obj, *k_obj, *result = NULL;
-    unsigned long long salt;
-    Py_buffer w, k;
-    if (!PyArg_ParseTuple(args, "OOK", &w_obj, &k_obj, &salt)) {
-        return NULL;
-    }
-    if (get_filter(w_obj, k_obj, &w, &k, 0) < 0) {
-        return NULL;
-    }
-    const uint32_t *words = w.buf;
-    const uint64_t *keys = k.buf;
-    Py_ssize_t n = k.len / 8;
-    uint64_t blocks = (uint64_t)(w.len / 32);
-    result = PyBytes_FromStringAndSize(NULL, n);
-    if (result != NULL) {
-        unsigned char *out = (unsigned char *)PyBytes_AS_STRING(result);
-        Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t e = 0; e < n && e < PROBE_AHEAD; e++) {
-            fetch_block(words, filter_block(mix64(keys[e] ^ salt), blocks));
-        }
-        for (Py_ssize_t e = 0; e < n; e++) {
-            if (e + PROBE_AHEAD < n) {
-                fetch_block(words, filter_block(mix64(keys[e + PROBE_AHEAD] ^ salt), blocks));
-            }
-            uint64_t h = mix64(keys[e] ^ salt);
-            const uint32_t *block = &words[filter_block(h, blocks) * 8];
-            uint32_t low = (uint32_t)h, missing = 0;
-            for (int i = 0; i < 8; i++) {
-                missing |= ~block[i] & (1U << ((low * FILTER_SALT[i]) >> 27));
-            }
-            out[e] = missing == 0;
-        }
-        Py_END_ALLOW_THREADS
-    }
-    PyBuffer_Release(&k);
-    PyBuffer_Release(&w);
-    return result;
+    return filter_keys(args, 1);
 }
 
 /* ---- module ---------------------------------------------------------------------------- */
