@@ -26,11 +26,12 @@ import numpy as np
 from sqlalchemy import Connection
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import bulk, frequencies, hot, lookup, reports, scoring, write
+from dedup_store.db import bulk, frequencies, hot, reports, scoring, write
 from dedup_store.db.engine import Database
 from dedup_store.db.lane import Lane
-from dedup_store.db.lookup import INDEXED, Reach, StoredKeys, connection_of
+from dedup_store.db.lookup import Reach, connection_of
 from dedup_store.db.side import SideIndexedKeys, SideReader
+from dedup_store.db.stored import INDEXED, NewRows, StoredKeys, new_rows
 from dedup_store.errors import DedupStoreError
 from dedup_store.prepared import BatchOutcome, PreparedBatch
 from dedup_store.records import (
@@ -108,7 +109,7 @@ class StagedBatch:
 
     prepared: PreparedBatch
     known: dict[str, int]
-    new: lookup.NewRows
+    new: NewRows
     secondary: hot.SecondaryRows
     promotion: hot.Promotion
     rows: write.DocumentRows
@@ -153,7 +154,7 @@ def stage_batch(
         ids = stored.allocate(len(rows))
     else:
         ids = write.allocate_ids(connection_of(conn), schema, len(rows))
-    new = lookup.new_rows(conn, schema, prepared.batch, row_array, ids, stored)
+    new = new_rows(conn, schema, prepared.batch, row_array, ids, stored)
     firsts = new.firsts  # exact copies have no keys of their own
     found, secondary, promotion = hot.find_candidates(
         conn, schema, prepared.batch, new.rows[firsts], new.ids[firsts], stored

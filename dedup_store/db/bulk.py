@@ -31,10 +31,11 @@ from dedup_store.core.keyfilter import KeyFilter
 from dedup_store.core.keyindex import HashedKeys, LevelKeys, key_index
 from dedup_store.core.mixing import hashint8
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import ddl, settled_filter, tier_rows, write
+from dedup_store.db import checkpoint, ddl, settled_filter, tier_rows, write
 from dedup_store.db.encoding import BAND, SAMPLE, int4_array, sorted_top32
-from dedup_store.db.lookup import INDEXED, Found, KeyGroup, NewRows, Reach, key_groups
+from dedup_store.db.lookup import Found, KeyGroup, Reach, key_groups
 from dedup_store.db.names import qualified, quote
+from dedup_store.db.stored import INDEXED, NewRows
 
 #: Indexes of the store's tables that only key lookups use: dropped for a bulk load.
 LOOKUP_INDEXES = (("sample_keys", "sample_keys_lookup"), ("documents", "documents_exact_hash"))
@@ -42,7 +43,7 @@ LOOKUP_INDEXES = (("sample_keys", "sample_keys_lookup"), ("documents", "document
 
 class LoadedKeys:
     """The keys, exact hashes and hot keys of the documents stored before a batch, in memory
-    (a :class:`~dedup_store.db.lookup.StoredKeys` for a load without the lookup indexes).
+    (a :class:`~dedup_store.db.stored.StoredKeys` for a load without the lookup indexes).
 
     Attributes:
         external_ids: ``{external id: id}`` of the stored documents (before and during the
@@ -532,8 +533,10 @@ def settle(conn: Connection, schema: str, params: FingerprintParams) -> dict[str
     return {"settled_through": last_id, "moved": int(moved), "seconds": seconds}
 
 
-#: Server settings for the index builds that end a bulk load (for its transaction only).
-BUILD_SETTINGS = {"maintenance_work_mem": "1GB", "max_parallel_maintenance_workers": "2"}
+#: Server settings for the index builds that end a bulk load (for its transaction only). The
+#: parallel workers are the server's own setting (``max_parallel_maintenance_workers``), which
+#: only it can size for its cores (:mod:`~dedup_store.db.tuning`).
+BUILD_SETTINGS = {"maintenance_work_mem": "1GB"}
 
 
 def finish(
@@ -553,7 +556,8 @@ def finish(
         settings: server settings for the rest of the transaction (``SET LOCAL``), such as
             ``maintenance_work_mem``.
         loaded: the load's keys, from which the settled tier's key filter is made (else it is
-            read from the table).
+            read from the table). A load into a new store (:attr:`LoadedKeys.frozen`) has the
+            server checkpoint meanwhile (:func:`~dedup_store.db.checkpoint.meanwhile`).
 
     Returns:
         Seconds spent building the indexes (``indexes``) and analyzing (``analyze``).
@@ -563,7 +567,11 @@ def finish(
     write.catch_up_ids(conn, schema)
     started = time.perf_counter()
     metadata = ddl.build_metadata(schema)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dedup-store-filter") as thread:
+    new_files = loaded is not None and loaded.frozen
+    with (
+        checkpoint.meanwhile(conn, new_files),
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="dedup-store-filter") as thread,
+    ):
         # the settled tier's key filter is made on a thread while the server builds indexes
         made = thread.submit(loaded.key_filter) if loaded is not None else None
         for table, name in LOOKUP_INDEXES:

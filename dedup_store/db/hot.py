@@ -33,16 +33,15 @@ from dedup_store.core.simhash import hamming_many
 from dedup_store.db import bulk_copy, lookup
 from dedup_store.db.encoding import BAND, BLOCK, array_literal
 from dedup_store.db.lookup import (
-    INDEXED,
     Candidates,
     KeyGroup,
     Reach,
-    StoredKeys,
     connection_of,
     slot_lookup,
     window,
 )
 from dedup_store.db.names import qualified
+from dedup_store.db.stored import INDEXED, StoredKeys
 
 SECONDARY_COLUMNS = ("kind", "slot", "key", "doc_id")
 

@@ -10,8 +10,7 @@ excerpt index) vary in number per document and live in ``sample_keys``.
 For a batch, one statement looks up every key of every slot (an ``= ANY(keys)`` index scan per
 slot) *before* the batch's rows are written, so it only meets older documents; the keys found
 are joined back to the new documents that own them in numpy, and pairs inside the batch are found
-in numpy too. :func:`new_rows` finds the first stored document of each new row's exact group.
-The probes of one fingerprint (``check``, ``add``) are :func:`key_lookups` and
+in numpy too. The probes of one fingerprint (``check``, ``add``) are :func:`key_lookups` and
 :func:`sample_lookup`. Hot band and block keys
 are split by secondary keys (:mod:`dedup_store.db.hot`).
 """
@@ -20,14 +19,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Protocol, TypeAlias
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I32, I64, U64, ranges, stable_order
+from dedup_store.core.arrays import I64, ranges, stable_order
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.mixing import mix64
 from dedup_store.db.ddl import (
@@ -42,8 +41,6 @@ from dedup_store.db.encoding import (
     KEY_COLUMNS,
     SAMPLE,
     array_literal,
-    bytea_array_literal,
-    int4_array,
     sample_columns,
 )
 from dedup_store.db.names import qualified, quote
@@ -51,9 +48,6 @@ from dedup_store.db.names import qualified, quote
 Reach: TypeAlias = Connection | Callable[[], Connection]
 """A connection, or how to get it when a step turns out to need SQL: a staged bulk load
 (:class:`dedup_store.db.lane.Lane`) hands it over once the statements before it have run."""
-
-
-_ARRAY_HEADER = 20  # bytes before the elements of a one-dimensional array_send
 
 
 def connection_of(reach: Reach) -> Connection:
@@ -467,287 +461,3 @@ def sample_lookup(s: str, hot_limit: int) -> str:
                          LIMIT {int(hot_limit) + 1}) l
                ) o
                WHERE o.found < {int(hot_limit)}"""
-
-
-@dataclasses.dataclass(frozen=True)
-class NewRows:
-    """The rows of a fingerprint batch that a transaction inserts, with their new ids.
-
-    Attributes:
-        batch: the fingerprints.
-        rows: the batch rows inserted.
-        ids: their new internal ids.
-        exact_of: per row, the id of the first document of its exact group (stored, or an
-            earlier row of this batch), 0 for the first itself.
-    """
-
-    batch: FingerprintBatch
-    rows: I64
-    ids: I64
-    exact_of: I64
-
-    @property
-    def firsts(self) -> I64:
-        """Positions (in ``rows``) of the documents that are the first of their exact group."""
-        return np.flatnonzero(self.exact_of == 0)
-
-
-def new_rows(
-    conn: Reach,
-    schema: str,
-    batch: FingerprintBatch,
-    rows: I64,
-    ids: I64,
-    stored: StoredKeys | None = None,
-) -> NewRows:
-    """The batch's ``rows`` to be written with ids ``ids``, each with the first document of its
-    exact group (stored, or an earlier row of the batch)."""
-    hashes = [batch.exact_hashes[r] for r in rows.tolist()]
-    first_of = (stored or INDEXED).firsts(conn, schema, list(set(hashes)))
-    exact_of = np.zeros(len(rows), dtype=np.int64)
-    for position, (digest, doc_id) in enumerate(zip(hashes, ids.tolist(), strict=True)):
-        first = first_of.setdefault(digest, doc_id)
-        if first != doc_id:
-            exact_of[position] = first
-    return NewRows(batch, rows, ids, exact_of)
-
-
-def find_documents(conn: Connection, schema: str, external_ids: Sequence[str]) -> dict[str, int]:
-    """``{external id: internal id}`` for the stored ones among ``external_ids``."""
-    rows = conn.execute(
-        text(
-            f"SELECT external_id, id FROM {qualified(schema, 'documents')} "
-            "WHERE external_id = ANY(:ids)"
-        ),
-        {"ids": list(external_ids)},
-    )
-    return {row[0]: row[1] for row in rows}
-
-
-class StoredKeys(Protocol):
-    """Where a write finds what the documents stored before it own: the store's indexes
-    (:data:`INDEXED`) or, during a bulk load, memory (:class:`dedup_store.db.bulk.LoadedKeys`).
-
-    Attributes:
-        bulk_load: a bulk load answers: it holds the writers' lock for its whole transaction
-            already, and refreshes the planner's statistics once, at its end.
-    """
-
-    bulk_load: bool
-
-    def find(
-        self,
-        conn: Reach,
-        schema: str,
-        groups: list[KeyGroup],
-        hot_limit: int,
-        hot_kinds: frozenset[int],
-    ) -> Found:
-        """What :func:`find_keys` returns."""
-        ...
-
-    def members(
-        self, conn: Reach, schema: str, kind: int, slot: int, keys: list[int]
-    ) -> tuple[I64, I64]:
-        """``(ids, keys)`` of the stored documents owning ``keys`` in one slot, by id."""
-        ...
-
-    def firsts(self, conn: Reach, schema: str, hashes: list[bytes]) -> dict[bytes, int]:
-        """``{exact hash: id}`` of the stored first documents of the exact groups ``hashes``."""
-        ...
-
-    def documents(self, conn: Reach, schema: str, external_ids: list[str]) -> dict[str, int]:
-        """``{external id: id}`` of the stored documents among ``external_ids``."""
-        ...
-
-    def summaries(self, conn: Reach, schema: str, ids: I64) -> tuple[I64, I64]:
-        """Shingle counts and SimHashes (signed 64-bit, as stored) of the stored documents
-        ``ids`` (distinct, ascending), in that order."""
-        ...
-
-    def known_simhashes(self, ids: I64) -> tuple[npt.NDArray[np.bool_], U64]:
-        """Which of the stored documents ``ids`` (any order) have their SimHash at hand without
-        a query, and those SimHashes (0 for the others)."""
-        ...
-
-    def shingles(self, conn: Reach, schema: str, ids: I64) -> tuple[I64, I32]:
-        """The sorted shingles as stored of the stored documents ``ids`` (distinct,
-        ascending): ``(offsets, values)``, document ``i``'s being
-        ``values[offsets[i]:offsets[i + 1]]``."""
-        ...
-
-    def promoted(self, kind: int, slot: int, keys: list[int]) -> None:
-        """``keys`` of a slot became hot."""
-        ...
-
-    def member_values(
-        self, conn: Reach, schema: str, kind: int, ids: I64, num_perm: int
-    ) -> npt.NDArray[Any]:
-        """The MinHash signatures (``kind`` band: ``(n, num_perm)`` uint32) or SimHashes
-        (block: uint64) of the stored documents ``ids`` (ascending), in that order."""
-        ...
-
-    def windows(
-        self, conn: Reach, schema: str, groups: list[KeyGroup], hot_limit: int
-    ) -> list[tuple[I64, I64]]:
-        """Per group of secondary keys, ``(ids, keys)``: for each of its distinct keys the
-        ``hot_limit`` stored documents of its :func:`window`."""
-        ...
-
-    def add_secondary(
-        self, kinds: npt.NDArray[np.int16], slots: npt.NDArray[np.int16], keys: I64, docs: I64
-    ) -> None:
-        """``secondary_keys`` rows written with the batch being written (or before it)."""
-        ...
-
-    def added(self, new: NewRows, external_ids: list[str]) -> None:
-        """The rows of ``new`` were written, with their ``external_ids``."""
-        ...
-
-
-class IndexedKeys:
-    """:class:`StoredKeys` answered by the store's tables and indexes."""
-
-    bulk_load = False
-
-    def find(
-        self,
-        conn: Reach,
-        schema: str,
-        groups: list[KeyGroup],
-        hot_limit: int,
-        hot_kinds: frozenset[int],
-    ) -> Found:
-        return find_keys(connection_of(conn), schema, groups, hot_limit, hot_kinds)
-
-    def members(
-        self, conn: Reach, schema: str, kind: int, slot: int, keys: list[int]
-    ) -> tuple[I64, I64]:
-        connection = connection_of(conn)
-        probe = slot_lookup(qualified(schema), kind, slot, any_of("SELECT CAST(:keys AS bigint[])"))
-        rows = connection.execute(
-            text(
-                "SELECT array_agg(l.id ORDER BY l.id), array_agg(l.key ORDER BY l.id) "
-                f"FROM ({probe}) l"
-            ),
-            {"keys": array_literal(keys)},
-        ).one()
-        if rows[0] is None:
-            empty = np.empty(0, dtype=np.int64)
-            return empty, empty
-        return np.array(rows[0], dtype=np.int64), np.array(rows[1], dtype=np.int64)
-
-    def firsts(self, conn: Reach, schema: str, hashes: list[bytes]) -> dict[bytes, int]:
-        rows = connection_of(conn).execute(
-            text(
-                f"SELECT exact_hash, id FROM {qualified(schema, 'documents')} "
-                "WHERE exact_hash = ANY(CAST(:hashes AS bytea[])) AND exact_of IS NULL"
-            ),
-            {"hashes": bytea_array_literal(hashes)},
-        )
-        return {bytes(row[0]): int(row[1]) for row in rows}
-
-    def summaries(self, conn: Reach, schema: str, ids: I64) -> tuple[I64, I64]:
-        if len(ids) == 0:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-        counts, simhashes = (
-            connection_of(conn)
-            .execute(
-                text(
-                    "SELECT array_agg(shingle_count ORDER BY id), array_agg(simhash ORDER BY id) "
-                    f"FROM {qualified(schema, 'documents')} WHERE id = ANY(CAST(:i AS bigint[]))"
-                ),
-                {"i": array_literal(ids.tolist())},
-            )
-            .one()
-        )
-        return np.array(counts, dtype=np.int64), np.array(simhashes, dtype=np.int64)
-
-    def known_simhashes(self, ids: I64) -> tuple[npt.NDArray[np.bool_], U64]:
-        # only a query knows them
-        return np.zeros(len(ids), dtype=bool), np.zeros(len(ids), dtype=np.uint64)
-
-    def shingles(self, conn: Reach, schema: str, ids: I64) -> tuple[I64, I32]:
-        # read in PostgreSQL's binary array form
-        if len(ids) == 0:
-            return np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int32)
-        rows = (
-            connection_of(conn)
-            .execute(
-                text(
-                    f"SELECT array_send(shingles) FROM {qualified(schema, 'documents')} "
-                    "WHERE id = ANY(CAST(:i AS bigint[])) ORDER BY id"
-                ),
-                {"i": array_literal(ids.tolist())},
-            )
-            .scalars()
-        )
-        arrays = [np.sort(int4_array(blob)) for blob in rows]
-        offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
-        np.cumsum([len(a) for a in arrays], out=offsets[1:])
-        values = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int32)
-        return offsets, values
-
-    def promoted(self, kind: int, slot: int, keys: list[int]) -> None:
-        pass  # recorded in hot_keys
-
-    def member_values(
-        self, conn: Reach, schema: str, kind: int, ids: I64, num_perm: int
-    ) -> npt.NDArray[Any]:
-        if len(ids) == 0:
-            return np.empty((0, num_perm) if kind == BAND else 0, dtype=np.uint64)
-        value = "array_send(signature)" if kind == BAND else "int8send(simhash)"
-        blob = (
-            connection_of(conn)
-            .execute(
-                text(
-                    f"SELECT string_agg({value}, ''::bytea ORDER BY id) "
-                    f"FROM {qualified(schema, 'documents')} WHERE id = ANY(CAST(:ids AS bigint[]))"
-                ),
-                {"ids": array_literal(ids.tolist())},
-            )
-            .scalar_one()
-        )
-        if kind != BAND:
-            return np.frombuffer(blob, dtype=">i8").astype(np.int64).view(np.uint64)
-        width = _ARRAY_HEADER + 8 * num_perm
-        matrix = np.frombuffer(blob, dtype=np.uint8).reshape(len(ids), width)[:, _ARRAY_HEADER:]
-        pairs = np.ascontiguousarray(matrix).view(">i4").reshape(len(ids), num_perm, 2)
-        return pairs[:, :, 1].astype(np.int32).view(np.uint32)
-
-    def windows(
-        self, conn: Reach, schema: str, groups: list[KeyGroup], hot_limit: int
-    ) -> list[tuple[I64, I64]]:
-        s = qualified(schema)
-        branches, parameters = [], {}
-        for number, group in enumerate(groups):
-            parameters[f"g{number}"] = array_literal(group.uniques.tolist())
-            probe = window(s, hot_limit, str(int(group.kind)), str(int(group.slot)))
-            branches.append(
-                f"SELECT {number} AS grp, f.doc_id AS id, n.key "
-                f"FROM unnest(CAST(:g{number} AS bigint[])) AS n(key) "
-                f"CROSS JOIN LATERAL ({probe}) f"
-            )
-        statement = (
-            "SELECT grp, array_agg(id), array_agg(key) "
-            f"FROM ({' UNION ALL '.join(branches)}) found GROUP BY grp"
-        )
-        empty = np.empty(0, dtype=np.int64)
-        hits = [(empty, empty)] * len(groups)
-        for number, ids, keys in connection_of(conn).execute(text(statement), parameters):
-            hits[number] = (np.array(ids, dtype=np.int64), np.array(keys, dtype=np.int64))
-        return hits
-
-    def add_secondary(
-        self, kinds: npt.NDArray[np.int16], slots: npt.NDArray[np.int16], keys: I64, docs: I64
-    ) -> None:
-        pass  # written with the batch
-
-    def documents(self, conn: Reach, schema: str, external_ids: list[str]) -> dict[str, int]:
-        return find_documents(connection_of(conn), schema, external_ids)
-
-    def added(self, new: NewRows, external_ids: list[str]) -> None:
-        pass  # the rows' index entries were written with them
-
-
-INDEXED = IndexedKeys()

@@ -45,15 +45,13 @@ from dedup_store.db.encoding import (
     top32,
 )
 from dedup_store.db.lookup import (
-    INDEXED,
     Candidates,
-    NewRows,
     Reach,
-    StoredKeys,
     key_lookups,
     sample_lookup,
 )
 from dedup_store.db.names import qualified
+from dedup_store.db.stored import INDEXED, NewRows, StoredKeys
 from dedup_store.results import MatchRow
 
 EXACT_INTERSECTION = (

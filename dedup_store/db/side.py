@@ -24,7 +24,6 @@ from dedup_store.db.ddl import RECENT, SETTLED, settled_through
 from dedup_store.db.encoding import BAND, SAMPLE
 from dedup_store.db.lookup import (
     Found,
-    IndexedKeys,
     KeyGroup,
     Reach,
     connection_of,
@@ -33,6 +32,7 @@ from dedup_store.db.lookup import (
     lookup_statement,
 )
 from dedup_store.db.settled_filter import SettledFilter
+from dedup_store.db.stored import IndexedKeys
 
 #: A group with no keys: the statement leaves it out (a slot another part looks up).
 _NO_KEYS = KeyGroup(BAND, 1, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
@@ -62,7 +62,7 @@ class SideReader:
 
 
 class SideIndexedKeys(IndexedKeys):
-    """:class:`~dedup_store.db.lookup.IndexedKeys` that looks up the settled tier on the
+    """:class:`~dedup_store.db.stored.IndexedKeys` that looks up the settled tier on the
     connections of ``side``: for batches written under the writers' lock that delete nothing
     before their lookups. It asks the settled tier only for the keys its filter may hold
     (:class:`~dedup_store.db.settled_filter.SettledFilter`).

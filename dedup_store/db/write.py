@@ -24,9 +24,9 @@ from dedup_store.core.metadata import MetaSignatures
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import bulk_copy, ddl, frequencies, hot, tier_rows
 from dedup_store.db.encoding import sample_columns, top32
-from dedup_store.db.lookup import NewRows
 from dedup_store.db.names import qualified, quote
 from dedup_store.db.scoring import merging_methods
+from dedup_store.db.stored import NewRows
 from dedup_store.results import MatchRow
 
 #: The tables ANALYZE'd by :func:`refresh_statistics`.

@@ -13,9 +13,10 @@ from sqlalchemy import Engine, text
 from dedup_store import DedupStore, Document, FingerprintParams
 from dedup_store.db import ddl, migrate
 from dedup_store.db.encoding import BAND, BLOCK
-from dedup_store.db.lookup import INDEXED, any_of, slot_lookup
+from dedup_store.db.lookup import any_of, slot_lookup
 from dedup_store.db.names import qualified
 from dedup_store.db.side import MetSummaries, SideIndexedKeys, SideReader
+from dedup_store.db.stored import INDEXED
 from dedup_store.results import CheckResult
 from tests.conftest import drop_schema
 from tests.db.corpus import PlantedCorpus

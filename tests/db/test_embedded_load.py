@@ -1,0 +1,98 @@
+"""Bulk loads on the embedded server, which the store reaches through a Unix socket and which
+runs with ``wal_level = minimal``: COPY data goes straight to the socket, and a load into a new
+store has the server checkpoint while it builds its indexes. Both change only how fast it goes."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+import sqlalchemy as sa
+from sqlalchemy import Engine
+
+from dedup_store import FingerprintParams
+from dedup_store.db import bulk_copy, checkpoint, embedded
+from dedup_store.db.engine import driver_connection
+from tests.db.test_bulk import _by_external_id, _load
+from tests.spark.corpora import real_documents
+from tests.test_embedded import data_dir as data_dir
+
+
+def _checkpoints_requested(engine: Engine) -> int:
+    with engine.connect() as conn:
+        if conn.execute(sa.text("SELECT to_regclass('pg_stat_checkpointer') IS NOT NULL")).scalar():
+            statement = "SELECT num_requested FROM pg_stat_checkpointer"
+        else:  # before PostgreSQL 17
+            statement = "SELECT checkpoints_req FROM pg_stat_bgwriter"
+        return int(conn.execute(sa.text(statement)).scalar_one())
+
+
+def _counting_sends(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each COPY from now on went straight to the socket."""
+    sent: list[bool] = []
+    original = bulk_copy.send_copy_data
+
+    def counted(*args: Any) -> bool:
+        sent.append(original(*args))
+        return sent[-1]
+
+    monkeypatch.setattr(bulk_copy, "send_copy_data", counted)
+    return sent
+
+
+@pytest.mark.usefixtures("data_dir")
+def test_a_bulk_load_on_the_embedded_server_stores_what_it_stores_over_tcp(
+    engine: Engine, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copyright files, licences and docstrings, loaded in bulk into a new store on the test
+    server (TCP: psycopg writes the COPY data) and on a private embedded server (the socket
+    takes it in one write; a checkpoint runs during the index builds)."""
+    docs = real_documents()
+    sent = _counting_sends(monkeypatch)
+    params = FingerprintParams()
+    over_tcp = _load(engine, schema, docs, True, params, batch_size=500)
+    assert sent and not any(sent)
+    sent.clear()
+
+    local = sa.create_engine(embedded.start())
+    try:
+        with local.connect() as conn:
+            assert checkpoint.syncs_at_commit(conn)
+        before = _checkpoints_requested(local)
+        on_socket = _load(local, schema, docs, True, params, batch_size=500)
+        assert _checkpoints_requested(local) > before
+        assert on_socket == over_tcp
+        assert _by_external_id(local, schema) == _by_external_id(engine, schema)
+    finally:
+        local.dispose()
+    assert len(sent) >= 3 * (len(docs) // 500) and all(sent)
+
+
+@pytest.mark.usefixtures("data_dir")
+def test_a_copy_sent_down_the_socket_fails_as_psycopg_would_and_leaves_the_connection_usable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A duplicate key at the end of 26 MB of rows: the server's error comes back when the COPY
+    ends, and the socket is left non-blocking, as libpq needs it."""
+    sent = _counting_sends(monkeypatch)
+    local = sa.create_engine(embedded.start())
+    ids = np.arange(1_000_001, dtype=np.int64)
+    ids[-1] = 7
+    try:
+        with local.begin() as conn:
+            conn.execute(sa.text("CREATE TABLE t (id bigint PRIMARY KEY, v bigint NOT NULL)"))
+        with pytest.raises(psycopg.errors.UniqueViolation), local.begin() as conn:
+            bulk_copy.copy_fixed_rows(conn, "public", "t", ("id", "v"), [ids, ids * 2])
+        with local.begin() as conn:
+            bulk_copy.copy_fixed_rows(conn, "public", "t", ("id", "v"), [ids[:-1], ids[:-1]])
+            assert conn.execute(sa.text("SELECT count(*), sum(v) FROM t")).one() == (
+                1_000_000,
+                sum(range(1_000_000)),
+            )
+            assert not os.get_blocking(driver_connection(conn).pgconn.socket)  # as libpq left it
+    finally:
+        local.dispose()
+    assert sent == [True, True]
