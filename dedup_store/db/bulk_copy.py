@@ -9,10 +9,12 @@ appended per document.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import struct
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -162,8 +164,8 @@ def _copy(
 def send_copy_data(pgconn: pq.abc.PGconn, head: bytes, data: bytes) -> bool:
     """Send ``head`` and ``data`` as one ``CopyData`` message of a ``COPY FROM STDIN`` under way
     on ``pgconn``, straight to its Unix socket, in blocking writes that hold the interpreter lock
-    only between the two of them. Returns whether it did: not on other sockets, which may be
-    encrypted, nor while libpq has output of its own still to send.
+    only between the two of them. Returns whether it did: only on a thread other than the main
+    one, on a Unix socket (never encrypted), with nothing of libpq's own still to send.
 
     psycopg hands libpq 128 kB at a time and waits for the socket every megabyte; a Unix socket
     takes about 200 kB, and each time it drains, the waiting thread must take the interpreter
@@ -172,8 +174,18 @@ def send_copy_data(pgconn: pq.abc.PGconn, head: bytes, data: bytes) -> bool:
     of hand-overs per batch waits for it: a 4.8 MB COPY of 5,000 documents took 150 ms beside
     a busy thread against 24 ms alone, and 60 ms sent this way. The protocol allows it: libpq
     only passes a COPY's data on, and its ``CopyDone`` follows as usual.
+
+    The main thread is left to psycopg: a signal handler there (Ctrl-C) could cut a write off
+    in the middle of the message, and the server would then wait for the rest of it while the
+    client waits for its answer. Should a write fail anyway, the socket is shut down, so the
+    connection fails rather than hangs.
     """
-    if pgconn.ssl_in_use or pgconn.flush() != 0 or not hasattr(socket, "AF_UNIX"):
+    if (
+        threading.current_thread() is threading.main_thread()
+        or pgconn.ssl_in_use
+        or pgconn.flush() != 0
+        or not hasattr(socket, "AF_UNIX")
+    ):
         return False
     with socket.socket(fileno=os.dup(pgconn.socket)) as sock:
         if sock.family != socket.AF_UNIX:
@@ -182,6 +194,10 @@ def send_copy_data(pgconn: pq.abc.PGconn, head: bytes, data: bytes) -> bool:
         try:
             sock.sendall(b"d" + struct.pack("!i", 4 + len(head) + len(data)) + head)
             sock.sendall(data)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            raise
         finally:
             sock.setblocking(False)
     return True

@@ -5,6 +5,8 @@ store has the server checkpoint while it builds its indexes. Both change only ho
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -28,6 +30,11 @@ def _checkpoints_requested(engine: Engine) -> int:
         else:  # before PostgreSQL 17
             statement = "SELECT checkpoints_req FROM pg_stat_bgwriter"
         return int(conn.execute(sa.text(statement)).scalar_one())
+
+
+def _on_a_thread(function: Callable[..., Any], *args: Any) -> Any:
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        return thread.submit(function, *args).result()
 
 
 def _counting_sends(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
@@ -75,8 +82,9 @@ def test_a_bulk_load_on_the_embedded_server_stores_what_it_stores_over_tcp(
 def test_a_copy_sent_down_the_socket_fails_as_psycopg_would_and_leaves_the_connection_usable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A duplicate key at the end of 26 MB of rows: the server's error comes back when the COPY
-    ends, and the socket is left non-blocking, as libpq needs it."""
+    """A duplicate key at the end of 26 MB of rows, sent from a thread: the server's error comes
+    back when the COPY ends; the same connection then takes rows sent by psycopg (the main
+    thread) and from a thread again, and its socket is left non-blocking, as libpq needs it."""
     sent = _counting_sends(monkeypatch)
     local = sa.create_engine(embedded.start())
     ids = np.arange(1_000_001, dtype=np.int64)
@@ -84,15 +92,21 @@ def test_a_copy_sent_down_the_socket_fails_as_psycopg_would_and_leaves_the_conne
     try:
         with local.begin() as conn:
             conn.execute(sa.text("CREATE TABLE t (id bigint PRIMARY KEY, v bigint NOT NULL)"))
+            conn.execute(sa.text("CREATE TABLE u (id bigint, v bigint)"))
         with pytest.raises(psycopg.errors.UniqueViolation), local.begin() as conn:
-            bulk_copy.copy_fixed_rows(conn, "public", "t", ("id", "v"), [ids, ids * 2])
+            _on_a_thread(bulk_copy.copy_fixed_rows, conn, "public", "t", ("id", "v"), [ids, ids])
         with local.begin() as conn:
             bulk_copy.copy_fixed_rows(conn, "public", "t", ("id", "v"), [ids[:-1], ids[:-1]])
+            _on_a_thread(bulk_copy.copy_fixed_rows, conn, "public", "u", ("id", "v"), [ids, ids])
             assert conn.execute(sa.text("SELECT count(*), sum(v) FROM t")).one() == (
                 1_000_000,
                 sum(range(1_000_000)),
             )
+            assert conn.execute(sa.text("SELECT count(*), sum(v) FROM u")).one() == (
+                1_000_001,
+                sum(range(1_000_000)) + 7,
+            )
             assert not os.get_blocking(driver_connection(conn).pgconn.socket)  # as libpq left it
     finally:
         local.dispose()
-    assert sent == [True, True]
+    assert sent == [True, False, True]  # psycopg writes on the main thread
