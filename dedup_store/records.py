@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from dedup_store.core.fingerprint import validate_text
+from dedup_store.core.validation import validate_text
 from dedup_store.errors import InvalidDocumentError, quote_id
 from dedup_store.results import Document, RecordError
 

@@ -12,16 +12,15 @@ from sqlalchemy import text as sa_text
 
 from dedup_store import pipeline
 from dedup_store.core.fingerprint import (
-    DEFAULT_MAX_BYTES,
     Fingerprint,
     feature_index,
     fingerprint,
     fingerprint_valid_texts,
     reweighted,
-    validate_text,
 )
 from dedup_store.core.metadata import with_meta
 from dedup_store.core.params import FingerprintParams
+from dedup_store.core.validation import DEFAULT_MAX_BYTES, validate_text
 from dedup_store.db import (
     ddl,
     frequencies,

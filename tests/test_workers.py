@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dedup_store import Document, FingerprintParams
-from dedup_store.core.fingerprint import DEFAULT_MAX_BYTES
+from dedup_store.core.validation import DEFAULT_MAX_BYTES
 from dedup_store.prepared import PreparedBatch
 from dedup_store.workers import PrepareSettings, preparer
 

@@ -5,18 +5,17 @@ Nothing here touches a database.
 
 from dedup_store.core.canonical import canonical_tokens, canonicalize, html_to_text, looks_like_html
 from dedup_store.core.fingerprint import (
-    DEFAULT_MAX_BYTES,
     FeatureWeights,
     Fingerprint,
     FingerprintBatch,
     fingerprint,
     fingerprint_batch,
-    validate_text,
 )
 from dedup_store.core.lsh import band_keys
 from dedup_store.core.minhash import estimate_jaccard, minhash_signatures
 from dedup_store.core.params import FingerprintParams, optimal_bands
 from dedup_store.core.simhash import block_keys, block_masks, hamming, simhash_batch
+from dedup_store.core.validation import DEFAULT_MAX_BYTES, validate_text
 
 __all__ = [
     "DEFAULT_MAX_BYTES",

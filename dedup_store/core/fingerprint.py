@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -34,76 +34,17 @@ from dedup_store.core.simhash import (
     simhash_batch,
     simhash_integer_weighted,
 )
+from dedup_store.core.validation import validate_texts
 from dedup_store.core.weights import DocumentFrequencies, FeatureIndex, feature_weights
 from dedup_store.core.winnow import winnow
-from dedup_store.errors import EmptyDocumentError, InvalidDocumentError
+from dedup_store.errors import EmptyDocumentError
 
 #: Caller-supplied SimHash feature weights: a mapping or a function of the feature text.
 FeatureWeights = Mapping[str, float] | Callable[[str], float]
 
-#: Documents larger than this (UTF-8 bytes) are refused.
-DEFAULT_MAX_BYTES = 16 * 1024 * 1024
-
 #: Rows are fingerprinted in runs of about this many tokens, so that the arrays of every step
 #: stay in the processor cache.
 _TOKENS_PER_CHUNK = 1 << 14
-
-
-def validate_text(text: object, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
-    """Return ``text`` if it can be fingerprinted and stored, else raise a clear error.
-
-    Raises:
-        InvalidDocumentError: not a string, a lone surrogate (invalid UTF-8 decoded with
-            ``surrogateescape``), a NUL character, or more than ``max_bytes`` bytes.
-    """
-    if not isinstance(text, str):
-        raise InvalidDocumentError(f"document text must be str, got {type(text).__name__}")
-    if "\x00" in text:
-        raise InvalidDocumentError(
-            f"document contains a NUL character at offset {text.index(chr(0))}"
-        )
-    try:
-        size = len(text) if text.isascii() else len(text.encode("utf-8"))
-    except UnicodeEncodeError as e:
-        raise InvalidDocumentError(f"document is not valid UTF-8 (offset {e.start})") from None
-    if size > max_bytes:
-        raise InvalidDocumentError(
-            f"document is {size} bytes, larger than the limit of {max_bytes}"
-        )
-    return text
-
-
-def validate_texts(texts: Sequence[object], max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-    """Check every text as :func:`validate_text` does.
-
-    A batch of strings whose concatenation is valid and at most ``max_bytes`` bytes is checked in
-    a few passes over that concatenation; otherwise text by text.
-
-    Raises:
-        InvalidDocumentError: for the first invalid text, naming its position.
-    """
-    if not _joined_valid(texts, max_bytes):
-        for position, text in enumerate(texts):
-            try:
-                validate_text(text, max_bytes)
-            except InvalidDocumentError as e:
-                raise InvalidDocumentError(f"document {position}: {e}") from None
-
-
-def _joined_valid(texts: Sequence[object], max_bytes: int) -> bool:
-    """Whether all ``texts`` are strings whose concatenation is valid and fits ``max_bytes``."""
-    try:
-        joined = "".join(cast("Sequence[str]", texts))
-    except TypeError:
-        return False
-    if "\x00" in joined:
-        return False
-    if joined.isascii():
-        return len(joined) <= max_bytes
-    try:
-        return len(joined.encode("utf-8")) <= max_bytes
-    except UnicodeEncodeError:
-        return False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -279,7 +220,8 @@ def fingerprint(
     parameters (see :func:`fingerprint_batch`).
 
     Raises:
-        InvalidDocumentError: the text cannot be stored (see :func:`validate_text`).
+        InvalidDocumentError: the text cannot be stored
+            (:func:`~dedup_store.core.validation.validate_text`).
         EmptyDocumentError: nothing is left after canonicalization.
     """
     batch = fingerprint_batch([text], params, weights, frequencies)
@@ -297,7 +239,8 @@ def fingerprint_batch(
     """Fingerprint many documents at once (numpy across the whole batch).
 
     Documents empty after canonicalization get no row; their input positions are listed in
-    ``empty_index``. Invalid text raises :class:`InvalidDocumentError` naming its position.
+    ``empty_index``. Invalid text raises :class:`~dedup_store.errors.InvalidDocumentError`
+    naming its position.
 
     Args:
         texts: the documents.
@@ -338,9 +281,10 @@ def reweighted(
 def fingerprint_valid_texts(
     texts: Sequence[str], params: FingerprintParams, weights: FeatureWeights | None = None
 ) -> FingerprintBatch:
-    """:func:`fingerprint_batch` of texts that :func:`validate_text` has accepted already (the
-    ingest pipeline checks every record once, with its id and metadata); with weighted
-    parameters, its SimHashes are still to be weighted (:func:`reweighted`)."""
+    """:func:`fingerprint_batch` of texts that
+    :func:`~dedup_store.core.validation.validate_text` has accepted already (the ingest
+    pipeline checks every record once, with its id and metadata); with weighted parameters, its
+    SimHashes are still to be weighted (:func:`reweighted`)."""
     if weights is not None and params.weighted:
         raise ValueError("feature weights are given by the store with weighted simhash_weights")
     batch = _fingerprint_texts(texts, params, weights)

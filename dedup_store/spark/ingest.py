@@ -27,8 +27,8 @@ from sqlalchemy import Connection, create_engine, text
 
 from dedup_store.config import DEFAULT_SCHEMA, normalize_url
 from dedup_store.core.clustering import components
-from dedup_store.core.fingerprint import DEFAULT_MAX_BYTES
 from dedup_store.core.params import FingerprintParams
+from dedup_store.core.validation import DEFAULT_MAX_BYTES
 from dedup_store.db import reports
 from dedup_store.db.names import qualified
 from dedup_store.db.scoring import merging_methods
