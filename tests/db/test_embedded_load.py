@@ -93,9 +93,11 @@ def test_a_copy_sent_down_the_socket_fails_as_psycopg_would_and_leaves_the_conne
         with local.begin() as conn:
             conn.execute(sa.text("CREATE TABLE t (id bigint PRIMARY KEY, v bigint NOT NULL)"))
             conn.execute(sa.text("CREATE TABLE u (id bigint, v bigint)"))
+            backend = conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one()
         with pytest.raises(psycopg.errors.UniqueViolation), local.begin() as conn:
             _on_a_thread(bulk_copy.copy_fixed_rows, conn, "public", "t", ("id", "v"), [ids, ids])
         with local.begin() as conn:
+            assert conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one() == backend
             bulk_copy.copy_fixed_rows(conn, "public", "t", ("id", "v"), [ids[:-1], ids[:-1]])
             _on_a_thread(bulk_copy.copy_fixed_rows, conn, "public", "u", ("id", "v"), [ids, ids])
             assert conn.execute(sa.text("SELECT count(*), sum(v) FROM t")).one() == (
