@@ -25,13 +25,26 @@ def ranges(starts: I64, ends: I64) -> I64:
 
 
 def stable_order(values: npt.NDArray[np.signedinteger[Any]]) -> I64:
-    """``np.argsort(values, kind="stable")``; values that fit in 32 bits (such as excerpt keys)
-    are ordered by one plain sort of ``(value, position)`` packed in 64 bits, about twice as
-    fast."""
+    """``np.argsort(values, kind="stable")``, by one plain sort of ``(value, position)`` packed
+    in 64 bits, many times faster than numpy's stable sort of 64-bit integers.
+
+    Values that fit in 32 bits (such as excerpt keys) are packed whole. Wider ones (hashed band
+    and block keys) are packed as their upper bits, which order them unless two different
+    values share those bits: then, which the order shows, numpy's stable sort orders them.
+    """
     n = len(values)
-    if n and n < 2**31 and int(values.min()) >= -(2**31) and int(values.max()) < 2**31:
-        packed = np.sort((values.astype(np.int64) << np.int64(32)) | np.arange(n, dtype=np.int64))
-        order: I64 = packed & np.int64(0xFFFF_FFFF)
+    if n == 0 or n >= 2**31:
+        return np.argsort(values, kind="stable")
+    positions = np.arange(n, dtype=np.int64)
+    low, high = int(values.min()), int(values.max())
+    if low >= -(2**31) and high < 2**31:
+        packed = np.sort((values.astype(np.int64) << np.int64(32)) | positions)
+        return packed & np.int64(0xFFFF_FFFF)
+    bits = max(int(n - 1).bit_length(), 1)
+    packed = np.sort(((values.astype(np.int64) >> np.int64(bits)) << np.int64(bits)) | positions)
+    order: I64 = packed & np.int64((1 << bits) - 1)
+    ordered = values[order]
+    if np.all(ordered[1:] >= ordered[:-1]):
         return order
     return np.argsort(values, kind="stable")
 
