@@ -1,14 +1,16 @@
 """The filter of the settled tier's keys (``settled_filter``): built with the tier, read by ingests.
 
 A settle or a bulk load builds the settled tier's indexes and a
-:class:`~dedup_store.core.keyfilter.KeyFilter` of every key of ``settled_keys``: a bulk load
-from the keys it holds in memory; a settle by adding the recent tier's keys to the stored
-filter while it has room for them (:func:`extended`), else with one binary ``COPY`` of the
-table (:func:`build`). Each is made with :data:`HEADROOM` and stored (:func:`store`) as parts of
-at most :data:`PART_BYTES`, with the ``settled_through`` it was built for, the keys it holds
-and the id of the transaction that built it. A trigger
-deletes it when any statement inserts or updates rows of ``settled_keys`` (migration 0011); a
-filter is used only while the store's ``settled_through`` is the one it was built for.
+:class:`~dedup_store.core.keyfilter.KeyFilter` of every key of ``settled_keys`` and of every
+excerpt key of ``sample_keys`` (the kind :data:`~dedup_store.db.encoding.SAMPLE`, slot 0): a
+bulk load from the keys it holds in memory; a settle by adding the recent tier's keys to the
+stored filter while it has room for them (:func:`extended`), else with one binary ``COPY`` of
+each table (:func:`build`). Each is made with :data:`HEADROOM` and stored (:func:`store`) as
+parts of at most :data:`PART_BYTES`, with the ``settled_through`` it was built for, the keys it
+holds and the id of the transaction that built it. A trigger deletes it when any statement
+inserts or updates rows of ``settled_keys`` (migration 0011), or inserts rows into
+``sample_keys`` or changes their keys (migration 0012); a filter is used only while the store's
+``settled_through`` is the one it was built for.
 
 An ingest looking up a batch's keys in the settled tier (:class:`SettledFilter`) then asks its
 indexes only for the keys the filter may hold: nearly every key of a new document is absent
@@ -52,11 +54,9 @@ def sized(keys: int) -> KeyFilter:
 
 
 def build(conn: Connection, schema: str, params: FingerprintParams) -> KeyFilter:
-    """The filter of every key of ``settled_keys``, read in the transaction of ``conn``."""
-    slots = _slots(params)
-    table = qualified(schema, ddl.TIER_TABLES[ddl.SETTLED])
-    rows = conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one()
-    found = sized(int(rows) * len(slots))
+    """The filter of every key of ``settled_keys`` and ``sample_keys``, read in the transaction
+    of ``conn``."""
+    found = sized(_tier_size(conn, schema, params, ddl.SETTLED))
     _add_tier(conn, schema, params, ddl.SETTLED, found)
     return found
 
@@ -68,10 +68,8 @@ def extended(conn: Connection, schema: str, params: FingerprintParams) -> KeyFil
     held = stored(conn, schema)
     if held is None or held.settled_through != ddl.settled_through(conn, schema):
         return None
-    table = qualified(schema, ddl.TIER_TABLES[ddl.RECENT])
-    rows = conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one()
     found = load(conn, schema, held)
-    if found is None or found.room() < int(rows) * len(_slots(params)):
+    if found is None or found.room() < _tier_size(conn, schema, params, ddl.RECENT):
         return None
     _add_tier(conn, schema, params, ddl.RECENT, found)
     return found
@@ -81,13 +79,25 @@ def _slots(params: FingerprintParams) -> list[tuple[int, int]]:
     return [(kind, slot) for kind, _column, slot in ddl.key_slots(params)]
 
 
+def _tier_size(conn: Connection, schema: str, params: FingerprintParams, tier: str) -> int:
+    """How many keys ``tier``'s tables hold: a key per slot of each row of its key table, and
+    each row of its excerpt keys' table."""
+    counts = [
+        conn.execute(text(f"SELECT count(*) FROM {qualified(schema, table)}")).scalar_one()
+        for table in (ddl.TIER_TABLES[tier], ddl.SAMPLE_TABLES[tier])
+    ]
+    return int(counts[0]) * len(_slots(params)) + int(counts[1])
+
+
 def _add_tier(
     conn: Connection, schema: str, params: FingerprintParams, tier: str, found: KeyFilter
 ) -> None:
-    """Add every key of ``tier``'s table to ``found``."""
+    """Add every key of ``tier``'s tables to ``found``."""
     for columns in _tier_keys(conn, schema, params, tier):
         for (kind, slot), keys in zip(_slots(params), columns, strict=True):
             found.add(kind, slot, keys)
+    for keys in _sample_keys(conn, schema, tier):
+        found.add(SAMPLE, 0, keys)
 
 
 def _tier_keys(
@@ -105,19 +115,37 @@ def _tier_keys(
         sql.Identifier(schema),
         sql.Identifier(ddl.TIER_TABLES[tier]),
     )
+    for chunk in _copied_rows(conn, statement, row.itemsize):
+        yield _key_columns(chunk, row, len(columns))
+
+
+def _copied_rows(conn: Connection, statement: sql.Composed, size: int) -> Iterator[bytes]:
+    """The rows of the binary ``COPY ... TO STDOUT`` ``statement``, each ``size`` bytes, at
+    least :data:`_READ_BYTES` of them at a time (but the last)."""
     pending = bytearray()
     header = len(COPY_HEADER)  # the server's has no extension area either
     with driver_connection(conn).cursor() as cur, cur.copy(statement) as copy:
         for data in copy:
             pending += data
             if len(pending) >= header + _READ_BYTES:
-                whole = (len(pending) - header) // row.itemsize * row.itemsize
+                whole = (len(pending) - header) // size * size
                 chunk = bytes(pending[header : header + whole])
                 del pending[header : header + whole]
-                yield _key_columns(chunk, row, len(columns))
+                yield chunk
     rest = bytes(pending[header:-2])  # the trailer is two bytes
     if rest:
-        yield _key_columns(rest, row, len(columns))
+        yield rest
+
+
+def _sample_keys(conn: Connection, schema: str, tier: str) -> Iterator[I64]:
+    """The excerpt keys of ``tier``'s table, :data:`_READ_BYTES` of rows at a time (one binary
+    ``COPY``), as the ``bigint`` a batch's keys are."""
+    row = np.dtype([("count", ">i2"), ("len", ">i4"), ("key", ">i4")])
+    statement = sql.SQL("COPY (SELECT key FROM {}.{}) TO STDOUT (FORMAT BINARY)").format(
+        sql.Identifier(schema), sql.Identifier(ddl.SAMPLE_TABLES[tier])
+    )
+    for chunk in _copied_rows(conn, statement, row.itemsize):
+        yield np.frombuffer(chunk, dtype=row)["key"].astype(np.int64)
 
 
 def _key_columns(chunk: bytes, row: np.dtype[Any], count: int) -> list[I64]:
@@ -201,8 +229,8 @@ class SettledFilter:
     def narrowed(
         self, conn: Connection, schema: str, settled: int, groups: list[KeyGroup]
     ) -> list[KeyGroup]:
-        """``groups`` without the band and block keys that the settled tier of
-        ``settled_through`` ``settled`` surely does not hold (the groups themselves while there
+        """``groups`` without the keys that the settled tier of ``settled_through``
+        ``settled`` surely does not hold (the groups themselves while there
         is no filter to tell)."""
         held = stored(conn, schema)
         if held is None or held.settled_through != settled:
@@ -216,13 +244,11 @@ class SettledFilter:
         return [_narrowed(group, self._filter) for group in groups]
 
     def _asking(self, groups: list[KeyGroup]) -> list[KeyGroup]:
-        self._asked += sum(len(g.uniques) for g in groups if g.kind != SAMPLE)
+        self._asked += sum(len(g.uniques) for g in groups)
         return groups
 
 
 def _narrowed(group: KeyGroup, found: KeyFilter) -> KeyGroup:
-    """The group of the keys of ``group`` that ``found`` may hold (excerpt keys: all of them)."""
-    if group.kind == SAMPLE:
-        return group
+    """The group of the keys of ``group`` that ``found`` may hold."""
     keys = group.uniques[found.has(group.kind, group.slot, group.uniques)]
     return KeyGroup(group.kind, group.slot, keys, np.zeros(len(keys), dtype=np.int64))
