@@ -212,14 +212,19 @@ class SettledFilter:
 
     Reading it costs about what probing the settled tier's indexes for one key costs per
     :data:`BYTES_PER_KEY` bytes of filter, so it is read once the keys already asked of those
-    indexes would have paid for it (a short ingest never reads it, a long one spends at most
-    that much more than it would have had it read the filter at once); and only while the
-    store holds it for its ``settled_through``, checked for every batch.
+    indexes, with the batch's own, would have paid for it (a short ingest never reads it, a long
+    one spends at most that much more than it would have had it read the filter at once); and
+    only while the store holds it for its ``settled_through``, checked for every batch.
     """
 
     #: Bytes of filter read in the time an ingest waits for the settled tier to answer one
-    #: key (on a 1M-document store: 19 MB read in 0.1 s; 0.7 µs a key).
+    #: band or block key (on a 1M-document store: 19 MB read in 0.1 s; 0.7 µs a key).
     BYTES_PER_KEY = 128
+
+    #: An excerpt key's probe costs this many band or block keys' (one probe of its own per key,
+    #: where a slot's keys share one index scan: 2.8 µs a key on a store of 100,000 documents of
+    #: 600 words).
+    EXCERPT_KEY_COST = 4
 
     def __init__(self) -> None:
         self._asked = 0
@@ -236,15 +241,22 @@ class SettledFilter:
         if held is None or held.settled_through != settled:
             return self._asking(groups)
         if held.build != self._build:
-            if self._asked * self.BYTES_PER_KEY < held.size:
+            if (self._asked + self._cost(groups)) * self.BYTES_PER_KEY < held.size:
                 return self._asking(groups)
             self._filter, self._build = load(conn, schema, held), held.build
         if self._filter is None:
             return self._asking(groups)
         return [_narrowed(group, self._filter) for group in groups]
 
+    def _cost(self, groups: list[KeyGroup]) -> int:
+        """What asking the settled tier for the keys of ``groups`` costs, in band or block
+        keys."""
+        return sum(
+            len(g.uniques) * (self.EXCERPT_KEY_COST if g.kind == SAMPLE else 1) for g in groups
+        )
+
     def _asking(self, groups: list[KeyGroup]) -> list[KeyGroup]:
-        self._asked += sum(len(g.uniques) for g in groups)
+        self._asked += self._cost(groups)
         return groups
 
 

@@ -138,7 +138,8 @@ def test_an_ingest_asks_the_settled_tier_only_for_keys_the_filter_may_hold(
 ) -> None:
     """The same ingest into two copies of a settled store, one without its filter, stores the
     same rows; with the filter the settled tier's indexes are asked for a fraction of the keys
-    (all of them in the first batch, until the filter has paid for its reading)."""
+    (all of them while the keys asked, with the batch's own, would not have paid for reading
+    it)."""
     corpus = PlantedCorpus(43, words=(40, 80))
     settled = [Document(f"s{i}", corpus.original()) for i in range(150)]
     later = [Document(f"e{i}", corpus.edit(settled[i].text, 1)) for i in range(0, 150, 5)]
