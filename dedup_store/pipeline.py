@@ -26,7 +26,7 @@ import numpy as np
 from sqlalchemy import Connection
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import bulk, frequencies, hot, reports, scoring, write
+from dedup_store.db import bulk, checkpoint, frequencies, hot, reports, scoring, write
 from dedup_store.db.engine import Database
 from dedup_store.db.lane import Lane
 from dedup_store.db.lookup import Reach, connection_of
@@ -277,7 +277,7 @@ def _bulk_ingest(
 
         summary = IngestSummary()
         try:
-            with Lane(conn) as lane:
+            with checkpoint.rolling(conn, stored.frozen), Lane(conn) as lane:
 
                 def write(prepared: PreparedBatch) -> Future[WrittenBatch]:
                     staged = stage_batch(lane.connection, dest, prepared, stored)

@@ -8,6 +8,10 @@ connection, started when the rows are all in, writes those pages while the load'
 builds its indexes, mostly waiting on the disk: at 1M the builds took about half a second longer
 beside it, and the ``COMMIT`` then took 0.3-0.4 s.
 
+A long load also checkpoints as it writes (:func:`rolling`): at 3M documents the pages still
+dirty at its end took the final checkpoint 10 s, during which the disk held up the syncs of the
+index builds beside it.
+
 A server that logs the load to WAL (``wal_level`` replica or logical) syncs nothing at commit,
 so it gets no checkpoint; nor does a role that may not run one.
 """
@@ -15,11 +19,16 @@ so it gets no checkpoint; nor does a role that may not run one.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import SQLAlchemyError
+
+#: Seconds between the checkpoints of :func:`rolling`: a load writes about 50 MB of table pages
+#: a second, half a gigabyte between two checkpoints.
+ROLLING_INTERVAL = 10.0
 
 #: Whether the commit of a transaction that gave tables new files will sync them, and whether
 #: this role may run ``CHECKPOINT`` (a superuser, or from PostgreSQL 15 on ``pg_checkpoint``).
@@ -53,6 +62,34 @@ def meanwhile(conn: Connection, new_files: bool) -> Iterator[None]:
         done = thread.submit(_checkpoint, conn.engine)
         yield
         done.result()
+
+
+@contextlib.contextmanager
+def rolling(conn: Connection, new_files: bool) -> Iterator[None]:
+    """Run a checkpoint on another connection of ``conn``'s engine every
+    :data:`ROLLING_INTERVAL` seconds while the block runs, on the terms of :func:`meanwhile`:
+    the pages a long load has written go to disk while it goes on computing, rather than all at
+    its end, where the disk would hold up the index builds' own syncs. The block's end waits
+    for the checkpoint under way.
+
+    At 3M documents the index builds then took 25.8 s against 29.8-30.1 s, and the load 104.2 s
+    against 105.1-106.8 s; at 1M, where the final checkpoint is short, it changed nothing."""
+    if not new_files or not syncs_at_commit(conn):
+        yield
+        return
+    stop, interval = threading.Event(), ROLLING_INTERVAL
+
+    def checkpoints() -> None:
+        while not stop.wait(interval):
+            _checkpoint(conn.engine)
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dedup-store-checkpoint") as thread:
+        done = thread.submit(checkpoints)
+        try:
+            yield
+        finally:
+            stop.set()
+            done.result()
 
 
 def _checkpoint(engine: Engine) -> None:
