@@ -103,20 +103,14 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
         Column("keys", BigInteger, nullable=False),
         Column("words", LargeBinary, nullable=False),
     )
-    Table(
-        "sample_keys",
-        md,
-        Column("key", Integer, nullable=False),
-        Column("doc_id", BigInteger, nullable=False),
-        Index("sample_keys_lookup", "key", postgresql_include=["doc_id"]),
-    )
-    Table(
-        "recent_sample_keys",
-        md,
-        Column("key", Integer, nullable=False),
-        Column("doc_id", BigInteger, nullable=False),
-        Index("recent_sample_keys_lookup", "key", postgresql_include=["doc_id"]),
-    )
+    for samples in SAMPLE_TABLES.values():
+        Table(
+            samples,
+            md,
+            Column("key", Integer, nullable=False),
+            Column("doc_id", BigInteger, nullable=False),
+            Index(f"{samples}_lookup", "key", postgresql_include=["doc_id"]),
+        )
     Table(
         "hot_keys",
         md,
