@@ -9,8 +9,8 @@ from sqlalchemy import Engine, text
 
 def snapshot(engine: Engine, schema: str) -> dict[str, Any]:
     """Every document row (id, external id, exact_of, fingerprint, shingles, metadata
-    signature), every first document's band and block keys and excerpt keys (whichever tier
-    holds them), every edge, and the clusters as sets of external ids."""
+    signature), every first document's band and block keys (whichever tier holds them), every
+    edge, and the clusters as sets of external ids."""
     s = f'"{schema}"'
     with engine.connect() as conn:
         documents = conn.execute(
@@ -32,12 +32,8 @@ def snapshot(engine: Engine, schema: str) -> dict[str, Any]:
                 "ORDER BY a, b"
             )
         ).all()
-        tiered = conn.execute(  # a store at revision 0011 or before has one table
-            text("SELECT to_regclass(:t) IS NOT NULL"), {"t": f"{s}.recent_sample_keys"}
-        ).scalar_one()
-        recent = f" UNION ALL SELECT key, doc_id FROM {s}.recent_sample_keys" if tiered else ""
         samples = conn.execute(
-            text(f"SELECT key, doc_id FROM {s}.sample_keys{recent} ORDER BY key, doc_id")
+            text(f"SELECT key, doc_id FROM {s}.sample_keys ORDER BY key, doc_id")
         ).all()
         members = conn.execute(
             text(f"SELECT cluster_id, external_id FROM {s}.documents ORDER BY cluster_id")

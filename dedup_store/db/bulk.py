@@ -202,13 +202,10 @@ class LoadedKeys:
         self._max_id = max(self.external_ids.values(), default=0)
         self._exact = {bytes(row[1]): int(row[0]) for row in rows if row[2]}
         self._load_tiers(conn, schema)
-        both = " UNION ALL ".join(
-            f"SELECT key, doc_id FROM {s}.{quote(table)}" for table in ddl.SAMPLE_TABLES.values()
-        )
         samples = conn.execute(
             text(
                 f"SELECT array_send(array_agg(key ORDER BY doc_id)), "
-                f"array_agg(doc_id ORDER BY doc_id) FROM ({both}) k"
+                f"array_agg(doc_id ORDER BY doc_id) FROM {s}.sample_keys"
             )
         ).one()
         if samples[1] is not None:
@@ -243,11 +240,9 @@ class LoadedKeys:
             self._index.add((kind, slot), columns[column], columns[0])
 
     def key_filter(self) -> KeyFilter:
-        """A filter of every band, block and excerpt key in the index, once the last batch's
-        are in."""
+        """A filter of every band and block key in the index, once the last batch's are in."""
         self._indexed()
         slots = [(kind, slot) for kind, _column, slot in ddl.key_slots(self.params)]
-        slots.append((SAMPLE, 0))
         found = settled_filter.sized(sum(self._index.entries(slot) for slot in slots))
         for kind, slot in slots:
             found.add(kind, slot, self._index.keys((kind, slot)))
@@ -443,22 +438,12 @@ def begin(
     s = qualified(schema)
     # every table the load changes the indexes or files of, taken together before anything
     # else: the load does not hold some of them through its work while it waits for another
-    lock_tables(
-        conn,
-        schema,
-        ("documents", "edges", *ddl.SAMPLE_TABLES.values(), *ddl.TIER_TABLES.values()),
-    )
+    lock_tables(conn, schema, ("documents", "edges", "sample_keys", *ddl.TIER_TABLES.values()))
     empty = conn.execute(text(f"SELECT NOT EXISTS (SELECT 1 FROM {s}.documents)")).scalar_one()
     if empty:
         # new files for the tables: on a server with wal_level = minimal (the embedded one)
         # what this transaction writes into them skips the WAL, and its COPYs may freeze
-        tables = (
-            "documents",
-            "edges",
-            "secondary_keys",
-            *ddl.SAMPLE_TABLES.values(),
-            *ddl.TIER_TABLES.values(),
-        )
+        tables = ("documents", "edges", "sample_keys", "secondary_keys", *ddl.TIER_TABLES.values())
         conn.execute(text(f"TRUNCATE {', '.join(f'{s}.{quote(t)}' for t in tables)}"))
     drop_lookup_indexes(conn, schema, params)
     ddl.drop_edge_links(conn, schema)
@@ -533,7 +518,7 @@ def settle(conn: Connection, schema: str, params: FingerprintParams) -> dict[str
         recent tier), ``seconds`` (the index builds).
     """
     write.lock_writers(conn, schema)
-    lock_tables(conn, schema, (*ddl.TIER_TABLES.values(), *ddl.SAMPLE_TABLES.values()))
+    lock_tables(conn, schema, tuple(ddl.TIER_TABLES.values()))
     before = ddl.settled_through(conn, schema)
     moved = conn.execute(
         text(f"SELECT count(*) FROM {qualified(schema, 'documents')} WHERE id > :b"), {"b": before}

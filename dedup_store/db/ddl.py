@@ -13,9 +13,7 @@ an index per column. ``settled_keys`` holds the documents with ids up to
 into ``recent_keys``, whose indexes stay small however large the store; a bulk load (or
 ``dedup-store db settle``) moves every document into ``settled_keys``, builds its indexes again and
 empties ``recent_keys``. Building an index over the narrow rows reads a fifth of the bytes a scan of
-``documents`` would. A lookup probes both tables (:func:`dedup_store.db.lookup.slot_lookup`). The
-excerpt keys are tiered the same way, in ``sample_keys`` and ``recent_sample_keys``
-(:data:`SAMPLE_TABLES`).
+``documents`` would. A lookup probes both tables (:func:`dedup_store.db.lookup.slot_lookup`).
 """
 
 from __future__ import annotations
@@ -103,14 +101,13 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
         Column("keys", BigInteger, nullable=False),
         Column("words", LargeBinary, nullable=False),
     )
-    for samples in SAMPLE_TABLES.values():
-        Table(
-            samples,
-            md,
-            Column("key", Integer, nullable=False),
-            Column("doc_id", BigInteger, nullable=False),
-            Index(f"{samples}_lookup", "key", postgresql_include=["doc_id"]),
-        )
+    Table(
+        "sample_keys",
+        md,
+        Column("key", Integer, nullable=False),
+        Column("doc_id", BigInteger, nullable=False),
+        Index("sample_keys_lookup", "key", postgresql_include=["doc_id"]),
+    )
     Table(
         "hot_keys",
         md,
@@ -174,12 +171,7 @@ SETTLED, RECENT = "settled", "recent"
 #: ``bigint`` column per key slot (:func:`key_column`).
 TIER_TABLES = {SETTLED: "settled_keys", RECENT: "recent_keys"}
 
-#: The table of each tier's excerpt keys (a row per key of a first document): a document's go to
-#: the recent one when it is written incrementally, and a settle or a bulk load moves them into
-#: the settled one.
-SAMPLE_TABLES = {SETTLED: "sample_keys", RECENT: "recent_sample_keys"}
-
-#: Storage parameters of the recent tier's tables. The store's connections plan a statement once
+#: Storage parameters of the recent tier's table. The store's connections plan a statement once
 #: (``plan_cache_mode = force_generic_plan``), and a plan made while the planner's statistics
 #: say the table holds a few rows scans it whole for each of a batch's thousands of keys, a cost
 #: that grows with every row inserted until the table is analyzed again. Emptied by a settle or

@@ -5,8 +5,7 @@ A first document's band keys and SimHash block keys are a row of the table of it
 combination ``i``: ``band_i``, ``block_i``), and every column has its own index
 (:mod:`dedup_store.db.ddl`). A key therefore costs one index entry, and equal keys of different
 slots never meet. Sample keys (the
-excerpt index) vary in number per document and live in a table per tier too, ``sample_keys`` and
-``recent_sample_keys``, a row per key.
+excerpt index) vary in number per document and live in ``sample_keys``.
 
 For a batch, one statement looks up every key of every slot (an ``= ANY(keys)`` index scan per
 slot) *before* the batch's rows are written, so it only meets older documents; the keys found
@@ -32,7 +31,6 @@ from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.mixing import mix64
 from dedup_store.db.ddl import (
     RECENT,
-    SAMPLE_TABLES,
     SETTLED,
     TIER_TABLES,
     key_column,
@@ -274,9 +272,10 @@ def lookup_statement(
     hot_limit: int,
     tiers: tuple[str, ...] = (SETTLED, RECENT),
     hot_kinds: frozenset[int] = frozenset(),
+    samples: bool = True,
 ) -> tuple[str, dict[str, str], list[I64]]:
-    """One statement looking up every key of every group in ``tiers`` of the key indexes; its
-    parameters and unique keys."""
+    """One statement looking up every key of every group in ``tiers`` of the key indexes (and
+    with ``samples`` the excerpt keys, which have one tier); its parameters and unique keys."""
     s = qualified(schema)
     branches = []
     arrays: list[str] = []
@@ -286,14 +285,17 @@ def lookup_statement(
         name = f"g{number}"
         keys = group.uniques
         uniques.append(keys)
-        if len(keys) == 0:
+        if len(keys) == 0 or (group.kind == SAMPLE and not samples):
             continue  # nothing to find
         parameters[name] = group.literal
         if group.kind == SAMPLE:
+            # one bounded probe per key: a hot excerpt key must not cost its whole posting list
+            probe = f"SELECT k.doc_id AS id FROM {s}.sample_keys k WHERE k.key = n.key"
+            limit = f"LIMIT {int(hot_limit) + 1}" if hot_limit else ""
             branches.append(
                 f"SELECT {number} AS grp, f.id, n.key::bigint AS key "
                 f"FROM unnest(CAST(:{name} AS integer[])) AS n(key) "
-                f"CROSS JOIN LATERAL ({sample_probes(s, hot_limit, tiers)}) f"
+                f"CROSS JOIN LATERAL (SELECT p.id FROM ({probe}) p {limit}) f"
             )
             continue
         # one index scan per slot for all its keys; a key yields its hot_limit + 1 oldest
@@ -444,32 +446,18 @@ def key_lookups(s: str, band_count: int, block_count: int, hot_limit: int) -> li
     return branches
 
 
-def sample_probes(s: str, hot_limit: int, tiers: tuple[str, ...] = (SETTLED, RECENT)) -> str:
-    """SQL: ``id``, the stored documents with the excerpt key ``n.key``, one index probe of
-    each tier's table (:data:`~dedup_store.db.ddl.SAMPLE_TABLES`) in ``tiers``.
-
-    With ``hot_limit``, each probe stops at ``hot_limit + 1`` documents: a hot excerpt key must
-    not cost its whole posting list. Then the key has more than ``hot_limit`` documents in all
-    exactly when the probes find more than ``hot_limit``, as one probe of both tables would.
-    """
-    limit = f" LIMIT {int(hot_limit) + 1}" if hot_limit else ""
-    return " UNION ALL ".join(
-        f"(SELECT k.doc_id AS id FROM {s}.{quote(SAMPLE_TABLES[tier])} k "
-        f"WHERE k.key = n.key{limit})"
-        for tier in tiers
-    )
-
-
 def sample_lookup(s: str, hot_limit: int) -> str:
     """The excerpt-key probes of the query (parameter ``sk``); hot keys are ignored."""
     if not hot_limit:
-        return f"""SELECT o.id AS a, false AS block, true AS sample
+        return f"""SELECT o.doc_id AS a, false AS block, true AS sample
                    FROM unnest(CAST(:sk AS integer[])) AS n(key)
-                   CROSS JOIN LATERAL ({sample_probes(s, 0)} OFFSET 0) o"""
-    return f"""SELECT o.id AS a, false AS block, true AS sample
+                   CROSS JOIN LATERAL (SELECT k.doc_id FROM {s}.sample_keys k
+                                       WHERE k.key = n.key OFFSET 0) o"""
+    return f"""SELECT o.doc_id AS a, false AS block, true AS sample
                FROM (SELECT DISTINCT key FROM unnest(CAST(:sk AS integer[])) AS u(key)) n
                CROSS JOIN LATERAL (
-                   SELECT l.id, count(*) OVER () AS found
-                   FROM ({sample_probes(s, hot_limit)}) l
+                   SELECT l.doc_id, count(*) OVER () AS found
+                   FROM (SELECT k.doc_id FROM {s}.sample_keys k WHERE k.key = n.key
+                         LIMIT {int(hot_limit) + 1}) l
                ) o
                WHERE o.found < {int(hot_limit)}"""

@@ -136,9 +136,8 @@ def stats_row(conn: Connection, schema: str, params: FingerprintParams) -> dict[
     by_method: dict[str, int] = {row[0]: row[1] for row in by_method_rows}
     hottest = conn.execute(
         text(
-            "SELECT key, count(*) FROM ("
-            f"SELECT key FROM {s}.sample_keys UNION ALL SELECT key FROM {s}.recent_sample_keys"
-            ") k GROUP BY key ORDER BY count(*) DESC, key LIMIT 5"
+            f"SELECT key, count(*) FROM {s}.sample_keys GROUP BY key "
+            "ORDER BY count(*) DESC, key LIMIT 5"
         )
     )
     recent = conn.execute(

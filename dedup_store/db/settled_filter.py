@@ -1,16 +1,14 @@
 """The filter of the settled tier's keys (``settled_filter``): built with the tier, read by ingests.
 
 A settle or a bulk load builds the settled tier's indexes and a
-:class:`~dedup_store.core.keyfilter.KeyFilter` of every key of ``settled_keys`` and of every
-excerpt key of ``sample_keys`` (the kind :data:`~dedup_store.db.encoding.SAMPLE`, slot 0): a
-bulk load from the keys it holds in memory; a settle by adding the recent tier's keys to the
-stored filter while it has room for them (:func:`extended`), else with one binary ``COPY`` of
-each table (:func:`build`). Each is made with :data:`HEADROOM` and stored (:func:`store`) as
-parts of at most :data:`PART_BYTES`, with the ``settled_through`` it was built for, the keys it
-holds and the id of the transaction that built it. A trigger deletes it when any statement
-inserts or updates rows of ``settled_keys`` (migration 0011), or inserts rows into
-``sample_keys`` or changes their keys (migration 0012); a filter is used only while the store's
-``settled_through`` is the one it was built for.
+:class:`~dedup_store.core.keyfilter.KeyFilter` of every key of ``settled_keys``: a bulk load
+from the keys it holds in memory; a settle by adding the recent tier's keys to the stored
+filter while it has room for them (:func:`extended`), else with one binary ``COPY`` of the
+table (:func:`build`). Each is made with :data:`HEADROOM` and stored (:func:`store`) as parts of
+at most :data:`PART_BYTES`, with the ``settled_through`` it was built for, the keys it holds
+and the id of the transaction that built it. A trigger
+deletes it when any statement inserts or updates rows of ``settled_keys`` (migration 0011); a
+filter is used only while the store's ``settled_through`` is the one it was built for.
 
 An ingest looking up a batch's keys in the settled tier (:class:`SettledFilter`) then asks its
 indexes only for the keys the filter may hold: nearly every key of a new document is absent
@@ -54,9 +52,11 @@ def sized(keys: int) -> KeyFilter:
 
 
 def build(conn: Connection, schema: str, params: FingerprintParams) -> KeyFilter:
-    """The filter of every key of ``settled_keys`` and ``sample_keys``, read in the transaction
-    of ``conn``."""
-    found = sized(_tier_size(conn, schema, params, ddl.SETTLED))
+    """The filter of every key of ``settled_keys``, read in the transaction of ``conn``."""
+    slots = _slots(params)
+    table = qualified(schema, ddl.TIER_TABLES[ddl.SETTLED])
+    rows = conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one()
+    found = sized(int(rows) * len(slots))
     _add_tier(conn, schema, params, ddl.SETTLED, found)
     return found
 
@@ -68,8 +68,10 @@ def extended(conn: Connection, schema: str, params: FingerprintParams) -> KeyFil
     held = stored(conn, schema)
     if held is None or held.settled_through != ddl.settled_through(conn, schema):
         return None
+    table = qualified(schema, ddl.TIER_TABLES[ddl.RECENT])
+    rows = conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one()
     found = load(conn, schema, held)
-    if found is None or found.room() < _tier_size(conn, schema, params, ddl.RECENT):
+    if found is None or found.room() < int(rows) * len(_slots(params)):
         return None
     _add_tier(conn, schema, params, ddl.RECENT, found)
     return found
@@ -79,25 +81,13 @@ def _slots(params: FingerprintParams) -> list[tuple[int, int]]:
     return [(kind, slot) for kind, _column, slot in ddl.key_slots(params)]
 
 
-def _tier_size(conn: Connection, schema: str, params: FingerprintParams, tier: str) -> int:
-    """How many keys ``tier``'s tables hold: a key per slot of each row of its key table, and
-    each row of its excerpt keys' table."""
-    counts = [
-        conn.execute(text(f"SELECT count(*) FROM {qualified(schema, table)}")).scalar_one()
-        for table in (ddl.TIER_TABLES[tier], ddl.SAMPLE_TABLES[tier])
-    ]
-    return int(counts[0]) * len(_slots(params)) + int(counts[1])
-
-
 def _add_tier(
     conn: Connection, schema: str, params: FingerprintParams, tier: str, found: KeyFilter
 ) -> None:
-    """Add every key of ``tier``'s tables to ``found``."""
+    """Add every key of ``tier``'s table to ``found``."""
     for columns in _tier_keys(conn, schema, params, tier):
         for (kind, slot), keys in zip(_slots(params), columns, strict=True):
             found.add(kind, slot, keys)
-    for keys in _sample_keys(conn, schema, tier):
-        found.add(SAMPLE, 0, keys)
 
 
 def _tier_keys(
@@ -115,37 +105,19 @@ def _tier_keys(
         sql.Identifier(schema),
         sql.Identifier(ddl.TIER_TABLES[tier]),
     )
-    for chunk in _copied_rows(conn, statement, row.itemsize):
-        yield _key_columns(chunk, row, len(columns))
-
-
-def _copied_rows(conn: Connection, statement: sql.Composed, size: int) -> Iterator[bytes]:
-    """The rows of the binary ``COPY ... TO STDOUT`` ``statement``, each ``size`` bytes, at
-    least :data:`_READ_BYTES` of them at a time (but the last)."""
     pending = bytearray()
     header = len(COPY_HEADER)  # the server's has no extension area either
     with driver_connection(conn).cursor() as cur, cur.copy(statement) as copy:
         for data in copy:
             pending += data
             if len(pending) >= header + _READ_BYTES:
-                whole = (len(pending) - header) // size * size
+                whole = (len(pending) - header) // row.itemsize * row.itemsize
                 chunk = bytes(pending[header : header + whole])
                 del pending[header : header + whole]
-                yield chunk
+                yield _key_columns(chunk, row, len(columns))
     rest = bytes(pending[header:-2])  # the trailer is two bytes
     if rest:
-        yield rest
-
-
-def _sample_keys(conn: Connection, schema: str, tier: str) -> Iterator[I64]:
-    """The excerpt keys of ``tier``'s table, :data:`_READ_BYTES` of rows at a time (one binary
-    ``COPY``), as the ``bigint`` a batch's keys are."""
-    row = np.dtype([("count", ">i2"), ("len", ">i4"), ("key", ">i4")])
-    statement = sql.SQL("COPY (SELECT key FROM {}.{}) TO STDOUT (FORMAT BINARY)").format(
-        sql.Identifier(schema), sql.Identifier(ddl.SAMPLE_TABLES[tier])
-    )
-    for chunk in _copied_rows(conn, statement, row.itemsize):
-        yield np.frombuffer(chunk, dtype=row)["key"].astype(np.int64)
+        yield _key_columns(rest, row, len(columns))
 
 
 def _key_columns(chunk: bytes, row: np.dtype[Any], count: int) -> list[I64]:
@@ -212,19 +184,14 @@ class SettledFilter:
 
     Reading it costs about what probing the settled tier's indexes for one key costs per
     :data:`BYTES_PER_KEY` bytes of filter, so it is read once the keys already asked of those
-    indexes, with the batch's own, would have paid for it (a short ingest never reads it, a long
-    one spends at most that much more than it would have had it read the filter at once); and
-    only while the store holds it for its ``settled_through``, checked for every batch.
+    indexes would have paid for it (a short ingest never reads it, a long one spends at most
+    that much more than it would have had it read the filter at once); and only while the
+    store holds it for its ``settled_through``, checked for every batch.
     """
 
     #: Bytes of filter read in the time an ingest waits for the settled tier to answer one
-    #: band or block key (on a 1M-document store: 19 MB read in 0.1 s; 0.7 µs a key).
+    #: key (on a 1M-document store: 19 MB read in 0.1 s; 0.7 µs a key).
     BYTES_PER_KEY = 128
-
-    #: An excerpt key's probe costs this many band or block keys' (one probe of its own per key,
-    #: where a slot's keys share one index scan: 2.8 µs a key on a store of 100,000 documents of
-    #: 600 words).
-    EXCERPT_KEY_COST = 4
 
     def __init__(self) -> None:
         self._asked = 0
@@ -234,33 +201,28 @@ class SettledFilter:
     def narrowed(
         self, conn: Connection, schema: str, settled: int, groups: list[KeyGroup]
     ) -> list[KeyGroup]:
-        """``groups`` without the keys that the settled tier of ``settled_through``
-        ``settled`` surely does not hold (the groups themselves while there
+        """``groups`` without the band and block keys that the settled tier of
+        ``settled_through`` ``settled`` surely does not hold (the groups themselves while there
         is no filter to tell)."""
         held = stored(conn, schema)
         if held is None or held.settled_through != settled:
             return self._asking(groups)
         if held.build != self._build:
-            if (self._asked + self._cost(groups)) * self.BYTES_PER_KEY < held.size:
+            if self._asked * self.BYTES_PER_KEY < held.size:
                 return self._asking(groups)
             self._filter, self._build = load(conn, schema, held), held.build
         if self._filter is None:
             return self._asking(groups)
         return [_narrowed(group, self._filter) for group in groups]
 
-    def _cost(self, groups: list[KeyGroup]) -> int:
-        """What asking the settled tier for the keys of ``groups`` costs, in band or block
-        keys."""
-        return sum(
-            len(g.uniques) * (self.EXCERPT_KEY_COST if g.kind == SAMPLE else 1) for g in groups
-        )
-
     def _asking(self, groups: list[KeyGroup]) -> list[KeyGroup]:
-        self._asked += self._cost(groups)
+        self._asked += sum(len(g.uniques) for g in groups if g.kind != SAMPLE)
         return groups
 
 
 def _narrowed(group: KeyGroup, found: KeyFilter) -> KeyGroup:
-    """The group of the keys of ``group`` that ``found`` may hold."""
+    """The group of the keys of ``group`` that ``found`` may hold (excerpt keys: all of them)."""
+    if group.kind == SAMPLE:
+        return group
     keys = group.uniques[found.has(group.kind, group.slot, group.uniques)]
     return KeyGroup(group.kind, group.slot, keys, np.zeros(len(keys), dtype=np.int64))

@@ -3,9 +3,9 @@
 While a batch holds the writers' lock and has written nothing yet in its transaction, the
 settled tier (:mod:`dedup_store.db.ddl`) changes for nobody until the batch commits: another
 connection reads it as the batch's would. :class:`SideIndexedKeys` then looks it up on
-:class:`SideReader` connections, half of the slots each (the excerpt keys count as one slot),
-while the writer's connection looks up the recent tier and the hot keys, and merges the parts as
-one lookup of both tiers finds them
+:class:`SideReader` connections, half of the slots each (and on one of them the excerpt keys,
+which have one tier), while the writer's connection looks up the recent tier and the hot keys,
+and merges the parts as one lookup of both tiers finds them
 (:func:`~dedup_store.db.lookup.find_keys`).
 """
 
@@ -21,7 +21,7 @@ from sqlalchemy import Connection, text
 
 from dedup_store.core.arrays import I64, U64, grown
 from dedup_store.db.ddl import RECENT, SETTLED, settled_through
-from dedup_store.db.encoding import BAND
+from dedup_store.db.encoding import BAND, SAMPLE
 from dedup_store.db.lookup import (
     Found,
     KeyGroup,
@@ -112,12 +112,15 @@ class SideIndexedKeys(IndexedKeys):
             statement, parameters, _ = lookup_statement(schema, chosen, hot_limit, (SETTLED,))
             elsewhere.append(self.side.submit(statement, parameters))
         statement, parameters, uniques = lookup_statement(
-            schema, groups, hot_limit, (RECENT,), hot_kinds
+            schema, groups, hot_limit, (RECENT,), hot_kinds, samples=False
         )
         recent = found_in(connection.execute(text(statement), parameters), uniques, len(groups))
         older = found_in([row for f in elsewhere for row in f.result()], uniques, len(groups))
         cap = hot_limit + 1 if hot_limit else 0
-        for number in range(len(groups)):
+        for number, group in enumerate(groups):
+            if group.kind == SAMPLE:  # excerpt keys: one tier, looked up on a side connection
+                recent.ids[number], recent.keys[number] = older.ids[number], older.keys[number]
+                continue
             recent.ids[number], recent.keys[number] = oldest(
                 np.concatenate([older.ids[number], recent.ids[number]]),
                 np.concatenate([older.keys[number], recent.keys[number]]),

@@ -37,7 +37,7 @@ from sqlalchemy import Connection, TextClause, text
 from dedup_store.core.arrays import U32
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.db import hot
-from dedup_store.db.ddl import RECENT, SAMPLE_TABLES, TIER_TABLES, key_column
+from dedup_store.db.ddl import RECENT, TIER_TABLES, key_column
 from dedup_store.db.encoding import array_literal
 from dedup_store.db.names import qualified, quote
 from dedup_store.db.scoring import (
@@ -139,7 +139,7 @@ def _statement(
             SELECT n.id, {key_values} FROM new_id n WHERE NOT EXISTS (SELECT 1 FROM first)
         ),
         sample AS (
-            INSERT INTO {s}.{quote(SAMPLE_TABLES[RECENT])} (key, doc_id)
+            INSERT INTO {s}.sample_keys (key, doc_id)
             SELECT key, n.id FROM new_id n CROSS JOIN unnest(CAST(:sk AS integer[])) AS key
             WHERE NOT EXISTS (SELECT 1 FROM first)
         ),

@@ -90,25 +90,12 @@ def add_stored_keys(
 
 
 def settle_recent(conn: Connection, schema: str, params: FingerprintParams) -> None:
-    """Move every row of the recent tier's tables into the settled ones, leaving them empty
-    (``TRUNCATE``: their indexes are emptied without being read).
-
-    The excerpt keys go in key order, the order of the index of ``sample_keys`` that takes
-    them: each leaf page is met once rather than once per key.
-    """
+    """Move every row of the recent tier's table into the settled one's, leaving it empty
+    (``TRUNCATE``: its indexes are emptied without being read)."""
     names = ", ".join(quote(column) for column in key_columns(params))
     settled, recent = (qualified(schema, ddl.TIER_TABLES[t]) for t in (ddl.SETTLED, ddl.RECENT))
     conn.execute(text(f"INSERT INTO {settled} ({names}) SELECT {names} FROM {recent}"))
-    samples, recent_samples = (
-        qualified(schema, ddl.SAMPLE_TABLES[t]) for t in (ddl.SETTLED, ddl.RECENT)
-    )
-    conn.execute(
-        text(
-            f"INSERT INTO {samples} (key, doc_id) "
-            f"SELECT key, doc_id FROM {recent_samples} ORDER BY key, doc_id"
-        )
-    )
-    conn.execute(text(f"TRUNCATE {recent}, {recent_samples}"))
+    conn.execute(text(f"TRUNCATE {recent}"))
 
 
 def create_key_tables(conn: Connection, schema: str, params: FingerprintParams) -> None:

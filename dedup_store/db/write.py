@@ -152,14 +152,12 @@ def _utf8(text: str | None) -> bytes | None:
 @dataclasses.dataclass(frozen=True)
 class DocumentRows:
     """A batch's new documents as :func:`insert_documents` writes them: their COPY rows, their
-    sample keys (in index order) and their tier's table of them, and the COPY rows of their key
-    tier's table."""
+    sample keys (in index order), and the COPY rows of their key tier's table."""
 
     columns: tuple[str, ...]
     payload: bytes
     sample_keys: I32
     sample_docs: I64
-    sample_table: str
     key_table: str
     key_columns: tuple[str, ...]
     key_payload: bytes
@@ -209,14 +207,12 @@ def document_rows(
     key_columns, key_payload = tier_rows.key_rows(
         first_ids, batch.band_keys[chosen], batch.block_keys[chosen]
     )
-    tier = ddl.SETTLED if settled else ddl.RECENT
     return DocumentRows(
         columns,
         b"".join(parts),
         keys[order],
         docs[order],
-        ddl.SAMPLE_TABLES[tier],
-        ddl.TIER_TABLES[tier],
+        ddl.TIER_TABLES[ddl.SETTLED if settled else ddl.RECENT],
         key_columns,
         key_payload,
         freeze,
@@ -237,9 +233,7 @@ def insert_documents(
     """
     bulk_copy.copy_payload(conn, schema, "documents", rows.columns, rows.payload, rows.freeze)
     samples: list[npt.NDArray[Any]] = [rows.sample_keys, rows.sample_docs]
-    bulk_copy.copy_fixed_rows(
-        conn, schema, rows.sample_table, ("key", "doc_id"), samples, rows.freeze
-    )
+    bulk_copy.copy_fixed_rows(conn, schema, "sample_keys", ("key", "doc_id"), samples, rows.freeze)
     bulk_copy.copy_payload(
         conn, schema, rows.key_table, rows.key_columns, rows.key_payload, rows.freeze
     )
@@ -344,15 +338,14 @@ def delete_documents(
         conn.execute(
             text(f"DELETE FROM {s}.{quote(table)} WHERE id = ANY(:ids)"), {"ids": list(doc_ids)}
         )
-    for table in ddl.SAMPLE_TABLES.values():
-        conn.execute(
-            text(
-                f"DELETE FROM {s}.{quote(table)} t USING (SELECT d.id, unnest(d.shingles) AS key "
-                f"FROM {s}.documents d WHERE d.id = ANY(:ids)) g "
-                "WHERE t.key = g.key AND t.doc_id = g.id"
-            ),
-            {"ids": list(doc_ids)},
-        )
+    conn.execute(
+        text(
+            f"DELETE FROM {s}.sample_keys t USING (SELECT d.id, unnest(d.shingles) AS key "
+            f"FROM {s}.documents d WHERE d.id = ANY(:ids)) g "
+            "WHERE t.key = g.key AND t.doc_id = g.id"
+        ),
+        {"ids": list(doc_ids)},
+    )
     hot.delete_secondary(conn, schema, doc_ids)
     if params.weighted:
         frequencies.remove(conn, schema, list(doc_ids))
@@ -380,10 +373,6 @@ def promote_copies(conn: Connection, schema: str, doc_ids: Sequence[int]) -> lis
         ),
         keys AS (
             UPDATE {s}.sample_keys k SET doc_id = h.heir FROM heirs h WHERE k.doc_id = h.old
-        ),
-        recent_samples AS (
-            UPDATE {s}.recent_sample_keys k SET doc_id = h.heir FROM heirs h
-            WHERE k.doc_id = h.old
         ),
         secondary AS (
             UPDATE {s}.secondary_keys k SET doc_id = h.heir FROM heirs h WHERE k.doc_id = h.old

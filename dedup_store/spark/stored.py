@@ -14,14 +14,7 @@ from pyspark.sql.types import StructType
 from sqlalchemy import Connection, create_engine, text
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.ddl import (
-    RECENT,
-    SAMPLE_TABLES,
-    SETTLED,
-    TIER_TABLES,
-    key_column,
-    key_slots,
-)
+from dedup_store.db.ddl import RECENT, SETTLED, TIER_TABLES, key_column, key_slots
 from dedup_store.db.encoding import KEY_COLUMNS
 from dedup_store.db.names import qualified, quote
 from dedup_store.spark.pairs import BAND, BLOCK, SAMPLE
@@ -77,11 +70,7 @@ class StoredRows:
             for table in (TIER_TABLES[SETTLED], TIER_TABLES[RECENT])
         )
         slotted = settled.unionByName(recent)
-        samples = self._read(
-            "doc_id, key", SAMPLE_TABLES[SETTLED], "doc_id bigint, key int", "doc_id"
-        ).unionByName(
-            self._read("doc_id, key", SAMPLE_TABLES[RECENT], "doc_id bigint, key int", "doc_id")
-        )
+        samples = self._read("doc_id, key", "sample_keys", "doc_id bigint, key int", "doc_id")
         return slotted_keys(slotted.withColumn("batch", F.lit(-1).cast("bigint"))).unionByName(
             samples.select(
                 F.lit(SAMPLE).alias("kind"),

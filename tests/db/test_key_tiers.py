@@ -13,7 +13,7 @@ from sqlalchemy import Engine, text
 from dedup_store import DedupStore, Document, FingerprintParams
 from dedup_store.db import ddl, migrate
 from dedup_store.db.encoding import BAND, BLOCK
-from dedup_store.db.lookup import any_of, sample_probes, slot_lookup
+from dedup_store.db.lookup import any_of, slot_lookup
 from dedup_store.db.names import qualified
 from dedup_store.db.side import MetSummaries, SideIndexedKeys, SideReader
 from dedup_store.db.stored import INDEXED
@@ -268,60 +268,3 @@ def test_an_emptied_recent_tier_is_planned_through_its_indexes(engine: Engine, s
             {"t": qualified(schema, "recent_keys")},
         ).one()
     assert stored == (-1, [ddl.RECENT_STORAGE.replace(" ", "")])
-
-
-def _excerpt_owners(engine: Engine, schema: str) -> dict[str, set[int]]:
-    """The documents owning rows of each tier's table of excerpt keys."""
-    with engine.connect() as conn:
-        return {
-            tier: set(
-                conn.execute(
-                    text(f"SELECT DISTINCT doc_id FROM {qualified(schema, table)}")
-                ).scalars()
-            )
-            for tier, table in ddl.SAMPLE_TABLES.items()
-        }
-
-
-def _excerpt_plan(engine: Engine, schema: str) -> str:
-    probe = (
-        "SELECT f.id FROM unnest(CAST(:keys AS integer[])) AS n(key) "
-        f"CROSS JOIN LATERAL ({sample_probes(qualified(schema), 100, (ddl.RECENT,))}) f"
-    )
-    with engine.connect() as conn:
-        return "\n".join(conn.execute(text(f"EXPLAIN {probe}"), {"keys": "{1,2,3}"}).scalars())
-
-
-def test_excerpt_keys_wait_in_the_recent_tier_until_a_settle(engine: Engine, schema: str) -> None:
-    """The excerpt keys of documents written incrementally go to ``recent_sample_keys``; a
-    settle moves them into ``sample_keys``. A text holding a settled document and one holding a
-    recent document are found as excerpts before and after, and the emptied table is planned
-    through its index."""
-    corpus = PlantedCorpus(38)
-    first, later = _settled_and_recent(corpus)
-    with DedupStore(engine, schema=schema) as store:
-        store.ingest(first, bulk=True)
-        assert _excerpt_owners(engine, schema) == {
-            ddl.SETTLED: set(range(1, 41)),
-            ddl.RECENT: set(),
-        }
-        store.add_many(later)
-        owners = _excerpt_owners(engine, schema)
-        assert owners[ddl.SETTLED] == set(range(1, 41))
-        assert set(range(51, 61)) <= owners[ddl.RECENT] <= set(range(41, 61))
-        plans = [_excerpt_plan(engine, schema)]
-        queries = [f"{d.text}\n\n{corpus.original()}" for d in (first[20], later[15])]
-        before = [_answer(store.check(q)) for q in queries]
-        assert [[(m[0], m[1]) for m in answer] for answer in before] == [
-            [("a20", "containment")],
-            [("c5", "containment")],
-        ]
-        store.settle()
-        assert _excerpt_owners(engine, schema) == {
-            ddl.SETTLED: owners[ddl.SETTLED] | owners[ddl.RECENT],
-            ddl.RECENT: set(),
-        }
-        assert [_answer(store.check(q)) for q in queries] == before
-        plans.append(_excerpt_plan(engine, schema))
-    for plan in plans:
-        assert "Seq Scan" not in plan and "recent_sample_keys_lookup" in plan, plan

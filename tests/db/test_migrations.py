@@ -252,37 +252,3 @@ def _recent_storage(engine: Engine, schema: str) -> list[str] | None:
             {"t": f'"{schema}".recent_keys'},
         ).scalar_one()
         return list(options) if options is not None else None
-
-
-def test_a_0011_store_gets_tiers_of_excerpt_keys_and_back(engine: Engine, schema: str) -> None:
-    """Revision 0012 adds ``recent_sample_keys`` and the trigger that deletes the settled
-    filter when excerpt keys enter ``sample_keys``, and deletes the filter an older store
-    holds (it lacks their keys). Going back to 0011 moves the recent excerpt keys into
-    ``sample_keys``; the store holds the same rows either way."""
-    corpus = PlantedCorpus(45, words=(40, 60))
-    with DedupStore(engine, schema=schema) as store:
-        store.ingest([Document(f"d{i}", corpus.original()) for i in range(30)], bulk=True)
-        store.add_many([Document(f"e{i}", corpus.original()) for i in range(5)])
-    before = snapshot(engine, schema)
-    assert _count(engine, schema, "recent_sample_keys") > 0
-    migrate.downgrade(engine, schema, "0011")
-    assert "recent_sample_keys" not in _tables(engine, schema)
-    assert snapshot(engine, schema)["sample_keys"] == before["sample_keys"]
-
-    migrate.upgrade(engine, schema)
-    assert snapshot(engine, schema) == before
-    with engine.connect() as conn:
-        assert settled_filter.stored(conn, schema) is None  # none until the next settle
-    with DedupStore(engine, schema=schema) as store:
-        store.settle()
-    with engine.begin() as conn:  # excerpt keys entering sample_keys drop the filter
-        assert settled_filter.stored(conn, schema) is not None
-        conn.execute(text(f'UPDATE "{schema}".sample_keys SET doc_id = doc_id WHERE false'))
-        assert settled_filter.stored(conn, schema) is not None  # not a key changed
-        conn.execute(text(f'INSERT INTO "{schema}".sample_keys SELECT 1, 1 WHERE false'))
-        assert settled_filter.stored(conn, schema) is None
-
-
-def _count(engine: Engine, schema: str, table: str) -> int:
-    with engine.connect() as conn:
-        return int(conn.execute(text(f'SELECT count(*) FROM "{schema}".{table}')).scalar_one())

@@ -15,7 +15,6 @@ from sqlalchemy import Engine, event, text
 from dedup_store import AddResult, DedupStore, Document
 from dedup_store.core.keyfilter import KeyFilter
 from dedup_store.db import ddl, settled_filter
-from dedup_store.db.encoding import SAMPLE
 from dedup_store.db.names import qualified
 from tests.conftest import drop_schema
 from tests.db.corpus import PlantedCorpus
@@ -31,8 +30,8 @@ def _stored(engine: Engine, schema: str) -> tuple[settled_filter.Stored | None, 
 
 
 def _assert_holds_every_settled_key(engine: Engine, schema: str) -> settled_filter.Stored:
-    """Every key of ``settled_keys`` and every excerpt key of ``sample_keys`` passes the stored
-    filter, which was built for the store's ``settled_through``; returns what describes it."""
+    """Every key of ``settled_keys`` passes the stored filter, which was built for the store's
+    ``settled_through``; returns what describes it."""
     held, found = _stored(engine, schema)
     assert held is not None and found is not None
     with engine.connect() as conn:
@@ -46,49 +45,33 @@ def _assert_holds_every_settled_key(engine: Engine, schema: str) -> settled_filt
                 conn.execute(text(f'SELECT "{name}" FROM {table}')).scalars().all(), np.int64
             )
             assert len(keys) and found.has(kind, slot, keys).all(), name
-        samples = conn.execute(text(f"SELECT key FROM {qualified(schema, 'sample_keys')}"))
-        keys = np.array(samples.scalars().all(), np.int64)
-        assert len(keys) and found.has(SAMPLE, 0, keys).all()
     return held
-
-
-def _keys(engine: Engine, schema: str, slots: int) -> int:
-    """The keys of the settled tier: ``slots`` a row of ``settled_keys``, one a row of
-    ``sample_keys``."""
-    with engine.connect() as conn:
-        rows, samples = (
-            conn.execute(text(f"SELECT count(*) FROM {qualified(schema, table)}")).scalar_one()
-            for table in ("settled_keys", "sample_keys")
-        )
-    return int(rows) * slots + int(samples)
 
 
 def test_a_bulk_load_and_a_settle_leave_a_filter_of_every_settled_key(
     engine: Engine, schema: str
 ) -> None:
     """A bulk load makes the filter with room for a quarter more keys; a settle adds the
-    recent tier's keys to it while they fit, else reads the whole tables into a new one."""
+    recent tier's keys to it while they fit, else reads the whole table into a new one."""
     corpus = PlantedCorpus(41, words=(40, 80))
     with DedupStore(engine, schema=schema) as store:
         slots = len(ddl.key_slots(store.params))  # 22 by default
         store.ingest([Document(f"a{i}", corpus.original()) for i in range(60)], bulk=True)
         loaded = _assert_holds_every_settled_key(engine, schema)
-        keys = _keys(engine, schema, slots)
-        assert keys > 60 * slots  # and the excerpt keys
-        assert (loaded.settled_through, loaded.keys) == (60, keys)
+        assert (loaded.settled_through, loaded.keys) == (60, 60 * slots)
         # ten bits a key, in 32-byte blocks
-        assert loaded.size == -(-keys * 5 // 4 * 10 // 256) * 32
+        assert loaded.size == -(-60 * slots * 5 // 4 * 10 // 256) * 32
         # writes to the recent tier leave the settled tier's filter as it was
         store.add_many([Document(f"b{i}", corpus.original()) for i in range(10)])
         assert _stored(engine, schema)[0] == loaded
         store.settle()  # 10 more documents fit
         grown = _assert_holds_every_settled_key(engine, schema)
-        assert (grown.size, grown.keys) == (loaded.size, _keys(engine, schema, slots))
+        assert (grown.size, grown.keys) == (loaded.size, 70 * slots)
         assert grown.build != loaded.build
         store.add_many([Document(f"c{i}", corpus.original()) for i in range(100)])
         store.settle()  # 100 more do not
         built = _assert_holds_every_settled_key(engine, schema)
-        assert built.keys == _keys(engine, schema, slots) and built.size > loaded.size
+        assert built.keys == 170 * slots and built.size > loaded.size
 
 
 def test_keys_entering_the_settled_tier_otherwise_drop_the_filter(
@@ -138,8 +121,7 @@ def test_an_ingest_asks_the_settled_tier_only_for_keys_the_filter_may_hold(
 ) -> None:
     """The same ingest into two copies of a settled store, one without its filter, stores the
     same rows; with the filter the settled tier's indexes are asked for a fraction of the keys
-    (all of them while the keys asked, with the batch's own, would not have paid for reading
-    it)."""
+    (all of them in the first batch, until the filter has paid for its reading)."""
     corpus = PlantedCorpus(43, words=(40, 80))
     settled = [Document(f"s{i}", corpus.original()) for i in range(150)]
     later = [Document(f"e{i}", corpus.edit(settled[i].text, 1)) for i in range(0, 150, 5)]

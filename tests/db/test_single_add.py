@@ -51,10 +51,7 @@ def _tables(engine: Engine, schema: str) -> tuple[list[tuple[object, ...]], ...]
             )
         ).all()
         samples = conn.execute(
-            text(
-                f'SELECT key, doc_id FROM "{schema}".sample_keys UNION ALL '
-                f'SELECT key, doc_id FROM "{schema}".recent_sample_keys ORDER BY doc_id, key'
-            )
+            text(f'SELECT key, doc_id FROM "{schema}".sample_keys ORDER BY doc_id, key')
         ).all()
     return [tuple(r) for r in documents], [tuple(r) for r in edges], [tuple(r) for r in samples]
 
