@@ -1,4 +1,4 @@
-"""A checkpoint while a bulk load into a new store builds its indexes.
+"""Checkpoints while a bulk load into a new store writes its rows and builds its indexes.
 
 With ``wal_level = minimal`` (the embedded server), the tables a bulk load gave new files write
 no WAL; in exchange its ``COMMIT`` writes every page of them still dirty in ``shared_buffers``
