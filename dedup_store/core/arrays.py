@@ -30,7 +30,8 @@ def stable_order(values: npt.NDArray[np.signedinteger[Any]]) -> I64:
 
     Values that fit in 32 bits (such as excerpt keys) are packed whole. Wider ones (hashed band
     and block keys) are packed as their upper bits, which order them unless two different
-    values share those bits: then, which the order shows, numpy's stable sort orders them.
+    values share those bits; the sorted values then show a pair out of order, and numpy's
+    stable sort orders them instead.
     """
     n = len(values)
     if n == 0 or n >= 2**31:
