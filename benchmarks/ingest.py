@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import os
 import statistics
 import subprocess
@@ -132,7 +133,10 @@ def ingest(
         marks.append((count, time.perf_counter() - started))
 
     first, limit = span
-    records = (Document(i, text) for i, text in read_documents(path, limit, first))
+    documents = read_documents(path, limit, first)
+    # the lines before ``first`` are skipped here, before the clock starts
+    head = list(itertools.islice(documents, 1))
+    records = (Document(i, text) for i, text in itertools.chain(head, documents))
     started = time.perf_counter()
     summary = store.ingest(
         records, batch_size=batch_size, on_batch=on_batch, bulk=bulk, workers=workers

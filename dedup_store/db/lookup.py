@@ -220,16 +220,22 @@ def find_keys(
 
 
 def found_in(rows: Iterable[Any], uniques: list[I64], count: int) -> Found:
-    """:class:`Found` from the rows ``(group, ids, keys)`` of a :func:`lookup_statement`."""
-    empty = np.empty(0, dtype=np.int64)
-    ids, keys, hot = [empty] * count, [empty] * count, [empty] * count
+    """:class:`Found` from the rows ``(group, ids, keys)`` of one or more
+    :func:`lookup_statement` (a group's rows from several statements are joined)."""
+    ids: list[list[Any]] = [[] for _ in range(count)]
+    keys: list[list[Any]] = [[] for _ in range(count)]
+    hot: list[list[Any]] = [[] for _ in range(count)]
     for number, found_ids, found_keys in rows:
         if number < 0:
-            hot[-number - 1] = np.array(found_keys, dtype=np.int64)
+            hot[-number - 1] += found_keys
             continue
-        ids[number] = np.array(found_ids, dtype=np.int64)
-        keys[number] = np.array(found_keys, dtype=np.int64)
-    return Found(ids, keys, uniques, hot)
+        ids[number] += found_ids
+        keys[number] += found_keys
+    return Found(_arrays(ids), _arrays(keys), uniques, _arrays(hot))
+
+
+def _arrays(values: list[list[Any]]) -> list[I64]:
+    return [np.array(v, dtype=np.int64) for v in values]
 
 
 def found_pairs(

@@ -3,8 +3,8 @@
 While a batch holds the writers' lock and has written nothing yet in its transaction, the
 settled tier (:mod:`dedup_store.db.ddl`) changes for nobody until the batch commits: another
 connection reads it as the batch's would. :class:`SideIndexedKeys` then looks it up on
-:class:`SideReader` connections, half of the slots each (and on one of them the excerpt keys,
-which have one tier), while the writer's connection looks up the recent tier and the hot keys,
+:class:`SideReader` connections, half of the slots and half of the excerpt keys (which have one
+tier) each, while the writer's connection looks up the recent tier and the hot keys,
 and merges the parts as one lookup of both tiers finds them
 (:func:`~dedup_store.db.lookup.find_keys`).
 """
@@ -106,7 +106,7 @@ class SideIndexedKeys(IndexedKeys):
         elsewhere = []
         narrowed = self._filter.narrowed(connection, schema, settled, groups)
         for part in range(lanes):
-            chosen = [g if n % lanes == part else _NO_KEYS for n, g in enumerate(narrowed)]
+            chosen = [_share(g, n, part, lanes) for n, g in enumerate(narrowed)]
             if all(len(g.uniques) == 0 for g in chosen):
                 continue  # the filter left this part nothing to look up
             statement, parameters, _ = lookup_statement(schema, chosen, hot_limit, (SETTLED,))
@@ -127,6 +127,16 @@ class SideIndexedKeys(IndexedKeys):
                 cap,
             )
         return recent
+
+
+def _share(group: KeyGroup, number: int, part: int, parts: int) -> KeyGroup:
+    """What part ``part`` of ``parts`` looks up of the group ``number``: every ``parts``-th
+    band or block group whole, and a ``parts``-th of the excerpt keys (thousands of probes of
+    their own, the largest share of a lookup of long documents)."""
+    if group.kind != SAMPLE:
+        return group if number % parts == part else _NO_KEYS
+    keys = np.array_split(group.uniques, parts)[part]
+    return KeyGroup(SAMPLE, 0, keys, np.zeros(len(keys), dtype=np.int64))
 
 
 class MetSummaries:

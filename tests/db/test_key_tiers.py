@@ -5,15 +5,18 @@ finds what one index would find."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 
 from dedup_store import DedupStore, Document, FingerprintParams
+from dedup_store.core.fingerprint import fingerprint_batch
 from dedup_store.db import ddl, migrate
 from dedup_store.db.encoding import BAND, BLOCK
-from dedup_store.db.lookup import any_of, slot_lookup
+from dedup_store.db.lookup import any_of, find_keys, key_groups, slot_lookup
 from dedup_store.db.names import qualified
 from dedup_store.db.side import MetSummaries, SideIndexedKeys, SideReader
 from dedup_store.db.stored import INDEXED
@@ -170,6 +173,37 @@ def test_settled_tier_looked_up_on_a_side_connection_changes_nothing(
         assert hot_tables(engine, schema)["hot"]  # the batches met hot keys
     finally:
         drop_schema(engine, other)
+
+
+def test_side_lookups_find_every_key_one_statement_finds(engine: Engine, schema: str) -> None:
+    """The side connections each look up a part of the slots and of the excerpt keys; the
+    parts joined are what one statement over both tiers finds, key by key (excerpts of loaded
+    documents, edited copies and new documents; the excerpt keys are most of the keys)."""
+    corpus = PlantedCorpus(41, words=(500, 700))
+    loaded = [Document(f"a{i}", corpus.original()) for i in range(60)]
+    texts = [" ".join(d.text.split()[100:400]) for d in loaded[:20]]
+    texts += [corpus.edit(d.text, 3) for d in loaded[20:30]] + [
+        corpus.original() for _ in range(10)
+    ]
+    with DedupStore(engine, schema=schema) as store:
+        store.ingest(loaded, bulk=True)
+    batch = fingerprint_batch(texts)
+    rows = np.arange(len(texts), dtype=np.int64)
+    groups = key_groups(batch, rows, rows + 1000)
+
+    def read(work: Callable[[Connection], Any]) -> Any:
+        with engine.connect() as side_conn:
+            return work(side_conn)
+
+    with engine.connect() as conn, SideReader(read) as side:
+        expected = find_keys(conn, schema, groups, 50)
+        found = SideIndexedKeys(side).find(conn, schema, groups, 50, frozenset())
+    assert len(groups[-1].uniques) > sum(len(g.uniques) for g in groups[:-1])  # excerpt keys
+    assert sum(len(ids) for ids in found.ids) > 0
+    for number in range(len(groups)):
+        pairs = sorted(zip(found.keys[number].tolist(), found.ids[number].tolist(), strict=True))
+        want = zip(expected.keys[number].tolist(), expected.ids[number].tolist(), strict=True)
+        assert pairs == sorted(want), number
 
 
 def test_settled_keys_follow_deletes_and_copies_that_take_a_deleted_place(
