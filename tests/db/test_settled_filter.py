@@ -13,8 +13,11 @@ import pytest
 from sqlalchemy import Engine, event, text
 
 from dedup_store import AddResult, DedupStore, Document
+from dedup_store.core.fingerprint import fingerprint_batch
 from dedup_store.core.keyfilter import KeyFilter
 from dedup_store.db import ddl, settled_filter
+from dedup_store.db.encoding import SAMPLE
+from dedup_store.db.lookup import key_groups
 from dedup_store.db.names import qualified
 from tests.conftest import drop_schema
 from tests.db.corpus import PlantedCorpus
@@ -121,7 +124,7 @@ def test_an_ingest_asks_the_settled_tier_only_for_keys_the_filter_may_hold(
 ) -> None:
     """The same ingest into two copies of a settled store, one without its filter, stores the
     same rows; with the filter the settled tier's indexes are asked for a fraction of the keys
-    (all of them in the first batch, until the filter has paid for its reading)."""
+    (this small filter is paid for by the first batch's keys: it is read at once)."""
     corpus = PlantedCorpus(43, words=(40, 80))
     settled = [Document(f"s{i}", corpus.original()) for i in range(150)]
     later = [Document(f"e{i}", corpus.edit(settled[i].text, 1)) for i in range(0, 150, 5)]
@@ -149,3 +152,31 @@ def test_an_ingest_asks_the_settled_tier_only_for_keys_the_filter_may_hold(
         assert asked[schema] < asked[other] / 4
     finally:
         drop_schema(engine, other)
+
+
+def test_the_filter_is_read_once_the_keys_asked_would_pay_for_it(
+    engine: Engine, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading the filter costs what probing about ``BYTES_PER_KEY`` bytes of it per key
+    costs: an ingest asks the settled tier for every key of its lookups until those keys, the
+    lookup's own with them, would have paid for reading it, then narrows every lookup."""
+    corpus = PlantedCorpus(47, words=(40, 80))
+    with DedupStore(engine, schema=schema) as store:
+        store.ingest([Document(f"s{i}", corpus.original()) for i in range(150)], bulk=True)
+    batch = fingerprint_batch([corpus.original() for _ in range(20)])
+    rows = np.arange(20, dtype=np.int64)
+    groups = key_groups(batch, rows, rows + 1000)
+    keys = sum(len(g.uniques) for g in groups if g.kind != SAMPLE)
+    held, _ = _stored(engine, schema)
+    assert held is not None
+    # three lookups of these keys pay for the filter, two do not
+    monkeypatch.setattr(settled_filter.SettledFilter, "BYTES_PER_KEY", held.size // (3 * keys) + 1)
+    used = settled_filter.SettledFilter()
+    with engine.connect() as conn:
+        asked = [
+            sum(len(g.uniques) for g in used.narrowed(conn, schema, held.settled_through, groups))
+            for _ in range(4)
+        ]
+    whole = keys + len(groups[-1].uniques)
+    assert asked[:2] == [whole, whole]
+    assert asked[2] == asked[3] < whole - keys / 2  # read with the third lookup
