@@ -154,7 +154,7 @@ def stage_batch(
         ids = stored.allocate(len(rows))
     else:
         ids = write.allocate_ids(connection_of(conn), schema, len(rows))
-    new = new_rows(conn, schema, prepared.batch, row_array, ids, stored)
+    new = new_rows(conn, schema, prepared.batch, row_array, ids, stored, prepared.stored_shingles)
     firsts = new.firsts  # exact copies have no keys of their own
     found, secondary, promotion = hot.find_candidates(
         conn, schema, prepared.batch, new.rows[firsts], new.ids[firsts], stored

@@ -9,11 +9,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
+import numpy as np
+
 from dedup_store.core.fingerprint import FingerprintBatch, fingerprint_valid_texts
 from dedup_store.core.metadata import MetaSignatures, exact_key, meta_members, meta_signatures
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.scripts import guess_language
 from dedup_store.db import write
+from dedup_store.db.encoding import StoredShingles, sorted_top32
 from dedup_store.db.scoring import merging_methods
 from dedup_store.errors import DedupStoreError, EmptyDocumentError
 from dedup_store.records import describe, record_error, validate_document
@@ -50,6 +53,9 @@ class PreparedBatch:
         update: replace known ids instead of skipping them.
         meta: with ``meta_fields``, the signatures of the rows' metadata sets (the rows'
             exact hashes are then their :func:`~dedup_store.core.metadata.exact_key`).
+        stored_shingles: the shingles of every row as the store keeps them
+            (:func:`~dedup_store.db.encoding.sorted_top32`), once :meth:`store_shingles` made
+            them.
     """
 
     documents: list[Document]
@@ -61,6 +67,7 @@ class PreparedBatch:
     update: bool
     meta: MetaSignatures | None = None
     _rows: list[bytes] | None = dataclasses.field(default=None, repr=False)
+    stored_shingles: StoredShingles | None = dataclasses.field(default=None, repr=False)
 
     def first_error(self) -> DedupStoreError:
         """The exception to raise for the first bad record."""
@@ -98,6 +105,13 @@ class PreparedBatch:
                 self.meta,
             )
         return self._rows
+
+    def store_shingles(self) -> None:
+        """Make :attr:`stored_shingles` (with the fingerprints, in a worker process when there
+        is one: writing the batch then only picks rows out of them)."""
+        if self.stored_shingles is None:
+            rows = np.arange(len(self.row_position), dtype=np.int64)
+            self.stored_shingles = sorted_top32(self.batch, rows)
 
     def weigh(self, batch: FingerprintBatch) -> None:
         """Replace the batch by ``batch``, the same rows with their SimHashes weighted by the

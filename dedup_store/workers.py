@@ -23,6 +23,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from types import TracebackType
 from typing import Any
 
+import numpy as np
+
 from dedup_store.core.params import FingerprintParams
 from dedup_store.prepared import PreparedBatch, prepare_batch
 from dedup_store.results import Document
@@ -136,11 +138,13 @@ def preparer(settings: PrepareSettings, workers: int) -> Preparer:
 def prepare(
     documents: list[Document], known: Mapping[str, int], first: int, settings: PrepareSettings
 ) -> PreparedBatch:
-    """Validate and fingerprint a batch and encode its rows' COPY fields."""
+    """Validate and fingerprint a batch, encode its rows' COPY fields and make its shingles as
+    the store keeps them."""
     prepared = prepare_batch(
         documents, settings.params, known, settings.update, settings.max_bytes, first
     )
     prepared.encoded_rows(settings.keep_text)
+    prepared.store_shingles()
     return prepared
 
 
@@ -148,12 +152,15 @@ def prepare_detached(
     columns: DocumentColumns, known: Mapping[str, int], first: int, settings: PrepareSettings
 ) -> PreparedBatch:
     """In a worker process: :func:`prepare` of the documents sent as :func:`_columns`, returned
-    without them (the caller has them) and without their canonical texts, which only the
-    encoded rows need (a third of what would come back for long documents)."""
+    without them (the caller has them), without their canonical texts, which only the encoded
+    rows need, and without their 64-bit shingles, which the caller uses only as the store keeps
+    them (half of what would come back for long documents)."""
     documents = [Document(*fields) for fields in zip(*columns, strict=True)]
     prepared = prepare(documents, known, first, settings)
     prepared.documents = []
-    prepared.batch = dataclasses.replace(prepared.batch, canonical_texts=[])
+    prepared.batch = dataclasses.replace(
+        prepared.batch, canonical_texts=[], shingles=np.empty(0, dtype=np.uint64)
+    )
     return prepared
 
 

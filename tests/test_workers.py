@@ -39,6 +39,7 @@ def _shown(prepared: PreparedBatch) -> tuple[object, ...]:
         prepared.batch.signatures.tolist(),
         prepared.batch.simhashes.tolist(),
         prepared.encoded_rows(False),
+        [part.tolist() for part in prepared.stored_shingles or ()],
     )
 
 
@@ -57,3 +58,6 @@ def test_worker_processes_prepare_what_the_calling_thread_prepares() -> None:
         actual = [future.result(timeout=120) for future in futures]
     assert [_shown(p) for p in actual] == [_shown(p) for p in expected]
     assert all(len(p.errors) == 1 for p in actual)
+    # the shingles come back as the store keeps them, not as 64-bit hashes
+    assert all(p.stored_shingles is not None for p in actual)
+    assert all(len(p.batch.shingles) == 0 for p in actual[1:])

@@ -26,13 +26,12 @@ import numpy.typing as npt
 from sqlalchemy import Connection, text
 
 from dedup_store.core.arrays import I32, I64, U32, U64, distinct, grown, merged_segments, ranges
-from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.keyfilter import KeyFilter
 from dedup_store.core.keyindex import HashedKeys, LevelKeys, key_index
 from dedup_store.core.mixing import hashint8
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import checkpoint, ddl, settled_filter, tier_rows, write
-from dedup_store.db.encoding import BAND, SAMPLE, int4_array, sorted_top32
+from dedup_store.db.encoding import BAND, SAMPLE, int4_array
 from dedup_store.db.lookup import Found, KeyGroup, Reach, key_groups
 from dedup_store.db.names import qualified, quote
 from dedup_store.db.stored import INDEXED, NewRows
@@ -188,7 +187,7 @@ class LoadedKeys:
         self._indexing = _Indexing(self._index, key_groups(new.batch, rows, ids))
         hashes = new.batch.exact_hashes
         self._exact.update(zip((hashes[r] for r in rows.tolist()), ids.tolist(), strict=True))
-        self._shingles.add(new.batch, rows, ids)
+        self._shingles.add(new, rows, ids)
 
     def load(self, conn: Connection, schema: str) -> None:
         """Read what the store holds: its first documents' keys and exact hashes, its excerpt
@@ -316,11 +315,13 @@ class ShingleChunks:
         self._count_at = np.zeros(0, dtype=np.int64)
         self._simhash_at = np.zeros(0, dtype=np.int64)
 
-    def add(self, batch: FingerprintBatch, rows: I64, ids: I64) -> None:
-        """Keep the shingles of ``rows`` of ``batch``, written with ascending ``ids``."""
+    def add(self, new: NewRows, rows: I64, ids: I64) -> None:
+        """Keep the shingles of the batch rows ``rows`` of ``new``, written with ascending
+        ``ids``."""
         if len(ids) == 0:
             return
-        offsets, values = sorted_top32(batch, rows)
+        batch = new.batch
+        offsets, values = new.shingles_of(rows)
         self._firsts.append(int(ids[0]))
         simhashes = batch.simhashes[rows].view(np.int64)
         chunk = _Chunk(ids.astype(np.int64), offsets, values, simhashes, batch.signatures[rows])

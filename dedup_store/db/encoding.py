@@ -53,7 +53,12 @@ def top32(values: U64) -> I32:
     return (values >> np.uint64(32)).astype(np.uint32).view(np.int32)
 
 
-def sorted_top32(batch: FingerprintBatch, rows: I64) -> tuple[I64, I32]:
+#: Shingles as stored, per document: ``(offsets, values)``, document ``i``'s being
+#: ``values[offsets[i]:offsets[i + 1]]``, each sorted (see :func:`sorted_top32`).
+StoredShingles = tuple[I64, I32]
+
+
+def sorted_top32(batch: FingerprintBatch, rows: I64) -> StoredShingles:
     """The shingles of ``rows`` as stored (:func:`top32`), each row's sorted:
     ``(offsets, values)``, row ``i`` being ``values[offsets[i]:offsets[i + 1]]``.
 

@@ -344,11 +344,18 @@ def _without_hot(
         group = dataclasses.replace(group, keys=group.keys[cold_owned], docs=group.docs[cold_owned])
         return group, found_ids[cold_found], found_keys[cold_found]
     # a band or block key keeps its hot_limit oldest documents (the lookup read one more)
-    order = np.lexsort((found_ids, found_keys))
-    found_ids, found_keys = found_ids[order], found_keys[order]
+    if not _by_key_then_id(found_keys, found_ids):  # as a bulk load's lookups come
+        order = np.lexsort((found_ids, found_keys))
+        found_ids, found_keys = found_ids[order], found_keys[order]
     starts = np.searchsorted(found_keys, found_keys, side="left")
     keep = np.arange(len(found_keys)) - starts < hot_limit
     return group, found_ids[keep], found_keys[keep]
+
+
+def _by_key_then_id(keys: I64, ids: I64) -> bool:
+    """Whether ``(key, id)`` pairs are sorted by key, then by id (one pass, no sort)."""
+    before, after = keys[:-1], keys[1:]
+    return bool(np.all((after > before) | ((after == before) & (ids[1:] > ids[:-1]))))
 
 
 def join_found(group: KeyGroup, found_ids: I64, found_keys: I64) -> tuple[I64, I64]:

@@ -40,7 +40,6 @@ from dedup_store.db.encoding import (
     BAND,
     BLOCK,
     array_literal,
-    sorted_top32,
     sparse_excerpt_keys,
     top32,
 )
@@ -441,7 +440,7 @@ def batch_intersections(
     wanted = np.flatnonzero(near & (candidates.sampled | (ratio >= min_jaccard)))
     ends = distinct(np.concatenate([candidates.a[wanted], candidates.b[wanted]]))
     is_new, rows = _new_rows_of(new, ends)
-    here = sorted_top32(new.batch, rows)
+    here = new.shingles_of(rows)
     offsets, values = merged_segments(is_new, here, stored.shingles(conn, schema, ends[~is_new]))
     left = np.searchsorted(ends, candidates.a[wanted])
     right = np.searchsorted(ends, candidates.b[wanted])

@@ -14,9 +14,16 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I32, I64, U64
+from dedup_store.core.arrays import I32, I64, U64, ranges
 from dedup_store.core.fingerprint import FingerprintBatch
-from dedup_store.db.encoding import BAND, array_literal, bytea_array_literal, int4_array
+from dedup_store.db.encoding import (
+    BAND,
+    StoredShingles,
+    array_literal,
+    bytea_array_literal,
+    int4_array,
+    sorted_top32,
+)
 from dedup_store.db.lookup import (
     Found,
     KeyGroup,
@@ -48,11 +55,24 @@ class NewRows:
     rows: I64
     ids: I64
     exact_of: I64
+    stored_shingles: StoredShingles | None = None
 
     @property
     def firsts(self) -> I64:
         """Positions (in ``rows``) of the documents that are the first of their exact group."""
         return np.flatnonzero(self.exact_of == 0)
+
+    def shingles_of(self, rows: I64) -> StoredShingles:
+        """The shingles as stored of the batch rows ``rows``
+        (:func:`~dedup_store.db.encoding.sorted_top32`): taken from :attr:`stored_shingles`,
+        made for every row of the batch with its fingerprints, when there are."""
+        if self.stored_shingles is None:
+            return sorted_top32(self.batch, rows)
+        offsets, values = self.stored_shingles
+        starts, ends = offsets[rows], offsets[rows + 1]
+        chosen = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(ends - starts, out=chosen[1:])
+        return chosen, values[ranges(starts, ends)]
 
 
 def new_rows(
@@ -62,9 +82,11 @@ def new_rows(
     rows: I64,
     ids: I64,
     stored: StoredKeys | None = None,
+    stored_shingles: StoredShingles | None = None,
 ) -> NewRows:
     """The batch's ``rows`` to be written with ids ``ids``, each with the first document of its
-    exact group (stored, or an earlier row of the batch)."""
+    exact group (stored, or an earlier row of the batch); ``stored_shingles``: the shingles as
+    stored of every row of the batch, if they were made with its fingerprints."""
     hashes = [batch.exact_hashes[r] for r in rows.tolist()]
     first_of = (stored or INDEXED).firsts(conn, schema, list(set(hashes)))
     exact_of = np.zeros(len(rows), dtype=np.int64)
@@ -72,7 +94,7 @@ def new_rows(
         first = first_of.setdefault(digest, doc_id)
         if first != doc_id:
             exact_of[position] = first
-    return NewRows(batch, rows, ids, exact_of)
+    return NewRows(batch, rows, ids, exact_of, stored_shingles)
 
 
 def find_documents(conn: Connection, schema: str, external_ids: Sequence[str]) -> dict[str, int]:
