@@ -1713,6 +1713,74 @@ static PyObject *filter_has(PyObject *self, PyObject *args)
     return filter_keys(args, 1);
 }
 
+/* ---- stored shingles ------------------------------------------------------------------- */
+
+PyDoc_STRVAR(high_halves_doc,
+"high_halves(values, offsets) -> bytes\n\n"
+"The high 32 bits of every value (uint64; group g is values[offsets[g]:offsets[g + 1]],\n"
+"sorted ascending, int64 offsets) as int32, each group sorted ascending: its values whose top\n"
+"bit is set first, then the others, in order (int32 bytes, one per value of the groups).");
+
+static PyObject *high_halves(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *values_obj, *offsets_obj, *result = NULL;
+    Py_buffer values, offsets;
+    if (!PyArg_ParseTuple(args, "OO", &values_obj, &offsets_obj)) {
+        return NULL;
+    }
+    if (get_items(values_obj, &values, 8, "values") < 0) {
+        return NULL;
+    }
+    if (get_items(offsets_obj, &offsets, 8, "offsets") < 0) {
+        PyBuffer_Release(&values);
+        return NULL;
+    }
+    const uint64_t *value = values.buf;
+    const int64_t *offset = offsets.buf;
+    Py_ssize_t groups = offsets.len / 8 - 1;
+    int valid = groups >= 0 && offset[0] >= 0;
+    for (Py_ssize_t g = 0; valid && g < groups; g++) {
+        valid = offset[g] <= offset[g + 1] && offset[g + 1] <= values.len / 8;
+    }
+    if (!valid) {
+        PyErr_SetString(PyExc_ValueError, "offsets must describe groups of values");
+    }
+    else {
+        result = PyBytes_FromStringAndSize(NULL, (offset[groups] - offset[0]) * 4);
+    }
+    if (result != NULL) {
+        uint32_t *out = (uint32_t *)PyBytes_AS_STRING(result);
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t g = 0; g < groups; g++) {
+            const uint64_t *lo = value + offset[g], *hi = value + offset[g + 1];
+            /* the first value with the top bit set (the group is sorted) */
+            const uint64_t *split = lo;
+            size_t n = (size_t)(hi - lo);
+            while (n > 0) {
+                size_t half = n / 2;
+                if (split[half] >> 63) {
+                    n = half;
+                }
+                else {
+                    split += half + 1;
+                    n -= half + 1;
+                }
+            }
+            for (const uint64_t *v = split; v < hi; v++) {
+                *out++ = (uint32_t)(*v >> 32);
+            }
+            for (const uint64_t *v = lo; v < split; v++) {
+                *out++ = (uint32_t)(*v >> 32);
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&offsets);
+    PyBuffer_Release(&values);
+    return result;
+}
+
 /* ---- module ---------------------------------------------------------------------------- */
 
 static PyMethodDef kernel_methods[] = {
@@ -1727,6 +1795,7 @@ static PyMethodDef kernel_methods[] = {
     {"simhash_weighted", simhash_weighted, METH_VARARGS, simhash_weighted_doc},
     {"winnow", winnow, METH_VARARGS, winnow_doc},
     {"intersection_sizes", intersection_sizes, METH_VARARGS, intersection_sizes_doc},
+    {"high_halves", high_halves, METH_VARARGS, high_halves_doc},
     {"multimap_insert", multimap_insert, METH_VARARGS, multimap_insert_doc},
     {"multimap_rehash", multimap_rehash, METH_VARARGS, multimap_rehash_doc},
     {"multimap_find", multimap_find, METH_VARARGS, multimap_find_doc},

@@ -88,6 +88,10 @@ class Backend(Protocol):
     def intersection_sizes(self, values: I32, offsets: I64, left: I64, right: I64) -> I64:
         """How many values of sorted group ``left[p]`` group ``right[p]`` holds, per pair."""
 
+    def high_halves(self, values: U64, offsets: I64) -> I32:
+        """The high 32 bits of the values of each (sorted) group, as ``int32``, each group
+        sorted."""
+
     def filter_add(self, words: U32, keys: U64, salt: int) -> None:
         """Add ``keys`` hashed with ``salt`` to the split block Bloom filter ``words`` (see
         :mod:`dedup_store.core.keyfilter`)."""
@@ -166,6 +170,10 @@ class CompiledBackend:
     def intersection_sizes(self, values: I32, offsets: I64, left: I64, right: I64) -> I64:
         counts = self.module.intersection_sizes(values, offsets, left, right)
         return np.frombuffer(counts, dtype=np.int64).copy()
+
+    def high_halves(self, values: U64, offsets: I64) -> I32:
+        halves = self.module.high_halves(_u64(values), _i64(offsets))
+        return np.frombuffer(halves, dtype=np.int32)
 
     def multimap_insert(
         self, table_keys: U64, table_ids: I64, keys: U64, ids: I64, cap: int

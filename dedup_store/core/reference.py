@@ -167,6 +167,16 @@ class ReferenceBackend:
             result[p] = np.count_nonzero(long[at] == short)
         return result
 
+    def high_halves(self, values: U64, offsets: I64) -> I32:
+        """Each group's high halves as ``int32``, sorted one group at a time."""
+        if len(offsets) == 0 or offsets[0] < 0 or np.any(np.diff(offsets) < 0):
+            raise ValueError("offsets must describe groups of values")
+        if offsets[-1] > len(values):
+            raise ValueError("offsets must describe groups of values")
+        halves = (values >> _TOP_HALF).astype(np.uint32).view(np.int32)
+        parts = [np.sort(halves[lo:hi]) for lo, hi in itertools.pairwise(offsets.tolist())]
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int32)
+
     def filter_add(self, words: U32, keys: U64, salt: int) -> None:
         """Set each key's eight bits in its block (``np.bitwise_or.at``)."""
         blocks, bits = _filter_bits(words, keys, salt)

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from dedup_store.core import kernels
 from dedup_store.core.arrays import I32, I64, U64, ranges
 from dedup_store.core.fingerprint import FingerprintBatch
 
@@ -64,28 +65,16 @@ def sorted_top32(batch: FingerprintBatch, rows: I64) -> StoredShingles:
 
     A batch's rows are sorted as unsigned 64-bit numbers, so their high halves are sorted as
     unsigned 32-bit ones: as ``integer`` each row is a run of non-negative values followed by
-    a run of negative ones, and moving the second run to the front sorts it (no sort needed).
+    a run of negative ones, and the kernel moves the second run to the front (no sort needed).
     """
     starts, ends = batch.shingle_offsets[rows], batch.shingle_offsets[rows + 1]
-    counts = ends - starts
     offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    high = top32(batch.shingles[ranges(starts, ends)])
-    negatives_before = np.zeros(len(high) + 1, dtype=np.int64)
-    np.cumsum(high < 0, out=negatives_before[1:])
-    negatives = negatives_before[offsets[1:]] - negatives_before[offsets[:-1]]
-    # the value at position j of a row comes from j + (count - negatives) of that row when j
-    # is within the negatives, otherwise from j - negatives
-    row_start = np.repeat(offsets[:-1], counts)
-    row_negatives = np.repeat(negatives, counts)
-    position = np.arange(len(high), dtype=np.int64) - row_start
-    source = np.where(
-        position < row_negatives,
-        position + np.repeat(counts, counts) - row_negatives,
-        position - row_negatives,
-    )
-    values: I32 = high[row_start + source]
-    return offsets, values
+    np.cumsum(ends - starts, out=offsets[1:])
+    if len(rows) == len(batch) and np.array_equal(rows, np.arange(len(rows))):
+        shingles, within = batch.shingles, batch.shingle_offsets  # every row: no copy
+    else:
+        shingles, within = batch.shingles[ranges(starts, ends)], offsets
+    return offsets, kernels.backend.high_halves(shingles, within)
 
 
 def array_literal(values: Iterable[int]) -> str:

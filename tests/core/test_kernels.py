@@ -8,6 +8,7 @@ the package was built without a C compiler, and whole batches are fingerprinted 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import unicodedata
 from collections.abc import Callable
 from typing import Any
@@ -277,6 +278,33 @@ def test_winnow_matches_the_reference(w: int) -> None:
     )
     np.testing.assert_array_equal(keys, expected_keys)
     np.testing.assert_array_equal(key_offsets, expected_offsets)
+
+
+def test_high_halves_match_the_reference() -> None:
+    # sorted groups: all below 2**63, all above, both (the run above moves to the front), one
+    # value, none, equal high halves; and the groups of a slice of the values
+    counts = np.concatenate([RNG.integers(1, 200, size=50), [1, 0, 1, 7, 30]])
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    values = RNG.integers(0, 2**64, size=int(offsets[-1]), dtype=np.uint64)
+    values[offsets[0] : offsets[1]] >>= np.uint64(1)  # every top bit clear
+    values[offsets[1] : offsets[2]] |= np.uint64(1 << 63)  # every top bit set
+    values[offsets[-2] : offsets[-1]] = np.uint64(0xDEADBEEF) << np.uint64(32)
+    for lo, hi in itertools.pairwise(offsets.tolist()):
+        values[lo:hi].sort()
+    for within in (offsets, offsets[1:]):
+        compiled, reference = _both(lambda backend, w=within: backend.high_halves(values, w))
+        np.testing.assert_array_equal(compiled, reference)
+        halves = (values >> np.uint64(32)).astype(np.uint32).view(np.int32)
+        expected = [np.sort(halves[lo:hi]) for lo, hi in itertools.pairwise(within.tolist())]
+        np.testing.assert_array_equal(compiled, np.concatenate(expected))
+
+
+@pytest.mark.parametrize("offsets", [[0, 4], [], [-1, 1], [0, 2, 1]])
+def test_high_halves_refuse_offsets_outside_the_values(
+    offsets: list[int], backend: Backend
+) -> None:
+    with pytest.raises(ValueError, match="groups of values"):
+        backend.high_halves(np.arange(3, dtype=np.uint64), np.array(offsets, dtype=np.int64))
 
 
 @pytest.mark.parametrize(
