@@ -51,8 +51,8 @@ def stable_order(values: npt.NDArray[np.signedinteger[Any]]) -> I64:
 
 
 def grown(values: npt.NDArray[T], size: int) -> npt.NDArray[T]:
-    """``values`` followed by zeros, ``size`` in all."""
-    out = np.zeros(size, dtype=values.dtype)
+    """``values`` followed by zeros, ``size`` rows in all (of the same shape as its rows)."""
+    out = np.zeros((size, *values.shape[1:]), dtype=values.dtype)
     out[: len(values)] = values
     return out
 

@@ -14,10 +14,9 @@ its lock (they never see a store without its indexes).
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -25,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I32, I64, U32, U64, distinct, grown, merged_segments, ranges
+from dedup_store.core.arrays import I32, I64, U64, distinct, grown, merged_segments, ranges
 from dedup_store.core.keyfilter import KeyFilter
 from dedup_store.core.keyindex import HashedKeys, LevelKeys, key_index
 from dedup_store.core.mixing import hashint8
@@ -58,7 +57,7 @@ class LoadedKeys:
         self._indexing: _Indexing | None = None
         self._exact: dict[bytes, int] = {}
         self._hot: dict[tuple[int, int], set[int]] = {}
-        self._shingles = ShingleChunks()
+        self._shingles = LoadedDocuments()
         self._secondary: dict[tuple[int, int, int], list[int]] = {}  # ids, ascending
         self._next_id = 1
         self._max_id = 0
@@ -299,21 +298,27 @@ class _Indexing:
             raise self._errors[0]
 
 
-class ShingleChunks:
+class LoadedDocuments:
     """The stored (32-bit, sorted) shingles, the SimHashes and the MinHash signatures of the
-    documents a load wrote, one chunk per batch, so that verifying a candidate pair (or making
-    a key hot) does not read them back from the table. Every lookup takes ascending ids and
-    works chunk by chunk in numpy."""
+    documents a load wrote, so that verifying a candidate pair (or making a key hot) does not
+    read them back from the table.
+
+    A load's ids ascend without gaps between batches, so everything is kept in arrays by id
+    from the first one kept, and the shingles of all batches in one array: any lookup is one
+    gather, however many batches the load has written. Each array doubles when it is full.
+    """
 
     def __init__(self) -> None:
-        self._firsts: list[int] = []
-        self._chunks: list[_Chunk] = []
-        # per id from the first one kept (a load's ids ascend without gaps between batches):
-        # whether it is kept, its shingle count and its SimHash
         self._base = 0
+        # per id: whether it is kept, where its shingles start in _values and how many there
+        # are, its SimHash and its signature
         self._kept_at = np.zeros(0, dtype=bool)
+        self._start_at = np.zeros(0, dtype=np.int64)
         self._count_at = np.zeros(0, dtype=np.int64)
         self._simhash_at = np.zeros(0, dtype=np.int64)
+        self._signature_at = np.zeros((0, 0), dtype=np.uint32)
+        self._values = np.zeros(0, dtype=np.int32)
+        self._used = 0  # of _values
 
     def add(self, new: NewRows, rows: I64, ids: I64) -> None:
         """Keep the shingles of the batch rows ``rows`` of ``new``, written with ascending
@@ -322,26 +327,30 @@ class ShingleChunks:
             return
         batch = new.batch
         offsets, values = new.shingles_of(rows)
-        self._firsts.append(int(ids[0]))
-        simhashes = batch.simhashes[rows].view(np.int64)
-        chunk = _Chunk(ids.astype(np.int64), offsets, values, simhashes, batch.signatures[rows])
-        self._chunks.append(chunk)
-        self._place(chunk)
-
-    def _place(self, chunk: _Chunk) -> None:
-        """Record the ids, shingle counts and SimHashes of ``chunk`` by id."""
         if not len(self._kept_at):
-            self._base = int(chunk.ids[0])
-        end = int(chunk.ids[-1]) - self._base + 1
-        if end > len(self._kept_at):
-            size = max(end, 2 * len(self._kept_at))
+            self._base = int(ids[0])
+            self._signature_at = np.zeros((0, batch.signatures.shape[1]), dtype=np.uint32)
+        self._reserve(int(ids[-1]) - self._base + 1, self._used + len(values))
+        at = ids - self._base
+        self._kept_at[at] = True
+        self._start_at[at] = self._used + offsets[:-1]
+        self._count_at[at] = np.diff(offsets)
+        self._simhash_at[at] = batch.simhashes[rows].view(np.int64)
+        self._signature_at[at] = batch.signatures[rows]
+        self._values[self._used : self._used + len(values)] = values
+        self._used += len(values)
+
+    def _reserve(self, ids: int, values: int) -> None:
+        """Room for ``ids`` ids from the first one kept and ``values`` shingles."""
+        if ids > len(self._kept_at):
+            size = max(ids, 2 * len(self._kept_at))
             self._kept_at = grown(self._kept_at, size)
+            self._start_at = grown(self._start_at, size)
             self._count_at = grown(self._count_at, size)
             self._simhash_at = grown(self._simhash_at, size)
-        at = chunk.ids - self._base
-        self._kept_at[at] = True
-        self._count_at[at] = np.diff(chunk.offsets)
-        self._simhash_at[at] = chunk.simhashes
+            self._signature_at = grown(self._signature_at, size)
+        if values > len(self._values):
+            self._values = grown(self._values, max(values, 2 * len(self._values)))
 
     def _positions(self, ids: I64) -> tuple[npt.NDArray[np.bool_], I64]:
         """Which of ``ids`` (any order) are kept here, and where (in the per-id arrays)."""
@@ -368,60 +377,24 @@ class ShingleChunks:
         return kept, simhashes.view(np.uint64)
 
     def shingles(self, ids: I64) -> tuple[I64, I32]:
-        """``(offsets, values)`` of the sorted shingles of the ascending ``ids``, all kept
-        here."""
-        parts = []
-        for chunk, _, rows in self._located(ids):
-            starts, ends = chunk.offsets[rows], chunk.offsets[rows + 1]
-            parts.append((ends - starts, chunk.values[ranges(starts, ends)]))
-        counts = [c for c, _ in parts]
+        """``(offsets, values)`` of the sorted shingles of ``ids``, all kept here."""
+        at = ids - self._base
+        starts, counts = self._start_at[at], self._count_at[at]
         offsets = np.zeros(len(ids) + 1, dtype=np.int64)
-        if parts:
-            np.cumsum(np.concatenate(counts), out=offsets[1:])
-            return offsets, np.concatenate([v for _, v in parts])
-        return offsets, np.empty(0, dtype=np.int32)
+        np.cumsum(counts, out=offsets[1:])
+        return offsets, self._values[ranges(starts, starts + counts)]
 
     def values(self, ids: I64, which: str) -> npt.NDArray[Any]:
-        """The ``simhashes`` (uint64) or ``signatures`` (rows of uint32) of the ascending
-        ``ids``, in that order (zero for those not kept here)."""
-        width = self._chunks[0].signatures.shape[1] if self._chunks else 0
-        shape = (len(ids),) if which == "simhashes" else (len(ids), width)
-        out = np.zeros(shape, dtype=np.uint64 if which == "simhashes" else np.uint32)
-        for chunk, positions, rows in self._located(ids):
-            if which == "simhashes":
-                out[positions] = chunk.simhashes[rows].view(np.uint64)
-            else:
-                out[positions] = chunk.signatures[rows]
-        return out
-
-    def _located(self, ids: I64) -> Iterator[tuple[_Chunk, I64, I64]]:
-        """``(chunk, positions in ids, rows in the chunk)`` of the ascending ``ids`` kept
-        here, one chunk at a time."""
-        if not self._chunks or len(ids) == 0:
-            return
-        chunk_of = np.searchsorted(np.asarray(self._firsts), ids, side="right") - 1
-        starts = np.flatnonzero(np.concatenate([[True], chunk_of[1:] != chunk_of[:-1]]))
-        ends = np.append(starts[1:], len(ids))
-        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-            number = int(chunk_of[start])
-            if number < 0:
-                continue
-            chunk = self._chunks[number]
-            docs = ids[start:end]
-            at = np.minimum(np.searchsorted(chunk.ids, docs), len(chunk.ids) - 1)
-            hit = chunk.ids[at] == docs
-            yield chunk, start + np.flatnonzero(hit), at[hit]
-
-
-@dataclasses.dataclass(frozen=True)
-class _Chunk:
-    """What :class:`ShingleChunks` keeps of one batch (``ids`` ascending)."""
-
-    ids: I64
-    offsets: I64
-    values: I32
-    simhashes: I64
-    signatures: U32
+        """The ``simhashes`` (uint64) or ``signatures`` (rows of uint32) of ``ids``, in that
+        order (zero for those not kept here)."""
+        kept, at = self._positions(ids)
+        if which == "simhashes":
+            simhashes = np.zeros(len(ids), dtype=np.uint64)
+            simhashes[kept] = self._simhash_at[at].view(np.uint64)
+            return simhashes
+        signatures = np.zeros((len(ids), self._signature_at.shape[1]), dtype=np.uint32)
+        signatures[kept] = self._signature_at[at]
+        return signatures
 
 
 def begin(
