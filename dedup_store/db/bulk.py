@@ -14,11 +14,12 @@ its lock (they never see a store without its indexes).
 from __future__ import annotations
 
 import bisect
+import os
 import threading
 import time
 from collections.abc import Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -261,41 +262,55 @@ class _Indexing:
     The groups are shared between :data:`THREADS` threads by their numbers of keys. Every band
     and block group takes one key a document, so their tables double in the same batch: on
     two threads, that batch waits half as long.
+
+    The threads are the process's, started once (:meth:`threads`): starting two threads a
+    batch made the caller wait for each to take the interpreter lock, 0.98 s of a profiled 1M
+    load's 42.9 s.
     """
 
     THREADS = 2
+    _pool: ClassVar[ThreadPoolExecutor | None] = None
+    _pool_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, index: HashedKeys | LevelKeys, groups: list[KeyGroup]) -> None:
-        self._errors: list[BaseException] = []
         shares: list[list[KeyGroup]] = [[] for _ in range(self.THREADS)]
         sizes = [0] * self.THREADS
         for group in sorted(groups, key=lambda g: -len(g.keys)):
             least = sizes.index(min(sizes))
             shares[least].append(group)
             sizes[least] += len(group.keys)
-        self._threads = [
-            threading.Thread(
-                target=self._add, args=(index, share), name="dedup-store-keys", daemon=True
-            )
-            for share in shares
-            if share
-        ]
-        for thread in self._threads:
-            thread.start()
+        threads = self.threads()
+        self._adding = [threads.submit(_add_keys, index, share) for share in shares if share]
 
-    def _add(self, index: HashedKeys | LevelKeys, groups: list[KeyGroup]) -> None:
-        try:
-            for group in groups:  # each group's table is this thread's alone
-                index.add((group.kind, group.slot), group.keys, group.docs)
-        except BaseException as error:  # raised where the caller waits
-            self._errors.append(error)
+    @classmethod
+    def threads(cls) -> ThreadPoolExecutor:
+        """The process's :data:`THREADS` indexing threads (loads share them: each load's
+        groups are its own)."""
+        with cls._pool_lock:
+            if cls._pool is None:
+                cls._pool = ThreadPoolExecutor(cls.THREADS, thread_name_prefix="dedup-store-keys")
+            return cls._pool
 
     def join(self) -> None:
         """Wait for the inserts; raise what stopped them."""
-        for thread in self._threads:
-            thread.join()
-        if self._errors:
-            raise self._errors[0]
+        wait(self._adding)
+        for adding in self._adding:
+            adding.result()
+
+
+def _forget_threads() -> None:
+    """In a forked child: the parent's threads are not there, the child starts its own."""
+    _Indexing._pool = None
+    _Indexing._pool_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_threads)
+
+
+def _add_keys(index: HashedKeys | LevelKeys, groups: list[KeyGroup]) -> None:
+    """Add the keys of ``groups`` to ``index`` (each group's table is one thread's alone)."""
+    for group in groups:
+        index.add((group.kind, group.slot), group.keys, group.docs)
 
 
 class LoadedDocuments:
@@ -305,8 +320,12 @@ class LoadedDocuments:
 
     A load's ids ascend without gaps between batches, so everything is kept in arrays by id
     from the first one kept, and the shingles of all batches in one array: any lookup is one
-    gather, however many batches the load has written. Each array doubles when it is full.
+    gather, however many batches the load has written. A full array grows fourfold (its new
+    room is only touched as it fills): growing by doubling took 0.58 s over the 200 batches of
+    a 1M load, against 0.08 s.
     """
+
+    GROWTH = 4
 
     def __init__(self) -> None:
         self._base = 0
@@ -343,14 +362,14 @@ class LoadedDocuments:
     def _reserve(self, ids: int, values: int) -> None:
         """Room for ``ids`` ids from the first one kept and ``values`` shingles."""
         if ids > len(self._kept_at):
-            size = max(ids, 2 * len(self._kept_at))
+            size = max(ids, self.GROWTH * len(self._kept_at))
             self._kept_at = grown(self._kept_at, size)
             self._start_at = grown(self._start_at, size)
             self._count_at = grown(self._count_at, size)
             self._simhash_at = grown(self._simhash_at, size)
             self._signature_at = grown(self._signature_at, size)
         if values > len(self._values):
-            self._values = grown(self._values, max(values, 2 * len(self._values)))
+            self._values = grown(self._values, max(values, self.GROWTH * len(self._values)))
 
     def _positions(self, ids: I64) -> tuple[npt.NDArray[np.bool_], I64]:
         """Which of ``ids`` (any order) are kept here, and where (in the per-id arrays)."""

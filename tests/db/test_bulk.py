@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -151,6 +152,34 @@ def test_edges_keep_their_foreign_keys_through_a_bulk_load(engine: Engine, schem
                     f"VALUES (1, 1000000, 'exact', 1, 1, 0)"
                 )
             )
+
+
+def test_a_forked_child_loads_in_bulk_after_its_parent_did(
+    engine: Engine, database_url: str, schema: str, other_schema: str
+) -> None:
+    """A process forked after a bulk load (a prefork server, a job queue's workers) starts its
+    own indexing threads: its own bulk load stores what the parent's did."""
+    docs: list[Any] = real_documents()[:300]
+    _load(engine, schema, docs, True, FingerprintParams(), batch_size=100)
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 once its load is stored
+        code = 1
+        try:
+            with DedupStore(database_url, schema=other_schema) as store:
+                code = 0 if store.ingest(docs, bulk=True, batch_size=100).bulk else 1
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 120
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if done[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child's bulk load did not finish")
+    assert os.waitstatus_to_exitcode(done[1]) == 0
+    expected, actual = snapshot(engine, schema), snapshot(engine, other_schema)
+    for part in ("documents", "sample_keys", "edges", "clusters"):
+        assert actual[part] == expected[part], part
 
 
 def test_worker_processes_change_nothing_in_an_incremental_ingest(
