@@ -105,6 +105,8 @@ class StagedBatch:
         verified: the parameters that score and store the candidates that may match
             (:func:`~dedup_store.db.scoring.verified_parameters`).
         bulk_load: the batch is part of a bulk load.
+        held: where a bulk load holds the batch's sample keys and tier rows
+            (:class:`~dedup_store.db.write.HeldRows`).
     """
 
     prepared: PreparedBatch
@@ -115,6 +117,7 @@ class StagedBatch:
     rows: write.DocumentRows
     verified: dict[str, Any]
     bulk_load: bool
+    held: write.HeldRows | None = None
 
 
 def write_batch(
@@ -176,6 +179,7 @@ def stage_batch(
         ),
         scoring.verified_parameters(new, found, inter, possible),
         stored.bulk_load,
+        stored.held if isinstance(stored, bulk.LoadedKeys) else None,
     )
 
 
@@ -185,7 +189,7 @@ def commit_batch(conn: Connection, dest: Destination, staged: StagedBatch) -> Wr
     schema, prepared, new = dest.schema, staged.prepared, staged.new
     promotion = staged.promotion
     hot.record_hot(conn, schema, promotion.kinds, promotion.slots, promotion.keys)
-    write.insert_documents(conn, schema, staged.rows, staged.secondary)
+    write.insert_documents(conn, schema, staged.rows, staged.secondary, staged.held)
     frequencies.add(conn, schema, prepared.batch, new.rows, new.ids)
     edges = scoring.store_verified(conn, schema, staged.verified)
     mapping = write.merge_clusters(conn, schema, edges, dest.params)

@@ -65,6 +65,8 @@ class LoadedKeys:
         self.external_ids: dict[str, int] = {}
         #: The load emptied the tables it writes with COPY (a new store): it writes them frozen.
         self.frozen = False
+        #: The batches' sample keys and tier rows, held for larger COPYs.
+        self.held = write.HeldRows()
 
     def find(
         self,
@@ -263,9 +265,9 @@ class _Indexing:
     and block group takes one key a document, so their tables double in the same batch: on
     two threads, that batch waits half as long.
 
-    The threads are the process's, started once (:meth:`threads`): starting two threads a
-    batch made the caller wait for each to take the interpreter lock, 0.98 s of a profiled 1M
-    load's 42.9 s.
+    The threads are the process's, started once (:meth:`threads`): started for each batch, the
+    caller waited for each of them to take the interpreter lock (0.98 s of a profiled 1M load's
+    42.9 s).
     """
 
     THREADS = 2
@@ -567,6 +569,8 @@ def finish(
     """
     for name, value in settings.items():
         conn.execute(text("SELECT set_config(:name, :value, true)"), {"name": name, "value": value})
+    if loaded is not None:
+        loaded.held.flush(conn, schema)
     write.catch_up_ids(conn, schema)
     started = time.perf_counter()
     metadata = ddl.build_metadata(schema)
