@@ -271,7 +271,7 @@ class HeldRows:
     def add(self, conn: Connection, schema: str, rows: DocumentRows) -> None:
         """Hold the sample keys and tier rows of ``rows``; write all that is held once it
         reaches :data:`FLUSH_BYTES`."""
-        self._held.append(rows)
+        self._held.append(dataclasses.replace(rows, payload=b""))  # the documents are written
         self._bytes += rows.sample_keys.nbytes + rows.sample_docs.nbytes + len(rows.key_payload)
         if self._bytes >= self.FLUSH_BYTES:
             self.flush(conn, schema)
