@@ -439,27 +439,29 @@ def key_lookups(s: str, band_count: int, block_count: int, hot_limit: int) -> li
     """One index probe per band and block slot of the query (parameters ``k{kind}_{slot}``),
     in each tier (:func:`slot_lookup`).
 
-    With ``hot_limit``, a slot keeps the ``hot_limit`` oldest documents of its key, as
-    :func:`~dedup_store.db.hot.find_candidates` does: one ranking of the rows of every slot
-    (a sort and a limit per slot cost a third of the probes again).
+    With ``hot_limit``, a probe keeps the ``hot_limit`` oldest documents of the key, as
+    :func:`~dedup_store.db.hot.find_candidates` does.
+
+    A sort and a limit per slot cost about a third of the probes again, but one ranking of
+    every slot's rows instead is one subtree whose estimate, with the recent tier's table
+    unanalyzed (:data:`~dedup_store.db.ddl.RECENT_STORAGE`), buys a parallel plan: 14 ms
+    instead of 3.
     """
     branches = []
     for kind, count in ((BAND, band_count), (BLOCK, block_count)):
         block = "true" if kind == BLOCK else "false"
         for slot in range(1, count + 1):
             lookup = slot_lookup(s, kind, slot, f"= CAST(:k{kind}_{slot} AS bigint)")
+            if hot_limit:
+                # OFFSET 0 keeps the key's index scan: without it the planner may walk
+                # the primary key in id order and filter every row
+                lookup = f"SELECT * FROM ({lookup} OFFSET 0) l ORDER BY id LIMIT {int(hot_limit)}"
             branches.append(
                 f"SELECT f.id AS a, {block} AS block, false AS sample, {kind}::smallint AS kind, "
                 f"{slot}::smallint AS slot, CAST(:k{kind}_{slot} AS bigint) AS pkey "
                 f"FROM ({lookup}) f"
             )
-    if not hot_limit or not branches:
-        return branches
-    return [
-        "SELECT r.a, r.block, r.sample, r.kind, r.slot, r.pkey FROM ("
-        "SELECT k.*, row_number() OVER (PARTITION BY k.kind, k.slot ORDER BY k.a) AS rank "
-        f"FROM ({' UNION ALL '.join(branches)}) k) r WHERE r.rank <= {int(hot_limit)}"
-    ]
+    return branches
 
 
 def sample_lookup(s: str, hot_limit: int) -> str:
