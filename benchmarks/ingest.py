@@ -59,6 +59,7 @@ import numpy as np
 import sqlalchemy as sa
 
 from benchmarks.ingest_corpus import GeneratedFile, IngestCorpus, read_documents
+from benchmarks.ingest_neighbours import neighbours, print_neighbours, stored_simhashes
 from dedup_store import (
     AddResult,
     DedupStore,
@@ -127,7 +128,7 @@ def ingest(
     marks: list[tuple[int, float]] = []
     count = 0
 
-    def on_batch(results: list[AddResult], errors: list[RecordError]) -> None:
+    def on_batch(results: Sequence[AddResult], errors: list[RecordError]) -> None:
         nonlocal count
         count += len(results) + len(errors)
         marks.append((count, time.perf_counter() - started))
@@ -294,6 +295,13 @@ def analyzed(engine: sa.Engine, schema: str) -> bool:
             {"s": schema, "t": list(TABLES)},
         ).scalar_one()
     return int(missing) == 0
+
+
+def last_id(engine: sa.Engine, schema: str) -> int:
+    """The largest document id of the store (0: none)."""
+    with engine.connect() as conn:
+        found = conn.execute(sa.text(f"SELECT max(id) FROM {quote(schema)}.documents")).scalar()
+    return int(found or 0)
 
 
 def drop_schema(engine: sa.Engine, schema: str) -> None:
@@ -698,6 +706,7 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
             else:
                 ours = ingest(store, generated.path, args.batch_size, span, args.bulk, args.workers)
             print_ingest("load", ours, generated, read_seconds)
+            last_loaded = last_id(engine, schema)
             appended = None
             if args.append:
                 span = (args.docs, args.append)
@@ -716,6 +725,9 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
                         store, generated.path, args.batch_size, span, False, args.workers
                     )
                 print_ingest("append", appended, generated, read_seconds)
+                print_neighbours(
+                    neighbours(*stored_simhashes(engine, schema), last_loaded, params), params
+                )
             print(f"after ingest: {load()}")
             phases, notes = check_phases(store, engine, queries, corpus, args.analyze)
             checks = phases[-1][1]
