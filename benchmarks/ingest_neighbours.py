@@ -95,17 +95,18 @@ def neighbours(
             sums[1] += np.minimum(before, limit + 1)
         hot_start += hot_keys(keys[:count, slot], limit)
         hot_appended += hot_keys(keys[:, slot], limit)
-    means = [float(m) for m in (*start.mean(axis=1), *late.mean(axis=1))] if count else [0.0] * 4
+    start_mean, start_read = start.mean(axis=1).tolist() if count else (0.0, 0.0)
+    late_mean, late_read = late.mean(axis=1).tolist() if count else (0.0, 0.0)
     return Neighbours(
-        len(simhashes),
-        spread(simhashes, seed),
-        means[0],
-        means[2],
-        means[1],
-        means[3],
-        hot_start,
-        hot_appended,
-        count,
+        documents=len(simhashes),
+        spread=spread(simhashes, seed),
+        start=start_mean,
+        appended=late_mean,
+        start_read=start_read,
+        appended_read=late_read,
+        hot_start=hot_start,
+        hot_appended=hot_appended,
+        count=count,
     )
 
 
