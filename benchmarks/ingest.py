@@ -622,6 +622,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default="count",
         help="the store's SimHash feature weights",
     )
+    add(
+        "--simhash-blocks",
+        type=int,
+        default=FingerprintParams.simhash_blocks,
+        help="the store's SimHash blocks (default %(default)s)",
+    )
     add("--seed", type=int, default=1, help="seed of the corpus and the queries")
     add(
         "--url",
@@ -665,17 +671,25 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def store_params(args: argparse.Namespace) -> FingerprintParams:
+    """The parameters of the stores the run makes."""
+    return FingerprintParams(
+        simhash_weights=args.simhash_weights, simhash_blocks=args.simhash_blocks
+    )
+
+
 def run(args: argparse.Namespace, workdir: Path) -> None:
     """Generate, load, append, check, measure storage, run the baseline and the peers."""
-    params = FingerprintParams(simhash_weights=args.simhash_weights)
+    params = store_params(args)
     schema = f"bench_ingest_{os.getpid()}"
     print(
         f"{args.docs:,} documents (+{args.append:,} appended) of ~{args.words} words, dup-rate "
         f"{args.dup_rate}, edit-rate {args.edit_rate}, batch {args.batch_size}, workers "
         f"{args.workers}, seed {args.seed}; "
-        f"default params (num_perm {params.num_perm}, bands {params.bands}, shingle "
+        f"params (num_perm {params.num_perm}, bands {params.bands}, shingle "
         f"{params.shingle_size}, verify {params.verify}, simhash_weights "
-        f"{params.simhash_weights}); schema {schema}"
+        f"{params.simhash_weights}, simhash_k {params.simhash_k} of {params.simhash_blocks} "
+        f"blocks); schema {schema}"
     )
     print(f"revision {revision()}; start: {load()}")
     corpus = IngestCorpus(args.seed, args.words, args.dup_rate, args.edit_rate)
@@ -762,7 +776,7 @@ def incremental_baseline(args: argparse.Namespace, engine: sa.Engine, path: Path
     schema = f"bench_ingest_incremental_{os.getpid()}"
     drop_schema(engine, schema)
     try:
-        params = FingerprintParams(simhash_weights=args.simhash_weights)
+        params = store_params(args)
         with DedupStore(args.url, params, schema=schema) as store:
             span = (0, args.incremental_docs)
             checkpoint(engine)
