@@ -416,7 +416,9 @@ def benchmark(name: str, args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     corpus = prepare(name, args.limit, args.seed, args.extra_text)
     _progress(f"{name}: {len(corpus.docs)} documents, truth in {corpus.truth.seconds:.1f} s")
-    default = FingerprintParams(simhash_weights=args.simhash_weights)
+    default = FingerprintParams(
+        simhash_weights=args.simhash_weights, simhash_blocks=args.simhash_blocks
+    )
     runs: list[RunResult] = []
     if args.url:
         runs.append(run_store(args.url, "store (defaults)", default, corpus.docs))
@@ -520,6 +522,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         choices=["count", "tfidf", "tfidf-length"],
         default="count",
         help="the stores' SimHash feature weights",
+    )
+    parser.add_argument(
+        "--simhash-blocks",
+        type=int,
+        default=FingerprintParams.simhash_blocks,
+        help="the stores' SimHash blocks (default %(default)s)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     args = parser.parse_args(argv)

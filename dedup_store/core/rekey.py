@@ -8,7 +8,10 @@ of a hot slot costs a bounded probe per secondary key and still meets the near-d
 * SimHash block slot ``i`` (bit mask ``block_masks(blocks, k)[i]``): the bits outside the mask
   are cut into ``k + 1`` contiguous parts, one secondary key per part. Two SimHashes within
   Hamming distance ``k`` that agree on the slot's bits differ in at most ``k`` of the other
-  bits, so at least one part is equal (pigeonhole): re-keying loses no pair within ``k``.
+  bits, so at least one part is equal (pigeonhole): re-keying loses no pair within ``k``
+  while each secondary key leads to at most ``hot_key_limit`` documents. SimHashes equal on
+  every bit (distinct texts of one template) share every secondary key too: a family of more
+  than ``hot_key_limit`` of them is met ``hot_key_limit`` at a time.
 * MinHash band slot ``i`` (``threshold`` scheme): the signature positions outside band ``i``
   are cut into groups of :data:`REKEY_ROWS` positions, one secondary key per group. A second
   LSH stage: a pair of Jaccard ``J`` sharing band ``i`` shares a secondary key with
