@@ -8,6 +8,7 @@ application's connection inside its own transaction (as mlflow runs its migratio
 from __future__ import annotations
 
 from importlib import resources
+from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
@@ -25,10 +26,22 @@ UPGRADE_HINT = "dedup-store db upgrade"
 def alembic_config(connection: Connection | None = None, schema: str = DEFAULT_SCHEMA) -> Config:
     """An Alembic configuration pointing at the packaged migrations."""
     config = Config()
-    config.set_main_option("script_location", str(resources.files("dedup_store.migrations")))
+    config.set_main_option("script_location", str(migrations_directory()))
     config.attributes["connection"] = connection
     config.attributes["schema"] = schema
     return config
+
+
+def migrations_directory() -> Path:
+    """The migration scripts: packaged in a wheel as ``dedup_store.migrations``, or the
+    ``migrations`` folder beside the package when it runs from a source tree."""
+    source_tree = Path(__file__).resolve().parents[2] / "migrations"
+    try:
+        return Path(str(resources.files("dedup_store.migrations")))
+    except ModuleNotFoundError:
+        if (source_tree / "env.py").is_file():
+            return source_tree
+        raise
 
 
 def head() -> str:
