@@ -38,6 +38,7 @@ from dedup_store.cli_render import (
     print_ingest_summary,
     warn_about_skips,
 )
+from dedup_store.cli_report import report
 from dedup_store.errors import InputFormatError
 from dedup_store.inputs import (
     DEFAULT_GLOB,
@@ -84,6 +85,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(db_app, name="db")
+app.command()(report)
 
 DocId = Annotated[str, typer.Argument(metavar="ID", help="A stored document id.")]
 

@@ -42,6 +42,7 @@ from dedup_store.errors import EmptyDocumentError, UnknownDocumentError
 from dedup_store.pipeline import Destination, OnBatch, OnProgress
 from dedup_store.prepared import prepare_batch
 from dedup_store.records import Record
+from dedup_store.report.model import ReportSummary
 from dedup_store.results import (
     AddResult,
     CheckResult,
@@ -426,6 +427,44 @@ class DedupStore:
         """Counts over the whole store."""
         counts = self._run(lambda conn: reports.stats_row(conn, self.schema, self.params))
         return Stats(**counts, params=self.params.to_dict(), schema=self.schema)
+
+    def report(
+        self,
+        out: str | os.PathLike[str],
+        *,
+        cluster: str | None = None,
+        max_bytes: int | None = None,
+        max_words: int | None = None,
+    ) -> ReportSummary:
+        """Write the review report, one self-contained HTML file: an overview, the clusters
+        largest first with their members, canonical document and pairs, and each pair's two
+        texts side by side with the changed words highlighted (when the store keeps texts).
+
+        Args:
+            out: the file to write.
+            cluster: report only the cluster of this document.
+            max_bytes: the file's byte budget (default 64 MiB): beyond it, pairs keep their
+                scores but not their texts.
+            max_words: words of each text a pair's alignment covers at most (default 5000).
+
+        Raises:
+            UnknownDocumentError: ``cluster`` is not stored.
+        """
+        import time
+
+        from dedup_store.db import report_rows
+        from dedup_store.report import ReportOptions, write_report
+
+        started = time.perf_counter()
+        options = ReportOptions.of(max_bytes=max_bytes, max_words=max_words)
+        with self._db.transaction() as conn:
+            label = None
+            if cluster is not None:
+                doc_id = self._doc_id(conn, cluster)
+                label = reports.cluster_ids(conn, self.schema, [doc_id])[doc_id]
+            counts = report_rows.overview(conn, self.schema, self.params, label, cluster)
+            items = report_rows.report_items(conn, self.schema, self.params, label)
+            return write_report(out, counts, items, options, started=started)
 
     # -- deleting ---------------------------------------------------------------------------
 
