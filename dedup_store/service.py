@@ -492,7 +492,7 @@ class DedupStore(Reviewing):
         from dedup_store.report import ReportOptions, write_report
 
         started = time.perf_counter()
-        options = ReportOptions.of(max_bytes=max_bytes, max_words=max_words)
+        options = ReportOptions.of(max_bytes=max_bytes, max_words=max_words, html=self.params.html)
         with self._db.transaction() as conn:
             label = None
             if cluster is not None:

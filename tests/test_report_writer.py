@@ -120,7 +120,7 @@ def test_a_pair_shows_both_texts_with_the_changed_words_marked(tmp_path: Path) -
     changed_b = " ".join(s[-1] for s in segments if s[0] in (1, 3))
     assert "Dreams" in changed_b
     assert "Bourne" not in changed_b
-    assert shown["wa"] == len(BASH.split()) and shown["wb"] == len(copy.split())
+    assert shown["wb"] == shown["wa"] + 2 == shown["sh"] + 2
 
 
 def test_long_texts_are_aligned_up_to_max_words(tmp_path: Path) -> None:
@@ -171,7 +171,9 @@ def test_a_pair_missing_a_text_says_so(tmp_path: Path) -> None:
 
 def test_texts_cannot_close_the_data_blocks(tmp_path: Path) -> None:
     hostile = 'x </script><script>alert("x")</script> <!-- y'
-    out = write(tmp_path, [cluster(1, pair("</script>", "b", hostile, hostile + " z"))])
+    items: list[ReportItem] = [cluster(1, pair("</script>", "b", hostile, hostile + " z"))]
+    out = tmp_path / "report.html"
+    write_report(out, overview(items), items, ReportOptions(html="never"))  # kept as text
     html = out.read_text("utf-8")
     data = read_report(out)
     assert html.count("<script") == len(data.pages) + 3  # the pages, index, ids, the script
@@ -214,3 +216,13 @@ def test_cluster_sizes_are_bucketed_by_doubling_ranges() -> None:
     assert "<svg" in size_chart(sizes)
     chart = similarity_chart({"minhash": [0] * 19 + [3], "simhash": [1] + [0] * 19}, 20)
     assert chart.count("<rect") == 2 + 2  # two bars and two legend swatches
+
+
+def test_html_documents_show_the_text_a_reader_sees(tmp_path: Path) -> None:
+    page = "<html><head><title>T</title><style>p {{}}</style></head><body><p>{}</p></body></html>"
+    text_a = page.format("Free software is a matter of liberty, not price.")
+    text_b = page.format("Free software is a matter of freedom, not price.")
+    data = read_report(write(tmp_path, [cluster(1, pair("a", "b", text_a, text_b))]))
+    segments = data.pair("a", "b")["d"]
+    assert "<p>" not in "".join(str(s) for s in segments)
+    assert [s[1:] for s in segments if s[0] != 0] == [["liberty", "freedom"]]

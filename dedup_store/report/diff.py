@@ -24,10 +24,17 @@ _KINDS = {"equal": EQUAL, "replace": REPLACE, "delete": DELETE, "insert": INSERT
 Segment = list[Any]
 
 
-def pair_diff(text_a: str, text_b: str, max_words: int) -> dict[str, Any]:
+def pair_diff(text_a: str, text_b: str, *, max_words: int, html: str = "auto") -> dict[str, Any]:
     """The side-by-side view of two texts: ``segments``, whether the alignment stopped at
-    ``max_words`` (``truncated``), the words of each text and the words they share."""
-    alignment = align_texts(text_a, text_b, max_words=max_words)
+    ``max_words`` (``truncated``), the words of each text and the words they share.
+
+    Args:
+        text_a, text_b: the two texts.
+        max_words: words of each text the alignment covers at most.
+        html: whether the texts are HTML (``auto`` detects markup): the view shows their
+            visible text.
+    """
+    alignment = align_texts(text_a, text_b, html=html, max_words=max_words)
     return {
         "segments": segments(alignment),
         "truncated": bool(alignment.truncated),

@@ -43,18 +43,24 @@ class ReportOptions:
             texts (the rest of the report is always written).
         max_words: words of each text a pair's alignment covers at most.
         page_items: clusters (or pairs across clusters) per page.
+        html: whether the texts are HTML, whose markup the view leaves out (``auto``,
+            ``always``, ``never``: the store's ``html`` parameter).
     """
 
     max_bytes: int = DEFAULT_MAX_BYTES
     max_words: int = DEFAULT_MAX_WORDS
     page_items: int = DEFAULT_PAGE_ITEMS
+    html: str = "auto"
 
     @classmethod
-    def of(cls, *, max_bytes: int | None = None, max_words: int | None = None) -> ReportOptions:
+    def of(
+        cls, *, max_bytes: int | None = None, max_words: int | None = None, html: str = "auto"
+    ) -> ReportOptions:
         """The options with the given values, the defaults for those ``None``."""
         return cls(
             max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
             max_words=DEFAULT_MAX_WORDS if max_words is None else max_words,
+            html=html,
         )
 
     def __post_init__(self) -> None:
@@ -89,7 +95,9 @@ def write_report(
     path = Path(out)
     head, tail = _head(overview), _tail()
     budget = Budget(options.max_bytes, overview.pairs, overview.documents_in_clusters)
-    diff = functools.partial(_diff, max_words=options.max_words) if overview.keep_text else None
+    diff = None
+    if overview.keep_text:
+        diff = functools.partial(pair_diff, max_words=options.max_words, html=options.html)
     builder = PageBuilder(budget, diff, page_items=options.page_items)
     # the index's notes take no more digits than with every pair over the budget
     notes = {"max_bytes": options.max_bytes, "over_budget": overview.pairs}
@@ -119,10 +127,6 @@ def write_report(
         pages=builder.pages,
         seconds=round(time.perf_counter() - started, 3),
     )
-
-
-def _diff(text_a: str, text_b: str, *, max_words: int) -> dict[str, object]:
-    return pair_diff(text_a, text_b, max_words)
 
 
 def _write_page(f: IO[str], builder: PageBuilder, page: str | None) -> None:

@@ -9,12 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 from typer.testing import CliRunner
 
 from dedup_store import DedupStore, UnknownDocumentError
 from dedup_store.cli import app
-from dedup_store.db.names import qualified
 from tests.report_html import read_report
 
 pytestmark = pytest.mark.db
@@ -48,18 +47,6 @@ def store(engine: Engine, schema: str) -> Iterator[DedupStore]:
     with DedupStore(engine, schema=schema, keep_text=True) as s:
         assert s.ingest(documents()).errors == 0
         yield s
-
-
-def add_verdict(engine: Engine, schema: str, a: str, b: str, verdict: str, note: str) -> None:
-    a, b = sorted((a, b))
-    with engine.begin() as conn:
-        conn.execute(
-            text(
-                f"INSERT INTO {qualified(schema, 'verdicts')} (a, b, verdict, note, reviewer) "
-                "VALUES (:a, :b, :verdict, :note, 'ann')"
-            ),
-            {"a": a, "b": b, "verdict": verdict, "note": note},
-        )
 
 
 def test_the_report_holds_every_cluster_and_pair_of_the_store(
@@ -113,21 +100,25 @@ def test_an_excerpt_is_a_pair_across_clusters(store: DedupStore, tmp_path: Path)
     assert data.items[-1] == across[0]  # after the clusters
 
 
-def test_verdicts_are_shown_and_a_confirmed_pair_without_an_edge_is_listed(
-    store: DedupStore, engine: Engine, schema: str, tmp_path: Path
-) -> None:
-    add_verdict(engine, schema, "bash", "bash-edited", "not_duplicate", "a fork")
-    add_verdict(engine, schema, "apache-2", "mpl-2", "duplicate", "same policy")
+def test_verdicts_are_shown_and_split_or_join_clusters(store: DedupStore, tmp_path: Path) -> None:
+    store.review("bash", "bash-edited", "not_duplicate", note="a fork", by="ann")
+    store.review("apache-2", "mpl-2", "duplicate", note="same policy", by="bob")
     summary = store.report(tmp_path / "report.html")
     data = read_report(summary.path)
-    vetoed = data.pair("bash", "bash-edited")["v"]
-    assert vetoed[:3] == ["not_duplicate", "a fork", "ann"]
+    vetoed = data.pair("bash", "bash-edited")
+    assert vetoed["v"][:3] == ["not_duplicate", "a fork", "ann"]
     assert data.pair("bash", "bash-copy")["v"] is None
-    confirmed = data.pair("apache-2", "mpl-2")
-    assert (confirmed["m"], confirmed["j"], confirmed["v"][0]) == ("confirmed", None, "duplicate")
+    across = {(p["a"], p["b"]) for p in data.items if p["k"] == "p"}
+    assert across == {("bash", "bash-edited"), ("gpl-3", "gpl-3-definitions")}  # split
+    joined = next(c for c in data.clusters if c["members"][0][0] == "apache-2")
+    assert [m[0] for m in joined["members"]] == ["apache-2", "mpl-2"]
+    (confirmed,) = joined["pairs"]
+    assert (confirmed["m"], confirmed["j"]) == ("confirmed", None)
+    assert confirmed["v"][:3] == ["duplicate", "same policy", "bob"]
     assert summary.pairs == len(list(store.pairs())) + 1
     html = summary.path.read_text("utf-8")
     assert '<div class="figure"><b>1</b><span>confirmed by a person</span>' in html
+    assert '<div class="figure"><b>1</b><span>declared not duplicates</span>' in html
 
 
 def test_one_cluster_alone(store: DedupStore, tmp_path: Path) -> None:

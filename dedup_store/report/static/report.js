@@ -6,7 +6,7 @@
   const PER_PAGE = 50; // items (clusters, pairs across clusters) per page shown
   const CONTEXT = 12; // equal words kept on each side of a change
   const LEAD = 40; // equal words shown of texts without a change
-  const MIN_FOLD = 8; // fewer equal words than this are never folded
+  const MIN_FOLD = 16; // fewer equal words than this are never folded
   const LIST_STEP = 100; // members and pairs of a cluster shown before "show more"
   const COLOURS = {
     exact: "#0072b2", minhash: "#009e73", simhash: "#e69f00",
@@ -268,11 +268,14 @@
 
   // -- the side-by-side view -------------------------------------------------------------
 
+  // Words as the alignment counts them: runs of letters, digits and marks, and each Han,
+  // Hiragana or Katakana character alone.
+  const KANA_HAN = "\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}";
+  const WORD = new RegExp(`[${KANA_HAN}]|(?:(?![${KANA_HAN}])[\\p{L}\\p{N}\\p{M}])+`, "gu");
+
   function wordStarts(text) {
     const starts = [];
-    const re = /\S+/g;
-    let m;
-    while ((m = re.exec(text)) !== null) starts.push(m.index);
+    for (const m of text.matchAll(WORD)) starts.push(m.index);
     return starts;
   }
 
@@ -301,10 +304,10 @@
       const a = s[1], b = s.length > 2 ? s[2] : s[1];
       const fold = folding(a, b, k === 0, k === segments.length - 1);
       if (fold === null) { left.push(a); right.push(b); return; }
-      left.push(fold.a[0]); right.push(fold.b[0]);
+      if (fold.a[0] || fold.b[0]) { left.push(fold.a[0]); right.push(fold.b[0]); }
       flush();
       grid.append(foldButton(fold));
-      left.push(fold.a[2]); right.push(fold.b[2]);
+      if (fold.a[2] || fold.b[2]) { left.push(fold.a[2]); right.push(fold.b[2]); }
     });
     flush();
     box.append(grid);
@@ -313,18 +316,22 @@
 
   // Where a run of equal words folds: ``{a: [head, middle, tail], b: [...], words}``, or null.
   function folding(a, b, first, last) {
-    const sa = wordStarts(a), sb = wordStarts(b);
-    if (sa.length !== sb.length) return null;
     let head = first ? 0 : CONTEXT, tail = last ? 0 : CONTEXT;
     if (first && last) head = LEAD;
-    const words = sa.length - head - tail;
-    if (words < MIN_FOLD) return null;
-    const cut = (text, starts) => {
-      const i = head === 0 ? 0 : starts[head];
-      const j = tail === 0 ? text.length : starts[starts.length - tail];
-      return [text.slice(0, i), text.slice(i, j), text.slice(j)];
+    // the fold starts and ends where a space does, so it never cuts through "Upstream-Contact"
+    const cut = (text) => {
+      const starts = wordStarts(text);
+      if (starts.length - head - tail < MIN_FOLD) return null;
+      let i = head === 0 ? 0 : starts[head];
+      let j = tail === 0 ? text.length : starts[starts.length - tail];
+      while (i > 0 && !/\s/.test(text[i - 1])) i--;
+      while (j < text.length && j > i && !/\s/.test(text[j - 1])) j--;
+      const middle = text.slice(i, j);
+      return [text.slice(0, i), middle, text.slice(j), wordStarts(middle).length];
     };
-    return { a: cut(a, sa), b: cut(b, sb), words };
+    const ca = cut(a), cb = cut(b);
+    if (ca === null || cb === null || ca[3] < MIN_FOLD) return null;
+    return { a: ca, b: cb, words: ca[3] };
   }
 
   function foldButton(fold) {
@@ -352,10 +359,15 @@
   }
 
   function statusText(start) {
-    const clusters = view.filter((i) => items[i][0] === 0).length;
-    const across = view.length - clusters;
-    let text = plural(clusters, "cluster") + (across ? " and " + plural(across, "pair") + " across clusters" : "");
-    if (filtering() || state.found !== null) text += " match of " + items.length.toLocaleString("en") + " items";
+    const count = (list) => {
+      const clusters = list.filter((i) => items[i][0] === 0).length;
+      const across = list.length - clusters;
+      return plural(clusters, "cluster") + (across ? " and " + plural(across, "pair") + " across clusters" : "");
+    };
+    let text = count(view);
+    if (filtering() || state.found !== null) {
+      text += (view.length === 1 ? " matches" : " match") + " (of " + count(items.map((_, i) => i)) + ")";
+    }
     if (view.length === 0) return text + ". Nothing to show: change the filters or the search.";
     const end = Math.min(view.length, start + PER_PAGE);
     return text + "; showing " + (start + 1) + "–" + end + ".";
