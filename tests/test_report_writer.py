@@ -20,7 +20,6 @@ from dedup_store.report import (
     Verdict,
     write_report,
 )
-from dedup_store.report.diff import pair_diff
 from dedup_store.report.svg import similarity_chart, size_buckets, size_chart
 from tests.report_html import read_report
 
@@ -124,10 +123,13 @@ def test_a_pair_shows_both_texts_with_the_changed_words_marked(tmp_path: Path) -
 
 
 def test_long_texts_are_aligned_up_to_max_words(tmp_path: Path) -> None:
-    view = pair_diff(BASH, BASH.replace("Copyright", "Copyleft"), max_words=50)
-    assert view["truncated"]
-    covered = "".join(s[1] for s in view["segments"] if s[0] in (0, 1, 2))
-    assert len(covered.split()) <= 60 < len(BASH.split())
+    copy = BASH.replace("prepackaged", "repackaged")
+    data = read_report(write(tmp_path, [cluster(1, pair("a", "b", BASH, copy))], max_words=50))
+    shown = data.pair("a", "b")
+    assert shown["tr"] and data.index["max_words"] == 50
+    covered = "".join(s[1] for s in shown["d"] if s[0] in (0, 1, 2))
+    assert len(re.findall(r"[^\W_]+", covered)) == 50 < len(re.findall(r"[^\W_]+", BASH))
+    assert [s[1:] for s in shown["d"] if s[0] != 0] == [["prepackaged", "repackaged"]]
 
 
 def test_texts_stop_at_the_byte_budget_and_scores_stay(tmp_path: Path) -> None:

@@ -87,12 +87,14 @@ class PageBuilder:
         budget: the byte budget of the texts.
         diff: makes the side-by-side view of two texts (see
             :func:`dedup_store.report.diff.pair_diff`); ``None`` when the store keeps no texts.
+        max_words: words of each text the view covers at most.
         page_items: most items per page.
         page_bytes: a page closes once it holds this many bytes.
     """
 
     budget: Budget
     diff: Callable[[str, str], dict[str, Any]] | None
+    max_words: int
     page_items: int = 50
     page_bytes: int = 2 << 20
     index: list[list[Any]] = dataclasses.field(default_factory=list)
@@ -194,8 +196,10 @@ class PageBuilder:
             return {"t": "none"}
         if pair.text_a is None or pair.text_b is None:
             return {"t": "missing"}
-        # the view holds at least the shorter text: no need to align when that cannot fit
-        if not self.budget.allows(min(len(pair.text_a), len(pair.text_b))):
+        # the view holds at least the shorter text, or its first max_words words (of a
+        # letter and a space at least): no need to align when that cannot fit
+        least = min(len(pair.text_a), len(pair.text_b), 2 * self.max_words)
+        if not self.budget.allows(least):
             self.over_budget += 1
             return {"t": "budget"}
         view = self.diff(pair.text_a, pair.text_b)

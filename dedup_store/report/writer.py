@@ -98,9 +98,13 @@ def write_report(
     diff = None
     if overview.keep_text:
         diff = functools.partial(pair_diff, max_words=options.max_words, html=options.html)
-    builder = PageBuilder(budget, diff, page_items=options.page_items)
+    builder = PageBuilder(budget, diff, options.max_words, page_items=options.page_items)
     # the index's notes take no more digits than with every pair over the budget
-    notes = {"max_bytes": options.max_bytes, "over_budget": overview.pairs}
+    notes = {
+        "max_bytes": options.max_bytes,
+        "max_words": options.max_words,
+        "over_budget": overview.pairs,
+    }
     empty = block("report-index", builder.index_json(**notes)) + block("report-ids", "[]")
     budget.used = len(head.encode()) + len(tail.encode()) + len(empty.encode())
     partial = path.with_name(f".{path.name}.partial")

@@ -284,7 +284,8 @@
     box.append(el("p", { class: "legend" }, el("del", {}, "deleted from a"), " ", el("ins", {}, "inserted in b"),
       " · a " + plural(p.wa, "word") + ", b " + plural(p.wb, "word") + ", " + p.sh.toLocaleString("en") + " shared"));
     if (p.tr) {
-      box.append(el("p", { class: "note" }, "Long texts: the view covers the words the alignment reached; the rest is not shown."));
+      box.append(el("p", { class: "note" }, "Long texts: the view stops after the first " +
+        plural(index.max_words, "word") + " of each text."));
     }
     const grid = el("div", { class: "diff" },
       el("div", { class: "col-head" }, "a · ", el("span", { class: "id" }, p.a)),
