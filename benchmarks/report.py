@@ -21,6 +21,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 import sqlalchemy as sa
 
@@ -68,9 +69,11 @@ def load(url: str, schema: str, args: argparse.Namespace, docs: int) -> tuple[fl
     return seconds, newest.members[-1]
 
 
-def write(url: str, schema: str, out: Path, max_bytes: int | None) -> ReportSummary:
+def write(
+    url: str, schema: str, out: Path, max_bytes: int | None, workers: int | Literal["auto"]
+) -> ReportSummary:
     with DedupStore(url, schema=schema) as store:
-        return store.report(out, max_bytes=max_bytes)
+        return store.report(out, max_bytes=max_bytes, workers=workers)
 
 
 def open_in_browser(path: Path, search: str) -> Opened:
@@ -119,7 +122,7 @@ def run(args: argparse.Namespace) -> None:
             try:
                 load_seconds, member = load(args.url, schema, args, docs)
                 out = Path(workdir) / f"report-{docs}.html"
-                summary = write(args.url, schema, out, args.max_bytes)
+                summary = write(args.url, schema, out, args.max_bytes, args.workers)
                 line = (
                     f"{docs:>10,} {summary.clusters:>9,} {summary.pairs:>7,} "
                     f"{summary.pairs_with_texts:>10,} {load_seconds:>7.1f} "
@@ -156,10 +159,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="store sizes, comma-separated (default 10000,100000)",
     )
     add("--words", type=int, default=120, help="mean words per document (default 120)")
-    add("--dup-rate", type=float, default=0.12, help="share of edited copies (default 0.12)")
+    add("--dup-rate", type=float, default=0.17, help="share of edited copies (default 0.17)")
     add("--edit-rate", type=float, default=0.02, help="share of a copy's words replaced")
     add("--seed", type=int, default=1, help="corpus seed")
     add("--max-bytes", type=int, default=None, help="the report's byte budget (default 64 MiB)")
+    add(
+        "--workers",
+        type=lambda v: v if v == "auto" else int(v),
+        default="auto",
+        help="processes aligning pairs (default auto, as dedup-store report)",
+    )
     add("--browser", action="store_true", help="also time opening it in chromium")
     add("--keep-report", type=Path, default=None, help="copy the reports into this directory")
     return parser.parse_args(argv)

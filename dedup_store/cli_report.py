@@ -59,5 +59,5 @@ def report(
     """
     budget = _size(max_bytes)
     with settings_of(ctx).store() as store:
-        summary = store.report(out, cluster=cluster, max_bytes=budget)
+        summary = store.report(out, cluster=cluster, max_bytes=budget, workers="auto")
     Output(fmt).record(summary.to_dict(), title="report")

@@ -471,6 +471,7 @@ class DedupStore(Reviewing):
         cluster: str | None = None,
         max_bytes: int | None = None,
         max_words: int | None = None,
+        workers: int | Literal["auto"] = 0,
     ) -> ReportSummary:
         """Write the review report, one self-contained HTML file: an overview, the clusters
         largest first with their members, canonical document and pairs, and each pair's two
@@ -482,6 +483,10 @@ class DedupStore(Reviewing):
             max_bytes: the file's byte budget (default 64 MiB): beyond it, pairs keep their
                 scores but not their texts.
             max_words: words of each text a pair's alignment covers at most (default 5000).
+            workers: processes that align the next pairs while the file is written; 0 aligns
+                them in the calling thread; ``auto`` starts one per core for a report of a few
+                thousand pairs with texts. The processes are spawned, so a program that uses
+                them must call this under ``if __name__ == "__main__":``.
 
         Raises:
             UnknownDocumentError: ``cluster`` is not stored.
@@ -492,7 +497,9 @@ class DedupStore(Reviewing):
         from dedup_store.report import ReportOptions, write_report
 
         started = time.perf_counter()
-        options = ReportOptions.of(max_bytes=max_bytes, max_words=max_words, html=self.params.html)
+        options = ReportOptions.of(
+            max_bytes=max_bytes, max_words=max_words, html=self.params.html, workers=workers
+        )
         with self._db.transaction() as conn:
             label = None
             if cluster is not None:

@@ -228,3 +228,22 @@ def test_html_documents_show_the_text_a_reader_sees(tmp_path: Path) -> None:
     segments = data.pair("a", "b")["d"]
     assert "<p>" not in "".join(str(s) for s in segments)
     assert [s[1:] for s in segments if s[0] != 0] == [["liberty", "freedom"]]
+
+
+def test_worker_processes_write_the_same_report(tmp_path: Path) -> None:
+    texts = [BASH.replace("Bash", f"Bash {i}", 1) for i in range(300)]
+    items: list[ReportItem] = [
+        cluster(i, pair(f"a{i:03d}", f"b{i:03d}", BASH, texts[i]), pair(f"a{i:03d}", "x", "", None))
+        for i in range(300)
+    ]
+    # a budget that ends the texts part way, so processes and budget meet
+    options = {"max_bytes": 2_000_000, "page_items": 40}
+    alone = write_report(tmp_path / "a.html", overview(items), items, ReportOptions(**options))
+    spread = write_report(
+        tmp_path / "b.html", overview(items), items, ReportOptions(workers=2, **options)
+    )
+    assert 0 < alone.pairs_with_texts < 300 and alone.pairs_over_budget > 0
+    assert (spread.pairs_with_texts, spread.pairs_over_budget) == (
+        alone.pairs_with_texts, alone.pairs_over_budget,
+    )  # fmt: skip
+    assert read_report(spread.path).pages == read_report(alone.path).pages

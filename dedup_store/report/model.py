@@ -77,11 +77,6 @@ class ReportPair:
     cluster_a: int | None = None
     cluster_b: int | None = None
 
-    @property
-    def crosses(self) -> bool:
-        """Whether the two documents are in different clusters."""
-        return self.cluster_a != self.cluster_b
-
 
 @dataclasses.dataclass(frozen=True)
 class ReportCluster:

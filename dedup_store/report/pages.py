@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from dedup_store.report.model import METHODS, Member, ReportCluster, ReportItem, ReportPair
@@ -24,6 +24,8 @@ PAIR_BASE = 160
 MEMBER_BASE = 64
 #: The external id length assumed before any is seen, and the least assumed after.
 _ID_CHARS, _MIN_ID_CHARS = 40, 16
+#: The view of a pair's texts (:func:`dedup_store.report.diff.pair_diff`), ``None``: none.
+View = dict[str, Any] | None
 _METHOD_CODES = {method: code for code, method in enumerate(METHODS)}
 
 
@@ -107,10 +109,18 @@ class PageBuilder:
     _page: list[str] = dataclasses.field(default_factory=list)
     _page_bytes: int = 0
     _text_bytes: int = 0
+    _views: Iterator[View] | None = None
 
-    def add(self, item: ReportItem) -> str | None:
-        """Add ``item``; returns a finished page's JSON when this item closed one."""
+    def add(self, item: ReportItem, views: Sequence[View] | None = None) -> str | None:
+        """Add ``item``; returns a finished page's JSON when this item closed one.
+
+        Args:
+            item: a cluster, or a pair across clusters.
+            views: the views of its pairs made beforehand (``None`` for a pair not aligned);
+                without them the pairs are aligned here.
+        """
         self._text_bytes = 0
+        self._views = None if views is None else iter(views)
         entry = self._cluster(item) if isinstance(item, ReportCluster) else self._pair_item(item)
         # the entry in its page and its rows in the index and ids, each with its comma
         size = len(entry.encode()) + len(dumps(self.index[-1])) + len(dumps(self.ids[-1])) + 3
@@ -190,19 +200,28 @@ class PageBuilder:
         entry.update(self._texts(pair))
         return entry
 
+    def wanted(self, pair: ReportPair) -> bool:
+        """Whether the pair's texts are worth aligning: both are there, and a view of them
+        could still fit in the budget."""
+        if self.diff is None or pair.text_a is None or pair.text_b is None:
+            return False
+        # the view holds at least the shorter text, or its first max_words words (of a
+        # letter and a space at least)
+        return self.budget.allows(min(len(pair.text_a), len(pair.text_b), 2 * self.max_words))
+
     def _texts(self, pair: ReportPair) -> dict[str, Any]:
         """The side-by-side view of the pair, or why there is none."""
+        given = None if self._views is None else next(self._views)  # one for every pair
         if self.diff is None:
             return {"t": "none"}
         if pair.text_a is None or pair.text_b is None:
             return {"t": "missing"}
-        # the view holds at least the shorter text, or its first max_words words (of a
-        # letter and a space at least): no need to align when that cannot fit
-        least = min(len(pair.text_a), len(pair.text_b), 2 * self.max_words)
-        if not self.budget.allows(least):
+        view = given
+        if self._views is None and self.wanted(pair):
+            view = self.diff(pair.text_a, pair.text_b)
+        if view is None:
             self.over_budget += 1
             return {"t": "budget"}
-        view = self.diff(pair.text_a, pair.text_b)
         segments = dumps(view["segments"])
         if not self.budget.allows(len(segments.encode())):
             self.over_budget += 1

@@ -19,9 +19,10 @@ from collections.abc import Iterable
 from html import escape
 from importlib import resources
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
 
 from dedup_store.report import svg
+from dedup_store.report.aligner import ProcessAligner, auto_workers
 from dedup_store.report.diff import pair_diff
 from dedup_store.report.model import METHODS, Overview, ReportItem, ReportSummary
 from dedup_store.report.pages import Budget, PageBuilder, block
@@ -45,22 +46,32 @@ class ReportOptions:
         page_items: clusters (or pairs across clusters) per page.
         html: whether the texts are HTML, whose markup the view leaves out (``auto``,
             ``always``, ``never``: the store's ``html`` parameter).
+        workers: processes that align the next pairs while the file is written
+            (:mod:`dedup_store.report.aligner`); 0 aligns them in the calling thread;
+            ``auto`` starts one per core for a report of a few thousand pairs with texts.
     """
 
     max_bytes: int = DEFAULT_MAX_BYTES
     max_words: int = DEFAULT_MAX_WORDS
     page_items: int = DEFAULT_PAGE_ITEMS
     html: str = "auto"
+    workers: int | Literal["auto"] = 0
 
     @classmethod
     def of(
-        cls, *, max_bytes: int | None = None, max_words: int | None = None, html: str = "auto"
+        cls,
+        *,
+        max_bytes: int | None = None,
+        max_words: int | None = None,
+        html: str = "auto",
+        workers: int | Literal["auto"] = 0,
     ) -> ReportOptions:
         """The options with the given values, the defaults for those ``None``."""
         return cls(
             max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
             max_words=DEFAULT_MAX_WORDS if max_words is None else max_words,
             html=html,
+            workers=workers,
         )
 
     def __post_init__(self) -> None:
@@ -111,9 +122,7 @@ def write_report(
     try:
         with partial.open("w", encoding="utf-8", newline="\n") as f:
             f.write(head)
-            for item in items:
-                _write_page(f, builder, builder.add(item))
-            _write_page(f, builder, builder.finish())
+            _write_items(f, builder, items, options)
             notes["over_budget"] = builder.over_budget
             f.write(block("report-index", builder.index_json(**notes)))
             f.write(block("report-ids", builder.ids_json()))
@@ -131,6 +140,21 @@ def write_report(
         pages=builder.pages,
         seconds=round(time.perf_counter() - started, 3),
     )
+
+
+def _write_items(
+    f: IO[str], builder: PageBuilder, items: Iterable[ReportItem], options: ReportOptions
+) -> None:
+    """The pages of ``items``, their pairs aligned here or in worker processes."""
+    workers = auto_workers(options.workers, builder.budget.pairs if builder.diff else 0)
+    if workers == 0:
+        for item in items:
+            _write_page(f, builder, builder.add(item))
+    else:
+        with ProcessAligner(workers, options.max_words, options.html) as aligner:
+            for item, views in aligner.stream(items, builder.wanted):
+                _write_page(f, builder, builder.add(item, views))
+    _write_page(f, builder, builder.finish())
 
 
 def _write_page(f: IO[str], builder: PageBuilder, page: str | None) -> None:
