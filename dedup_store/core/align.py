@@ -171,7 +171,9 @@ def align_texts(
     """
     if html not in get_args(HtmlMode):
         raise InvalidParamsError(f"html must be one of auto, always, never, got {html!r}")
-    if max_words is not None and (not isinstance(max_words, int) or max_words < 0):
+    if max_words is not None and (
+        not isinstance(max_words, int) or isinstance(max_words, bool) or max_words < 0
+    ):
         raise InvalidParamsError(f"max_words must be a whole number >= 0, got {max_words!r}")
     text_a, text_b = visible_text(text_a, html), visible_text(text_b, html)
     words_a, words_b = text_words(text_a), text_words(text_b)

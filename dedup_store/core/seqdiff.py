@@ -5,9 +5,9 @@
 - a small region (its two sides multiply to at most :data:`DIFFLIB_LIMIT`) with
   :class:`difflib.SequenceMatcher`;
 - a larger one by anchoring it on word n-grams that occur as often on both sides (the heaviest
-  chain of such blocks, :mod:`dedup_store.core.matchblocks`; 8-grams, or 4-grams when no 8-gram
-  matches), then going on into the stretches between the anchors, whose n-grams are counted
-  afresh. A large region without any (its n-grams all repeat too often, or none match) is
+  chain of such blocks, :mod:`dedup_store.core.matchblocks`; 4-grams, or in long regions
+  8-grams first), then going on into the stretches between the anchors, whose n-grams are
+  counted afresh. A large region without any (its n-grams all repeat too often, or none match) is
   compared step by step from its start, skipping a few tokens to the next equal stretch while
   there are such stretches; what is left is one change.
 
@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import itertools
+from collections import Counter
 from collections.abc import Hashable, Sequence
 from typing import Literal
 
@@ -39,18 +40,21 @@ OpKind = Literal["equal", "replace", "delete", "insert"]
 Opcode = tuple[OpKind, int, int, int, int]
 
 #: Budget per token of the two sequences, in operations (see :attr:`TokenDiff.operations`).
-BUDGET_PER_TOKEN = 16
+BUDGET_PER_TOKEN = 12
 #: Operations charged for each search of a region for anchors, besides its length (the fixed
 #: cost of a search, a few dozen array operations, is about that of this many tokens).
-SEARCH_COST = 1000
+SEARCH_COST = 2000
 #: Budget every diff has, however short its input.
 BUDGET_BASE = 100_000
 #: Regions whose sides multiply to at most this many are compared by difflib (its cost grows
 #: with that product).
 DIFFLIB_LIMIT = 40_000
-#: Anchors of larger regions: n-grams of this many tokens, tried in turn (long ones are
-#: fewer and surer, the short ones, a shingle long, find short passages two texts share) ...
-ANCHOR_TOKENS = (8, 4)
+#: Anchors of larger regions: n-grams of this many tokens (a shingle) ...
+ANCHOR_TOKENS = 4
+#: ... or in a region of at least :data:`LONG_REGION` tokens on each side, first of this many
+#: (fewer blocks to chain, the shorter n-grams then find the rest in the regions between) ...
+LONG_ANCHOR_TOKENS = 8
+LONG_REGION = 4096
 #: ... that occur as often on both sides of the region, at most this many times.
 ANCHOR_REPEATS = 16
 #: In a large region without anchors, the most tokens skipped to find ...
@@ -79,8 +83,8 @@ class TokenDiff:
         operations: work done, in token steps: each token compared while stripping a common
             prefix or suffix, each token of a region searched for anchors (and
             :data:`SEARCH_COST` for each search), each anchor block
-            chained (times the logarithm of their number), and the product of a region's two
-            lengths for each region difflib compares.
+            chained (times the logarithm of their number), and for each region difflib
+            compares, its tokens and its pairs of equal tokens.
         exhausted: whether the budget ran out, leaving regions as changes unexamined.
     """
 
@@ -152,9 +156,14 @@ class _Differ:
         if product == 0:
             return change
         if product <= DIFFLIB_LIMIT:
-            return self._difflib(alo, ahi, blo, bhi) if self._charge(product) else change
+            return (
+                self._difflib(alo, ahi, blo, bhi)
+                if self._charge(self._pairs(alo, ahi, blo, bhi))
+                else change
+            )
         array_a, array_b = self.array_a[alo:ahi], self.array_b[blo:bhi]
-        for size in ANCHOR_TOKENS:
+        long = min(ahi - alo, bhi - blo) >= LONG_REGION
+        for size in (LONG_ANCHOR_TOKENS, ANCHOR_TOKENS) if long else (ANCHOR_TOKENS,):
             if not self._charge(SEARCH_COST + (ahi - alo) + (bhi - blo)):
                 return change
             blocks = matching_blocks(array_a, array_b, size, ANCHOR_REPEATS)
@@ -212,6 +221,12 @@ class _Differ:
             return False
         self.operations += work
         return True
+
+    def _pairs(self, alo: int, ahi: int, blo: int, bhi: int) -> int:
+        """The work of difflib on a region: its tokens, and its pairs of equal tokens (the
+        positions of ``b`` its search for the longest match goes through for each of ``a``)."""
+        counts = Counter(self.b[blo:bhi])
+        return (ahi - alo) + (bhi - blo) + sum(map(counts.__getitem__, self.a[alo:ahi]))
 
     def _difflib(self, alo: int, ahi: int, blo: int, bhi: int) -> list[_Region]:
         """A small gap compared by :class:`difflib.SequenceMatcher`."""
