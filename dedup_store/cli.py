@@ -498,11 +498,14 @@ _MATCH_COLUMNS = [
 def similar(
     ctx: typer.Context,
     doc_id: DocId,
+    limit: Annotated[int | None, typer.Option(min=0, help="Show at most this many.")] = None,
+    offset: Annotated[int, typer.Option(min=0, help="Skip this many best ones first.")] = 0,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
-    """List the documents that match a stored document, best first."""
+    """List the documents that match a stored document, best first (exact copies answer as
+    their whole group)."""
     with settings_of(ctx).store() as store:
-        matches = store.similar(doc_id)
+        matches = store.similar(doc_id, limit=limit, offset=offset)
     Output(fmt).rows((m.to_dict() for m in matches), _MATCH_COLUMNS, title=f"similar to {doc_id}")
 
 
@@ -539,15 +542,23 @@ _PAIR_COLUMNS = ["a", "b", "method", "jaccard", "meta_score", "score", "containm
 
 
 @app.command()
-def pairs(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
+def pairs(
+    ctx: typer.Context,
+    expand: Annotated[
+        bool, typer.Option("--expand", help="Also every pair implied by exact copies.")
+    ] = False,
+    fmt: FormatOption = OutputFormat.table,
+) -> None:
     """List every duplicate pair with its method and scores.
 
     In each pair, a is the older document.
     """
+    columns = [*_PAIR_COLUMNS, "via_exact_of"] if expand else _PAIR_COLUMNS
     with settings_of(ctx).store() as store:
-        count = Output(fmt).rows(
-            (p.to_dict() for p in store.pairs()), _PAIR_COLUMNS, title="duplicate pairs"
-        )
+        found = (p.to_dict() for p in store.pairs(expand=expand))
+        if not expand:  # every stored pair is its own
+            found = ({k: v for k, v in p.items() if k != "via_exact_of"} for p in found)
+        count = Output(fmt).rows(found, columns, title="duplicate pairs")
     _note_empty(fmt, count, "no duplicate pairs")
 
 

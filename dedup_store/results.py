@@ -407,6 +407,9 @@ class Pair:
         meta_score, score: as in :class:`Match`.
         excerpt: for an excerpt match (method ``containment``), the id of the smaller document,
             the one contained in the other; ``None`` for other methods.
+        via_exact_of: the pair has no stored edge of its own, it is implied through exact
+            copies (``DedupStore.pairs(expand=True)``, where every pair has the scores and
+            ``found_at`` of the best stored edge between the two documents' exact groups).
     """
 
     a: str
@@ -419,6 +422,7 @@ class Pair:
     score: float
     found_at: dt.datetime
     excerpt: str | None = None
+    via_exact_of: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

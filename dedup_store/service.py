@@ -423,13 +423,21 @@ class DedupStore:
         with self._db.transaction() as conn:
             yield from _group_clusters(reports.cluster_rows(conn, self.schema, None, min_size))
 
-    def pairs(self) -> Iterator[Pair]:
-        """Every stored match edge (streamed)."""
+    def pairs(self, *, expand: bool = False) -> Iterator[Pair]:
+        """Every stored match edge, oldest first (streamed).
+
+        Args:
+            expand: every pair the stored edges imply instead: the copies of an exact group
+                with each other, and each member of a group with each member of every group it
+                matches, with the scores of the best stored edge between the two groups
+                (:attr:`Pair.via_exact_of` tells the implied ones). A group of k copies
+                gives k (k - 1) / 2 pairs.
+        """
         with self._db.transaction() as conn:
-            for row in reports.pair_rows(conn, self.schema):
-                a, b, method, jaccard, containment, hamming, meta, score, found_at, excerpt = row
+            for row in reports.pair_rows(conn, self.schema, expand):
+                a, b, method, jaccard, containment, hamming, meta, score, found_at = row[:9]
                 scores = (jaccard, containment, hamming, meta, score)
-                yield Pair(a, b, Method(method), *scores, found_at, excerpt)
+                yield Pair(a, b, Method(method), *scores, found_at, *row[9:])
 
     def export(self) -> Iterator[dict[str, Any]]:
         """Every document with its cluster, its metadata, and the scores of its best match

@@ -115,7 +115,14 @@ def test_readme_command_blocks(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "view", ["duplicate_pairs", "cluster_members", "cluster_sizes", "duplicates_per_day"]
+    "view",
+    [
+        "duplicate_pairs",
+        "duplicate_pairs_expanded",
+        "cluster_members",
+        "cluster_sizes",
+        "duplicates_per_day",
+    ],
 )
 def test_views_documented(view: str) -> None:
     assert f"dedup.{view}" in README

@@ -54,13 +54,20 @@ def cluster_rows(conn: Connection, schema: str, label: int | None, min_size: int
         result.close()
 
 
-def pair_rows(conn: Connection, schema: str) -> Iterator[Any]:
-    """Every stored edge with both external ids, oldest first."""
+def pair_rows(conn: Connection, schema: str, expand: bool = False) -> Iterator[Any]:
+    """Every stored edge with both external ids, oldest first; with ``expand``, every pair the
+    edges imply through exact groups (the view ``duplicate_pairs_expanded``).
+
+    Rows ``(a, b, method, jaccard, containment, hamming, meta_score, score, found_at, excerpt,
+    via_exact_of)``.
+    """
+    view, via = (
+        ("duplicate_pairs_expanded", "via_exact_of") if expand else ("duplicate_pairs", "false")
+    )
     result = conn.execute(
         text(
             "SELECT a, b, method, jaccard, containment, hamming, meta_score, score, found_at, "
-            "excerpt "
-            f"FROM {qualified(schema, 'duplicate_pairs')} ORDER BY a_doc_id, b_doc_id"
+            f"excerpt, {via} FROM {qualified(schema, view)} ORDER BY a_doc_id, b_doc_id"
         ),
         execution_options=_STREAM,
     )

@@ -1,0 +1,89 @@
+"""Every implied duplicate pair: ``duplicate_pairs_expanded``.
+
+An exact copy is stored as one link to the first document of its exact group (k copies cost k
+rows), and a near-duplicate or excerpt edge joins one member of each group, so
+``duplicate_pairs`` (one row per stored edge) has no row for a copy and the documents its
+group's first document matches. ``duplicate_pairs_expanded`` has a row for every pair the
+stored edges imply: the copies of a group with each other, and every member of a group with
+every member of each group it matches. A pair takes the scores of the best stored edge between
+the two groups (method first, then the combined score, then the edge's ids); its columns are
+those of ``duplicate_pairs``, then ``via_exact_of``: false for a pair with a stored edge of its
+own (so those rows are the pairs of ``duplicate_pairs``), true for a pair implied through exact
+copies. Nothing is stored: the view expands at read time.
+
+Revision ID: 0013
+Revises: 0012
+Create Date: 2026-11-28
+"""
+
+from __future__ import annotations
+
+from alembic import op
+
+revision = "0013"
+down_revision = "0012"
+branch_labels = None
+depends_on = None
+
+UPGRADE = """
+CREATE VIEW {s}.duplicate_pairs_expanded AS
+WITH grouped AS (
+    SELECT e.a, e.b, e.method, e.jaccard, e.containment, e.hamming, e.found_at, e.meta_score,
+           CASE WHEN e.meta_score IS NULL THEN e.jaccard
+                ELSE (1 - w.weight) * e.jaccard + w.weight * e.meta_score END AS score,
+           least(coalesce(da.exact_of, da.id), coalesce(db.exact_of, db.id)) AS g1,
+           greatest(coalesce(da.exact_of, da.id), coalesce(db.exact_of, db.id)) AS g2
+    FROM {s}.edges e
+    JOIN {s}.documents da ON da.id = e.a
+    JOIN {s}.documents db ON db.id = e.b
+    LEFT JOIN (SELECT (params ->> 'meta_weight')::float8 AS weight FROM {s}.params) w ON true
+),
+best AS (
+    SELECT DISTINCT ON (g1, g2) *
+    FROM grouped
+    ORDER BY g1, g2,
+             array_position(ARRAY['exact', 'minhash', 'simhash', 'containment'], method),
+             score DESC, a, b
+),
+members AS (
+    SELECT id, external_id, shingle_count, coalesce(exact_of, id) AS grp FROM {s}.documents
+),
+ends AS (
+    SELECT p.method, p.jaccard, p.containment, p.hamming, p.found_at, p.meta_score, p.score,
+           CASE WHEN x.id < y.id THEN x.id ELSE y.id END AS a_doc_id,
+           CASE WHEN x.id < y.id THEN y.id ELSE x.id END AS b_doc_id,
+           CASE WHEN x.id < y.id THEN x.external_id ELSE y.external_id END AS a,
+           CASE WHEN x.id < y.id THEN y.external_id ELSE x.external_id END AS b,
+           CASE WHEN x.id < y.id THEN x.shingle_count ELSE y.shingle_count END AS a_size,
+           CASE WHEN x.id < y.id THEN y.shingle_count ELSE x.shingle_count END AS b_size
+    FROM best p
+    JOIN members x ON x.grp = p.g1
+    JOIN members y ON y.grp = p.g2 AND (p.g1 <> p.g2 OR x.id < y.id)
+)
+SELECT n.a, n.b, n.method, n.jaccard, n.containment, n.hamming, n.found_at, n.a_doc_id,
+       n.b_doc_id,
+       CASE WHEN n.method = 'containment' THEN
+            CASE WHEN n.b_size <= n.a_size THEN n.b ELSE n.a END
+       END AS excerpt,
+       n.meta_score, n.score, v.verdict,
+       own.a IS NULL AS via_exact_of
+FROM ends n
+LEFT JOIN {s}.edges own ON own.a = n.a_doc_id AND own.b = n.b_doc_id
+LEFT JOIN {s}.verdicts v ON v.a = least(n.a, n.b) AND v.b = greatest(n.a, n.b);
+"""
+
+DOWNGRADE = """
+DROP VIEW {s}.duplicate_pairs_expanded;
+"""
+
+
+def _quoted(schema: str) -> str:
+    return str(op.get_bind().dialect.identifier_preparer.quote_identifier(schema))
+
+
+def upgrade(schema: str = "dedup") -> None:
+    op.execute(UPGRADE.format(s=_quoted(schema)))
+
+
+def downgrade(schema: str = "dedup") -> None:
+    op.execute(DOWNGRADE.format(s=_quoted(schema)))
