@@ -45,20 +45,29 @@ best AS (
              array_position(ARRAY['exact', 'minhash', 'simhash', 'containment'], method),
              score DESC, a, b
 ),
-members AS (
-    SELECT id, external_id, shingle_count, coalesce(exact_of, id) AS grp FROM {s}.documents
+left_ends AS (
+    SELECT p.*, x.id AS x_id, x.external_id AS x_external_id, x.shingle_count AS x_size
+    FROM best p JOIN {s}.documents x ON x.id = p.g1
+    UNION ALL
+    SELECT p.*, x.id, x.external_id, x.shingle_count
+    FROM best p JOIN {s}.documents x ON x.exact_of = p.g1
+),
+both_ends AS (
+    SELECT l.*, y.id AS y_id, y.external_id AS y_external_id, y.shingle_count AS y_size
+    FROM left_ends l JOIN {s}.documents y ON y.id = l.g2
+    UNION ALL
+    SELECT l.*, y.id, y.external_id, y.shingle_count
+    FROM left_ends l JOIN {s}.documents y ON y.exact_of = l.g2
 ),
 ends AS (
-    SELECT p.method, p.jaccard, p.containment, p.hamming, p.found_at, p.meta_score, p.score,
-           CASE WHEN x.id < y.id THEN x.id ELSE y.id END AS a_doc_id,
-           CASE WHEN x.id < y.id THEN y.id ELSE x.id END AS b_doc_id,
-           CASE WHEN x.id < y.id THEN x.external_id ELSE y.external_id END AS a,
-           CASE WHEN x.id < y.id THEN y.external_id ELSE x.external_id END AS b,
-           CASE WHEN x.id < y.id THEN x.shingle_count ELSE y.shingle_count END AS a_size,
-           CASE WHEN x.id < y.id THEN y.shingle_count ELSE x.shingle_count END AS b_size
-    FROM best p
-    JOIN members x ON x.grp = p.g1
-    JOIN members y ON y.grp = p.g2 AND (p.g1 <> p.g2 OR x.id < y.id)
+    SELECT method, jaccard, containment, hamming, found_at, meta_score, score,
+           least(x_id, y_id) AS a_doc_id, greatest(x_id, y_id) AS b_doc_id,
+           CASE WHEN x_id < y_id THEN x_external_id ELSE y_external_id END AS a,
+           CASE WHEN x_id < y_id THEN y_external_id ELSE x_external_id END AS b,
+           CASE WHEN x_id < y_id THEN x_size ELSE y_size END AS a_size,
+           CASE WHEN x_id < y_id THEN y_size ELSE x_size END AS b_size
+    FROM both_ends
+    WHERE g1 <> g2 OR x_id < y_id
 )
 SELECT n.a, n.b, n.method, n.jaccard, n.containment, n.hamming, n.found_at, n.a_doc_id,
        n.b_doc_id,
