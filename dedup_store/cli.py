@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 import typer
 from typer.core import TyperCommand
 
-from dedup_store import config
+from dedup_store import cli_review, config
 from dedup_store.choices import HtmlMode, Scheme, SimhashWeights, VerifyMode
 from dedup_store.cli_app import (
     EXIT_INTERRUPTED,
@@ -84,6 +84,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(db_app, name="db")
+cli_review.register(app)
 
 DocId = Annotated[str, typer.Argument(metavar="ID", help="A stored document id.")]
 
@@ -207,6 +208,22 @@ def init(
     meta_weight: Annotated[
         float | None, _param("Weight of the metadata score in the combined score (1 - mu)")
     ] = None,
+    keep_text: Annotated[
+        bool,
+        typer.Option(
+            "--keep-text",
+            help="Keep each document's original text, for explain and report (a new store).",
+        ),
+    ] = False,
+    canonical: Annotated[
+        str | None,
+        typer.Option(
+            metavar="RULE",
+            help="A new store's rule for each cluster's canonical document: oldest, longest, "
+            "meta:FIELD (largest value) or meta:FIELD:min (default oldest; "
+            "`dedup-store canonical --rule` changes it).",
+        ),
+    ] = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Create the store, or upgrade its schema.
@@ -241,12 +258,15 @@ def init(
     FingerprintParams.from_dict(chosen)  # out-of-range values fail before anything is made
     settings = settings_of(ctx)
     migrate.upgrade(settings.resolve(), settings.schema)
-    with settings.store(create=True, params=chosen or None) as store:
-        stored = store.params
+    options = {"keep_text": keep_text or None, "canonical_rule": canonical}
+    with settings.store(create=True, params=chosen or None, **options) as store:
+        stored, kept = store.params, store.settings
     info = {
         "schema": settings.schema,
         "database": config.redact(settings.resolve()),
         "revision": migrate.head(),
+        "keep_text": kept.keep_text,
+        "canonical_rule": kept.canonical_rule,
         "params": stored.to_dict(),
     }
     Output(fmt).record(info, title="store ready")
@@ -521,41 +541,68 @@ def cluster(
     Output(fmt).record(found.to_dict(), title=f"cluster {found.cluster_id}")
 
 
-_CLUSTER_COLUMNS = ["cluster_id", "size", "representative", "members"]
+_CLUSTER_COLUMNS = ["cluster_id", "size", "canonical", "members"]
+
+MinSimilarity = Annotated[
+    float | None,
+    typer.Option(
+        min=0.0,
+        max=1.0,
+        help="Only matches of at least this score (a stricter level than the store's).",
+    ),
+]
 
 
 @app.command()
 def clusters(
     ctx: typer.Context,
     min_size: Annotated[int, typer.Option(min=1, help="Only clusters this large.")] = 2,
+    min_similarity: MinSimilarity = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
-    """List the clusters of duplicates, oldest first."""
+    """List the clusters of duplicates, oldest first, with each one's canonical document.
+
+    With --min-similarity, the clusters the stored matches of at least that score make.
+    """
     with settings_of(ctx).store() as store:
-        count = Output(fmt).rows(
-            (c.to_dict() for c in store.clusters(min_size)), _CLUSTER_COLUMNS, title="clusters"
-        )
+        found = store.clusters(min_size, min_similarity=min_similarity)
+        count = Output(fmt).rows((c.to_dict() for c in found), _CLUSTER_COLUMNS, title="clusters")
     _note_empty(fmt, count, f"no clusters with at least {min_size} documents")
 
 
-_PAIR_COLUMNS = ["a", "b", "method", "jaccard", "meta_score", "score", "containment", "hamming"]
+_PAIR_COLUMNS = [
+    "a", "b", "method", "jaccard", "meta_score", "score", "containment", "hamming", "verdict",
+]  # fmt: skip
 
 
 @app.command()
 def pairs(
     ctx: typer.Context,
+    min_similarity: MinSimilarity = None,
+    pending: Annotated[
+        bool,
+        typer.Option(
+            "--pending",
+            help="Only pairs without a verdict (exact copies aside), the most doubtful first.",
+        ),
+    ] = False,
     expand: Annotated[
         bool, typer.Option("--expand", help="Also every pair implied by exact copies.")
     ] = False,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
-    """List every duplicate pair with its method and scores.
+    """List every duplicate pair with its method, scores and verdict.
 
     In each pair, a is the older document.
     """
+    if pending and expand:
+        raise typer.BadParameter("lists stored pairs: drop --expand", param_hint="--pending")
     columns = [*_PAIR_COLUMNS, "via_exact_of"] if expand else _PAIR_COLUMNS
     with settings_of(ctx).store() as store:
-        found = (p.to_dict() for p in store.pairs(expand=expand))
+        found = (
+            p.to_dict()
+            for p in store.pairs(min_similarity=min_similarity, expand=expand, pending=pending)
+        )
         if not expand:  # every stored pair is its own
             found = ({k: v for k, v in p.items() if k != "via_exact_of"} for p in found)
         count = Output(fmt).rows(found, columns, title="duplicate pairs")

@@ -46,12 +46,17 @@ class Settings:
         return self.url
 
     def store(
-        self, *, create: bool = False, params: FingerprintParams | Mapping[str, Any] | None = None
+        self,
+        *,
+        create: bool = False,
+        params: FingerprintParams | Mapping[str, Any] | None = None,
+        **options: Any,
     ) -> DedupStore:
-        """Open the store (``create``: make or upgrade the schema when missing)."""
+        """Open the store (``create``: make or upgrade the schema when missing); ``options``
+        go to :class:`~dedup_store.service.DedupStore`."""
         from dedup_store.service import DedupStore
 
-        return DedupStore(self.resolve(), params, self.schema, create=create)
+        return DedupStore(self.resolve(), params, self.schema, create=create, **options)
 
 
 class ExitOnErrorGroup(TyperGroup):

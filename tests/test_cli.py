@@ -165,7 +165,7 @@ def test_human_summary_and_tables(cli: CliHelper, corpus: Path) -> None:
     assert lines["near_duplicates"].strip() == "1"
     assert "documents_per_second" in lines
     table = cli.ok("clusters").stdout.splitlines()
-    assert table[0].split("\t") == ["cluster_id", "size", "representative", "members"]
+    assert table[0].split("\t") == ["cluster_id", "size", "canonical", "members"]
     assert table[1].split("\t")[1:3] == ["3", "a.txt"]
 
 
@@ -457,7 +457,8 @@ def test_metadata_sets_show_their_scores(cli: CliHelper, tmp_path: Path) -> None
     assert (pair["a"], pair["b"], pair["meta_score"]) == ("original", "edited", 1.0)
     assert pair["score"] == pytest.approx(0.85 * pair["jaccard"] + 0.15)
     header = cli.ok("pairs", "--format", "csv").stdout.splitlines()[0]
-    assert header == "a,b,method,jaccard,containment,hamming,meta_score,score,found_at,excerpt"
+    columns = "a,b,method,jaccard,containment,hamming,meta_score,score,found_at,excerpt,verdict"
+    assert header == columns
     (similar,) = cli.json("similar", "edited")
     assert similar["score"] == pair["score"] and similar["meta_score"] == 1.0
     exported = {d["id"]: d for d in cli.json("export")}

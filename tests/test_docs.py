@@ -46,6 +46,10 @@ def test_every_command_is_found() -> None:
         "stats",
         "delete",
         "export",
+        "explain",
+        "review",
+        "verdicts",
+        "canonical",
         "db",
         "db status",
         "db stop",
@@ -122,6 +126,7 @@ def test_readme_command_blocks(name: str) -> None:
         "cluster_members",
         "cluster_sizes",
         "duplicates_per_day",
+        "cluster_canonical",
     ],
 )
 def test_views_documented(view: str) -> None:

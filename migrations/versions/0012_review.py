@@ -9,7 +9,9 @@ and the rule that picks each cluster's canonical document; ``canonical_choices``
 person declared canonical. ``cluster_canonical`` shows each cluster's canonical document;
 ``duplicate_pairs``, ``cluster_members`` and ``cluster_sizes`` gain a last column for the verdict
 and the canonical document. ``clusters_at(min_similarity)`` gives the clusters over the merging
-edges whose score is at least ``min_similarity``, with the verdicts applied.
+edges whose score is at least ``min_similarity``, with the verdicts applied as the store applies
+them (``dedup_store.db.verdicts``): no edge between the exact groups of a pair judged not
+duplicates, a link between the two documents of a pair judged duplicates.
 
 Revision ID: 0012
 Revises: 0011
@@ -119,13 +121,27 @@ DECLARE
 BEGIN
     DROP TABLE IF EXISTS pg_temp.clusters_at_links, pg_temp.clusters_at_labels;
     CREATE TEMP TABLE clusters_at_links ON COMMIT DROP AS
-    WITH merging AS (
+    WITH vetoed AS (
+        SELECT least(coalesce(da.exact_of, da.id), coalesce(db.exact_of, db.id)) AS g1,
+               greatest(coalesce(da.exact_of, da.id), coalesce(db.exact_of, db.id)) AS g2
+        FROM {s}.verdicts v
+        JOIN {s}.documents da ON da.external_id = v.a
+        JOIN {s}.documents db ON db.external_id = v.b
+        WHERE v.verdict = 'not_duplicate'
+    ),
+    merging AS (
         SELECT p.a_doc_id AS x, p.b_doc_id AS y
         FROM {s}.duplicate_pairs p CROSS JOIN {s}.params
+        JOIN {s}.documents da ON da.id = p.a_doc_id
+        JOIN {s}.documents db ON db.id = p.b_doc_id
         WHERE p.score >= min_similarity
-          AND p.verdict IS DISTINCT FROM 'not_duplicate'
           AND (p.method <> 'containment'
                OR coalesce((params.params ->> 'containment_merges')::boolean, false))
+          AND NOT EXISTS (
+              SELECT 1 FROM vetoed t
+              WHERE t.g1 = least(coalesce(da.exact_of, da.id), coalesce(db.exact_of, db.id))
+                AND t.g2 = greatest(coalesce(da.exact_of, da.id), coalesce(db.exact_of, db.id))
+                AND t.g1 <> t.g2)
         UNION
         SELECT da.id, db.id FROM {s}.verdicts v
         JOIN {s}.documents da ON da.external_id = v.a

@@ -6,10 +6,12 @@ rows), and a near-duplicate or excerpt edge joins one member of each group, so
 group's first document matches. ``duplicate_pairs_expanded`` has a row for every pair the
 stored edges imply: the copies of a group with each other, and every member of a group with
 every member of each group it matches. A pair takes the scores of the best stored edge between
-the two groups (method first, then the combined score, then the edge's ids); its columns are
+the two groups (method first, then the combined score, then the edge's ids). Its columns are
 those of ``duplicate_pairs``, then ``via_exact_of``: false for a pair with a stored edge of its
 own (so those rows are the pairs of ``duplicate_pairs``), true for a pair implied through exact
-copies. Nothing is stored: the view expands at read time.
+copies. ``verdict`` is the one given on the pair, else one given on another pair of the same
+two exact groups (``not_duplicate`` first), as clusters apply them: copies of a text share its
+verdicts. Nothing is stored: the view expands at read time.
 
 Revision ID: 0013
 Revises: 0012
@@ -59,8 +61,18 @@ both_ends AS (
     SELECT l.*, y.id, y.external_id, y.shingle_count
     FROM left_ends l JOIN {s}.documents y ON y.exact_of = l.g2
 ),
+group_verdicts AS (
+    SELECT least(coalesce(da.exact_of, da.id), coalesce(db.exact_of, db.id)) AS g1,
+           greatest(coalesce(da.exact_of, da.id), coalesce(db.exact_of, db.id)) AS g2,
+           max(v.verdict) AS verdict
+    FROM {s}.verdicts v
+    JOIN {s}.documents da ON da.external_id = v.a
+    JOIN {s}.documents db ON db.external_id = v.b
+    WHERE coalesce(da.exact_of, da.id) <> coalesce(db.exact_of, db.id)
+    GROUP BY 1, 2
+),
 ends AS (
-    SELECT method, jaccard, containment, hamming, found_at, meta_score, score,
+    SELECT g1, g2, method, jaccard, containment, hamming, found_at, meta_score, score,
            least(x_id, y_id) AS a_doc_id, greatest(x_id, y_id) AS b_doc_id,
            CASE WHEN x_id < y_id THEN x_external_id ELSE y_external_id END AS a,
            CASE WHEN x_id < y_id THEN y_external_id ELSE x_external_id END AS b,
@@ -74,11 +86,12 @@ SELECT n.a, n.b, n.method, n.jaccard, n.containment, n.hamming, n.found_at, n.a_
        CASE WHEN n.method = 'containment' THEN
             CASE WHEN n.b_size <= n.a_size THEN n.b ELSE n.a END
        END AS excerpt,
-       n.meta_score, n.score, v.verdict,
+       n.meta_score, n.score, coalesce(v.verdict, g.verdict) AS verdict,
        own.a IS NULL AS via_exact_of
 FROM ends n
 LEFT JOIN {s}.edges own ON own.a = n.a_doc_id AND own.b = n.b_doc_id
-LEFT JOIN {s}.verdicts v ON v.a = least(n.a, n.b) AND v.b = greatest(n.a, n.b);
+LEFT JOIN {s}.verdicts v ON v.a = least(n.a, n.b) AND v.b = greatest(n.a, n.b)
+LEFT JOIN group_verdicts g ON g.g1 = n.g1 AND g.g2 = n.g2;
 """
 
 DOWNGRADE = """

@@ -230,6 +230,31 @@ def test_a_copy_and_a_light_edit_each_name_the_other_two(store: DedupStore) -> N
     ]
 
 
+def test_a_verdict_on_a_pair_holds_for_the_copies_of_its_texts(store: DedupStore) -> None:
+    """Clusters apply a verdict to every pair of the two exact groups; so does the expanded
+    view."""
+    (base,) = sources(1)
+    store.add_many([("A", base.text), ("B", base.text), ("C", edited(base.text, 11))])
+    store.add("D", edited(base.text, 11))  # a copy of C
+    store.review("B", "D", "not_duplicate")
+    verdicts = {(p.a, p.b): p.verdict for p in store.pairs(expand=True)}
+    assert verdicts == {
+        ("A", "B"): None,
+        ("C", "D"): None,
+        ("A", "C"): "not_duplicate",
+        ("A", "D"): "not_duplicate",
+        ("B", "C"): "not_duplicate",
+        ("B", "D"): "not_duplicate",
+    }
+    assert {(p.a, p.b): p.verdict for p in store.pairs()} == {
+        ("A", "B"): None,
+        ("A", "C"): None,
+        ("C", "D"): None,
+    }
+    assert store.cluster("B").members == ["A", "B"]
+    assert [m.external_id for m in store.similar("B")] == ["A", "C", "D"]
+
+
 @pytest.mark.parametrize("how", ["one by one", "batches", "bulk"])
 def test_similar_and_pairs_equal_the_brute_force_expansion(
     engine: Engine, store: DedupStore, documents: list[Document], how: str
