@@ -10,8 +10,10 @@ reads expand the groups of both ends of each edge.
 
 Between two exact groups, the best stored edge (method first, then the combined score, then
 the edge's ids) gives the scores of every pair of their members; inside a group, the best of
-its ``exact`` edges gives those of every pair of copies. The ``duplicate_pairs_expanded`` view
-(migration 0013) lists the same pairs for the whole store.
+its ``exact`` edges gives those of every pair of copies. An ``exact`` edge joins two documents
+of the same canonical text (and metadata set), so two members of one group, and any other
+edge two groups. The ``duplicate_pairs_expanded`` view (migration 0013) lists the same pairs
+for the whole store.
 """
 
 from __future__ import annotations
@@ -59,11 +61,11 @@ def similar_statement(schema: str) -> str:
             FROM mine m JOIN {s}.edges e ON e.b = m.id
         ),
         inside AS (
-            SELECT me.first AS grp, t.method, t.jaccard, t.containment, t.hamming,
-                   t.meta_score, {score} AS score
-            FROM touching t, me
-            WHERE t.other IN (SELECT id FROM mine)
-            ORDER BY {METHOD_RANK.format("t.method")}, {score} DESC, t.a, t.b
+            SELECT t.method, t.jaccard, t.containment, t.hamming, t.meta_score,
+                   {score} AS score
+            FROM touching t
+            WHERE t.method = 'exact'
+            ORDER BY {score} DESC, t.a, t.b
             LIMIT 1
         ),
         outside AS (
@@ -72,17 +74,19 @@ def similar_statement(schema: str) -> str:
             FROM touching t
             JOIN {s}.documents o ON o.id = t.other
             CROSS JOIN LATERAL (SELECT coalesce(o.exact_of, o.id) AS grp) g
-            WHERE t.other NOT IN (SELECT id FROM mine)
+            WHERE t.method <> 'exact' AND g.grp <> (SELECT first FROM me)
             ORDER BY g.grp, {METHOD_RANK.format("t.method")}, {score} DESC, t.a, t.b
         ),
         answers AS (
             SELECT m.id, m.external_id, m.cluster_id, b.*
             FROM inside b JOIN mine m ON m.id <> (SELECT id FROM me)
             UNION ALL
-            SELECT o.id, o.external_id, o.cluster_id, b.*
+            SELECT o.id, o.external_id, o.cluster_id, b.method, b.jaccard, b.containment,
+                   b.hamming, b.meta_score, b.score
             FROM outside b JOIN {s}.documents o ON o.id = b.grp
             UNION ALL
-            SELECT o.id, o.external_id, o.cluster_id, b.*
+            SELECT o.id, o.external_id, o.cluster_id, b.method, b.jaccard, b.containment,
+                   b.hamming, b.meta_score, b.score
             FROM outside b JOIN {s}.documents o ON o.exact_of = b.grp
         )
         SELECT id, external_id, cluster_id, method, jaccard, containment, hamming, meta_score,
