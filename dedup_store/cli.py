@@ -520,11 +520,14 @@ _MATCH_COLUMNS = [
 def similar(
     ctx: typer.Context,
     doc_id: DocId,
+    limit: Annotated[int | None, typer.Option(min=0, help="Show at most this many.")] = None,
+    offset: Annotated[int, typer.Option(min=0, help="Skip this many best ones first.")] = 0,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
-    """List the documents that match a stored document, best first."""
+    """List the documents that match a stored document, best first (exact copies answer as
+    their whole group)."""
     with settings_of(ctx).store() as store:
-        matches = store.similar(doc_id)
+        matches = store.similar(doc_id, limit=limit, offset=offset)
     Output(fmt).rows((m.to_dict() for m in matches), _MATCH_COLUMNS, title=f"similar to {doc_id}")
 
 
@@ -585,17 +588,26 @@ def pairs(
             help="Only pairs without a verdict (exact copies aside), the most doubtful first.",
         ),
     ] = False,
+    expand: Annotated[
+        bool, typer.Option("--expand", help="Also every pair implied by exact copies.")
+    ] = False,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """List every duplicate pair with its method, scores and verdict.
 
     In each pair, a is the older document.
     """
+    if pending and expand:
+        raise typer.BadParameter("lists stored pairs: drop --expand", param_hint="--pending")
+    columns = [*_PAIR_COLUMNS, "via_exact_of"] if expand else _PAIR_COLUMNS
     with settings_of(ctx).store() as store:
-        found = store.pairs(min_similarity=min_similarity, pending=pending)
-        count = Output(fmt).rows(
-            (p.to_dict() for p in found), _PAIR_COLUMNS, title="duplicate pairs"
+        found = (
+            p.to_dict()
+            for p in store.pairs(min_similarity=min_similarity, expand=expand, pending=pending)
         )
+        if not expand:  # every stored pair is its own
+            found = ({k: v for k, v in p.items() if k != "via_exact_of"} for p in found)
+        count = Output(fmt).rows(found, columns, title="duplicate pairs")
     _note_empty(fmt, count, "no duplicate pairs")
 
 

@@ -413,6 +413,9 @@ class Pair:
             the one contained in the other; ``None`` for other methods.
         verdict: a reviewer's verdict on the pair (``duplicate``, ``not_duplicate``); ``None``
             while undecided.
+        via_exact_of: the pair has no stored edge of its own, it is implied through exact
+            copies (``DedupStore.pairs(expand=True)``, where every pair has the scores and
+            ``found_at`` of the best stored edge between the two documents' exact groups).
     """
 
     a: str
@@ -426,6 +429,7 @@ class Pair:
     found_at: dt.datetime
     excerpt: str | None = None
     verdict: str | None = None
+    via_exact_of: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

@@ -23,6 +23,7 @@ from dedup_store.core.params import FingerprintParams
 from dedup_store.core.validation import DEFAULT_MAX_BYTES, validate_text
 from dedup_store.db import (
     ddl,
+    exact_groups,
     frequencies,
     hot,
     migrate,
@@ -404,13 +405,32 @@ class DedupStore(Reviewing):
             found = self._run(lambda conn: list(conn.execute(sa_text(statement), parameters)))
         return list(found)
 
-    def similar(self, id: str) -> list[Match]:
-        """The stored matches of document ``id`` (older and newer), best first."""
+    def similar(self, id: str, *, limit: int | None = None, offset: int = 0) -> list[Match]:
+        """The documents that document ``id`` matches (older and newer), best first.
 
-        def work(conn: Connection) -> list[MatchRow]:
-            return reports.stored_matches(conn, self.schema, self._doc_id(conn, id), self.params)
+        An exact copy answers as its whole exact group does: the other copies (method
+        ``exact``) and every document that a member of the group matches, with the copies of
+        that document too, each once, with the scores of the best stored edge between the
+        two groups (:mod:`dedup_store.db.exact_groups`).
 
-        return sorted_matches(self._run(work))
+        Args:
+            id: the document's external id.
+            limit: return at most this many matches (``None``: all of them).
+            offset: skip this many of the best matches first (for paging with ``limit``).
+
+        Raises:
+            UnknownDocumentError: no document has id ``id``.
+        """
+        if (limit is not None and limit < 0) or offset < 0:
+            raise ValueError(f"limit and offset must not be negative, got {limit} and {offset}")
+        rows = self._run(
+            lambda conn: exact_groups.similar_rows(
+                conn, self.schema, id, self.params, limit, offset
+            )
+        )
+        if rows is None:
+            raise UnknownDocumentError(id)
+        return [row.match() for row in rows]
 
     def cluster(self, id: str) -> Cluster:
         """The cluster of document ``id``."""
@@ -436,13 +456,24 @@ class DedupStore(Reviewing):
             yield from _group_clusters(rows)
 
     def pairs(
-        self, *, min_similarity: float | None = None, pending: bool = False
+        self, *, min_similarity: float | None = None, pending: bool = False, expand: bool = False
     ) -> Iterator[Pair]:
         """Every stored match edge with its verdict (streamed); only those of at least
         ``min_similarity``; with ``pending``, the undecided ones (exact copies aside), the most
-        doubtful first: excerpts, SimHash-only matches, then the closest to the threshold."""
+        doubtful first: excerpts, SimHash-only matches, then the closest to the threshold.
+
+        With ``expand``, every pair the stored edges imply instead: the copies of an exact
+        group with each other, and each member of a group with each member of every group it
+        matches, with the scores of the best stored edge between the two groups
+        (:attr:`Pair.via_exact_of` tells the implied ones; a group of k copies gives
+        k (k - 1) / 2 pairs). The pending pairs are stored ones: not with ``expand``.
+        """
+        if pending and expand:
+            raise ValueError("pending lists stored pairs: it does not go with expand")
         with self._db.transaction() as conn:
-            rows = reports.pair_rows(conn, self.schema, self.params, min_similarity, pending)
+            rows = reports.pair_rows(
+                conn, self.schema, self.params, min_similarity, pending, expand
+            )
             for row in rows:
                 a, b, method, jaccard, containment, hamming, meta, score, found_at, *rest = row
                 scores = (jaccard, containment, hamming, meta, score)

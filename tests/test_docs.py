@@ -123,6 +123,7 @@ def test_readme_command_blocks(name: str) -> None:
     "view",
     [
         "duplicate_pairs",
+        "duplicate_pairs_expanded",
         "cluster_members",
         "cluster_sizes",
         "duplicates_per_day",

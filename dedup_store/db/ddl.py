@@ -54,6 +54,7 @@ VIEWS = (
     "cluster_sizes",
     "duplicates_per_day",
     "cluster_canonical",
+    "duplicate_pairs_expanded",
 )
 #: What a reviewer can say of a pair (the ``verdict`` column of ``verdicts``).
 VERDICTS = ("duplicate", "not_duplicate")

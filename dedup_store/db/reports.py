@@ -14,31 +14,11 @@ from dedup_store.db.ddl import settled_through
 from dedup_store.db.names import qualified
 from dedup_store.db.scoring import combined_score_sql
 from dedup_store.db.stored import find_documents as find_documents
-from dedup_store.results import MatchRow, Method
+from dedup_store.results import Method
 
 #: Options of the streamed reports: a server-side cursor fetched in chunks. Given per statement,
 #: so a caller's Connection keeps its own options.
 _STREAM = {"yield_per": 5000}
-
-
-def stored_matches(
-    conn: Connection, schema: str, doc_id: int, params: FingerprintParams
-) -> list[MatchRow]:
-    """The stored edges of one document, from either side, scored with the store's
-    ``params``."""
-    s = qualified(schema)
-    rows = conn.execute(
-        text(
-            f"""SELECT o.id, o.external_id, o.cluster_id, e.method, e.jaccard, e.containment,
-                   e.hamming, e.meta_score,
-                   {combined_score_sql("e.jaccard", "e.meta_score", ":meta_weight")}
-            FROM {s}.edges e
-            JOIN {s}.documents o ON o.id = CASE WHEN e.a = :id THEN e.b ELSE e.a END
-            WHERE e.a = :id OR e.b = :id"""
-        ),
-        {"id": doc_id, "meta_weight": params.meta_weight},
-    )
-    return [MatchRow(*row) for row in rows]
 
 
 def cluster_ids(conn: Connection, schema: str, doc_ids: Sequence[int]) -> dict[int, int]:
@@ -129,17 +109,26 @@ def pair_rows(
     params: FingerprintParams,
     min_similarity: float | None = None,
     pending: bool = False,
+    expand: bool = False,
 ) -> Iterator[Any]:
     """Every stored edge with both external ids and its verdict, oldest first; only those of
     at least ``min_similarity``; with ``pending``, only the undecided ones other than exact
-    copies, the most doubtful first."""
+    copies, the most doubtful first; with ``expand``, every pair the edges imply through exact
+    groups instead (the view ``duplicate_pairs_expanded``).
+
+    Rows ``(a, b, method, jaccard, containment, hamming, meta_score, score, found_at, excerpt,
+    verdict, via_exact_of)``.
+    """
     where = ["score >= :min_similarity"] if min_similarity is not None else []
     if pending:
         where += ["verdict IS NULL", "method <> 'exact'"]
+    view, via = (
+        ("duplicate_pairs_expanded", "via_exact_of") if expand else ("duplicate_pairs", "false")
+    )
     result = conn.execute(
         text(
             "SELECT a, b, method, jaccard, containment, hamming, meta_score, score, found_at, "
-            f"excerpt, verdict FROM {qualified(schema, 'duplicate_pairs')} "
+            f"excerpt, verdict, {via} FROM {qualified(schema, view)} "
             f"{'WHERE ' + ' AND '.join(where) if where else ''} "
             f"ORDER BY {_DOUBT_ORDER if pending else 'a_doc_id, b_doc_id'}"
         ),
