@@ -34,10 +34,12 @@ _SHOWN_PARAMS = ("threshold", "simhash_k", "containment")
 
 
 def _selection(s: str, label: int | None) -> str:
-    """The CTEs ``sizes`` (the clusters covered) and ``pairs`` (edges and confirmed pairs
-    without one, by document id, ``a < b``), and ``listed``: the pairs the report lists, with
-    their documents ``da``, ``db``, the covered cluster ``z`` they are inside (if any) and their
-    verdict ``v``."""
+    """The CTEs ``sizes`` (the clusters covered), ``pairs`` (edges and confirmed pairs without
+    one, by document id, ``a < b``), ``judged`` (the verdict in force between two exact groups:
+    copies of a text share its verdicts, ``not_duplicate`` first, as clusters apply them) and
+    ``listed``: the pairs the report lists, with their external ids, clusters, the size of the
+    covered cluster they are inside (if any), their verdict (the one given on the pair, else
+    their groups') and texts."""
     cluster = "WHERE cluster_id = :label" if label is not None else ""
     across = "da.cluster_id <> db.cluster_id"
     if label is not None:
@@ -61,10 +63,27 @@ def _selection(s: str, label: int | None) -> str:
             WHERE e.a = least(da.id, db.id) AND e.b = greatest(da.id, db.id)
         )
     ),
+    judged AS (
+        SELECT DISTINCT ON (g1, g2) *
+        FROM (
+            SELECT least(coalesce(da.exact_of, da.id), coalesce(db.exact_of, db.id)) AS g1,
+                   greatest(coalesce(da.exact_of, da.id), coalesce(db.exact_of, db.id)) AS g2,
+                   v.verdict, v.note, v.reviewer, v.decided_at
+            FROM {s}.verdicts v
+            JOIN {s}.documents da ON da.external_id = v.a
+            JOIN {s}.documents db ON db.external_id = v.b
+        ) j
+        WHERE g1 <> g2
+        ORDER BY g1, g2, verdict = 'not_duplicate' DESC, decided_at DESC
+    ),
     listed AS (
         SELECT p.*, da.external_id AS ext_a, db.external_id AS ext_b,
                da.cluster_id AS cluster_a, db.cluster_id AS cluster_b, z.size,
-               v.verdict, v.note, v.reviewer, v.decided_at, da.body AS body_a, db.body AS body_b
+               coalesce(v.verdict, j.verdict) AS verdict,
+               CASE WHEN v.verdict IS NULL THEN j.note ELSE v.note END AS note,
+               CASE WHEN v.verdict IS NULL THEN j.reviewer ELSE v.reviewer END AS reviewer,
+               coalesce(v.decided_at, j.decided_at) AS decided_at,
+               da.body AS body_a, db.body AS body_b
         FROM pairs p
         JOIN {s}.documents da ON da.id = p.a
         JOIN {s}.documents db ON db.id = p.b
@@ -72,6 +91,9 @@ def _selection(s: str, label: int | None) -> str:
         LEFT JOIN {s}.verdicts v
                ON v.a = least(da.external_id, db.external_id)
               AND v.b = greatest(da.external_id, db.external_id)
+        LEFT JOIN judged j
+               ON j.g1 = least(coalesce(da.exact_of, da.id), coalesce(db.exact_of, db.id))
+              AND j.g2 = greatest(coalesce(da.exact_of, da.id), coalesce(db.exact_of, db.id))
         WHERE z.cluster_id IS NOT NULL OR ({across})
     )"""
 

@@ -121,6 +121,17 @@ def test_verdicts_are_shown_and_split_or_join_clusters(store: DedupStore, tmp_pa
     assert '<div class="figure"><b>1</b><span>declared not duplicates</span>' in html
 
 
+def test_a_verdict_on_an_exact_copy_holds_for_its_texts_edges(
+    store: DedupStore, tmp_path: Path
+) -> None:
+    store.review("bash-copy", "bash-edited", "not_duplicate", note="a fork of the copy")
+    data = read_report(store.report(tmp_path / "report.html").path)
+    edge = data.pair("bash", "bash-edited")  # the stored edge: from the first copy
+    assert edge["v"][:2] == ["not_duplicate", "a fork of the copy"]
+    assert edge["ca"] != edge["cb"]  # a pair across clusters: the cluster split
+    assert data.pair("bash", "bash-copy")["v"] is None
+
+
 def test_one_cluster_alone(store: DedupStore, tmp_path: Path) -> None:
     data = read_report(store.report(tmp_path / "bash.html", cluster="bash-copy").path)
     assert [c["id"] for c in data.clusters] == [store.cluster("bash").cluster_id]
