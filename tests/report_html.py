@@ -1,12 +1,10 @@
-"""Reading a written review report back: its data blocks, and the browser that opens it."""
+"""Reading a written review report back: its data blocks; and the browser that opens it."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -68,21 +66,3 @@ def read_report(path: Path) -> ReportData:
     while f"page-{len(pages)}" in blocks:
         pages.append(blocks[f"page-{len(pages)}"])
     return ReportData(blocks["report-index"], blocks["report-ids"], pages)
-
-
-@contextmanager
-def browser_page(width: int = 1280, height: int = 900) -> Iterator[Any]:
-    """A page of Debian's chromium, headless, driven by playwright; fails the test on any
-    script error of the page."""
-    from playwright.sync_api import sync_playwright
-
-    errors: list[str] = []
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": width, "height": height})
-            page.on("pageerror", lambda error: errors.append(str(error)))
-            yield page
-        finally:
-            browser.close()
-    assert not errors, f"the report's script failed: {errors}"
