@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         StoreNotInitializedError,
         UnknownDocumentError,
     )
+    from dedup_store.report.model import ReportSummary
     from dedup_store.results import (
         AddResult,
         CheckResult,
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
         Stats,
         Status,
     )
+    from dedup_store.review import Explanation, Review, Verdict
     from dedup_store.service import DedupStore
 
 __version__ = "0.1.0"
@@ -84,6 +86,8 @@ _HOMES = {
         "Stats",
         "Status",
     ),
+    "dedup_store.report.model": ("ReportSummary",),
+    "dedup_store.review": ("Explanation", "Review", "Verdict"),
     "dedup_store.service": ("DedupStore",),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
@@ -97,6 +101,7 @@ __all__ = [
     "DedupStoreError",
     "Document",
     "EmptyDocumentError",
+    "Explanation",
     "Fingerprint",
     "FingerprintBatch",
     "FingerprintParams",
@@ -110,11 +115,14 @@ __all__ = [
     "Pair",
     "ParamsMismatchError",
     "RecordError",
+    "ReportSummary",
+    "Review",
     "SchemaOutdatedError",
     "Stats",
     "Status",
     "StoreNotInitializedError",
     "UnknownDocumentError",
+    "Verdict",
     "__version__",
     "canonicalize",
     "fingerprint",
