@@ -94,7 +94,7 @@ def ingest_records(
     params: FingerprintParams | None = None,
     batch_size: int = 2000,
     on_error: Literal["skip", "stop"] = "stop",
-    keep_text: bool = False,
+    keep_text: bool | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     on_errors: Callable[[list[RecordError]], None] | None = None,
     driver_components: int = DRIVER_COMPONENTS,
@@ -116,7 +116,8 @@ def ingest_records(
         batch_size: the local ingest's batch size the load reproduces.
         on_error: ``stop`` raises the first bad record before anything is written; ``skip``
             leaves bad records out and reports them.
-        keep_text: store each document's original text too.
+        keep_text: store each document's original text too (``None``: as the store's
+            setting, which a new store takes from here).
         max_bytes: largest accepted text, in UTF-8 bytes.
         on_errors: called with the bad records once they are known.
         driver_components: when the merging edges are at most this many, their connected
@@ -128,8 +129,8 @@ def ingest_records(
     """
     url = normalize_url(url)
     started = time.perf_counter()
-    with DedupStore(url, params, schema, create=True) as store:
-        params = require_spark_params(store.params)
+    with DedupStore(url, params, schema, create=True, keep_text=keep_text) as store:
+        params, keep_text = require_spark_params(store.params), store.keep_text
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
@@ -157,7 +158,7 @@ def ingest_dataframe(
     schema: str = DEFAULT_SCHEMA,
     *,
     params: FingerprintParams | None = None,
-    keep_text: bool = False,
+    keep_text: bool | None = None,
     driver_components: int = 0,
 ) -> SparkIngest:
     """Load a DataFrame of ``(id, text[, meta])`` into the store at ``url``.
@@ -172,8 +173,8 @@ def ingest_dataframe(
     """
     url = normalize_url(url)
     started = time.perf_counter()
-    with DedupStore(url, params, schema, create=True) as store:
-        params = require_spark_params(store.params)
+    with DedupStore(url, params, schema, create=True, keep_text=keep_text) as store:
+        params, keep_text = require_spark_params(store.params), store.keep_text
     spark = df.sparkSession
     meta = F.col("meta") if "meta" in df.columns else F.lit(None).cast("string")
     numbered = (

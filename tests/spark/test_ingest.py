@@ -21,6 +21,7 @@ from dedup_store.results import Document
 from dedup_store.spark import ingest as spark_ingest
 from dedup_store.spark import ingest_dataframe, ingest_records, staging
 from tests.conftest import drop_schema
+from tests.db.test_review import bridge, expected_clusters, stored_clusters
 from tests.snapshots import snapshot
 from tests.spark.corpora import hot_documents, hot_tables, real_documents
 
@@ -262,3 +263,19 @@ def test_a_store_with_metadata_sets_is_refused(
     records = [Document("a", "the quick brown fox jumps over the lazy dog", {"tags": ["x"]})]
     with pytest.raises(InvalidParamsError, match="meta_fields"):
         ingest_records(records, database_url, schema, params=with_meta, spark=spark)
+
+
+def test_verdicts_hold_through_a_spark_load(
+    spark: Any, engine: Engine, database_url: str, schema: str
+) -> None:
+    docs = real_documents()[:1200]
+    with DedupStore(engine, schema=schema) as store:
+        store.ingest(docs, batch_size=400)
+        vetoed = bridge(store.pairs(), stored_clusters(store))
+        store.review(vetoed.a, vetoed.b, "not_duplicate")
+        store.delete([vetoed.b])
+    again = [d for d in docs if d.id == vetoed.b]
+    ingest_records(again, database_url, schema, spark=spark)
+    with DedupStore(engine, schema=schema) as store:
+        assert store.cluster(vetoed.a).cluster_id != store.cluster(vetoed.b).cluster_id
+        assert stored_clusters(store) == expected_clusters(store)
