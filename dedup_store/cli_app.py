@@ -96,40 +96,68 @@ def _driver_message(error: BaseException) -> str:
 
 
 def print_version(value: bool) -> None:
-    """The ``--version`` callback: print the version and the kernels in use, then exit."""
+    """The ``--version`` callback: print the version, the source tree when the package runs
+    from one, and the kernels in use, then exit."""
     if not value:
         return
-    import importlib.metadata
-
-    if os.environ.get(config.ENV_KERNELS) == "reference":
-        implementation = f"reference ({config.ENV_KERNELS}=reference)"
-    elif _kernels_load():
-        implementation = "compiled"
-    else:
-        implementation = "reference (built without a C compiler)"
-    typer.echo(f"dedup-store {importlib.metadata.version('dedup-store')}")
-    typer.echo(f"fingerprint kernels: {implementation}")
+    tree = source_tree()
+    typer.echo(f"dedup-store {_version(tree)}")
+    if tree is not None:
+        typer.echo(f"source tree: {tree}")
+    typer.echo(f"fingerprint kernels: {kernels_in_use(tree is not None)}")
     raise typer.Exit()
 
 
-def _kernels_load() -> bool:
-    """Whether the compiled kernels load, as :mod:`dedup_store.core.kernels` would find them
-    (which runs the reference ones instead when ``DEDUP_STORE_KERNELS`` is ``reference``).
+def source_tree() -> Path | None:
+    """The checkout the package runs from (``python -m dedup_store`` in it, or an editable
+    install), or ``None`` for an installed package: only a checkout has the kernels' C source
+    beside them and a ``pyproject.toml`` above the package."""
+    package = Path(__file__).resolve().parent
+    if (package / "core" / "_kernels.c").is_file() and (
+        package.parent / "pyproject.toml"
+    ).is_file():
+        return package.parent
+    return None
 
-    The extension module is loaded from its file, without importing the core (and numpy).
+
+def _version(tree: Path | None) -> str:
+    """The version of the code that runs: a checkout's own, else the installed package's."""
+    import importlib.metadata
+
+    if tree is not None:
+        import tomllib
+
+        project = tomllib.loads((tree / "pyproject.toml").read_text(encoding="utf-8"))
+        return str(project["project"]["version"])
+    return importlib.metadata.version("dedup-store")
+
+
+def kernels_in_use(in_source_tree: bool) -> str:
+    """Which kernels :mod:`dedup_store.core.kernels` runs, and why not the compiled ones.
+
+    It finds them as that module does (which runs the reference ones when
+    ``DEDUP_STORE_KERNELS`` is ``reference`` or the extension module does not load), loading
+    the extension module from its file without importing the core (and numpy).
     """
     import importlib.machinery
     import importlib.util
 
+    if os.environ.get(config.ENV_KERNELS) == "reference":
+        return f"reference ({config.ENV_KERNELS}=reference)"
     core = str(Path(__file__).with_name("core"))
     spec = importlib.machinery.PathFinder.find_spec("dedup_store.core._kernels", [core])
     if spec is None or spec.loader is None:
-        return False
+        if in_source_tree:
+            return (
+                "reference (not compiled in this source tree; "
+                "python setup.py build_ext --inplace compiles them)"
+            )
+        return "reference (installed without a C compiler)"
     try:
         importlib.util.module_from_spec(spec)
-    except ImportError:
-        return False
-    return True
+    except ImportError as e:
+        return f"reference (the compiled kernels {spec.origin} do not load: {e})"
+    return "compiled"
 
 
 def settings_of(ctx: typer.Context) -> Settings:
