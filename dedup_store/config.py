@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
+from dedup_store.db.names import validate_schema
 from dedup_store.errors import DatabaseError
 
 if TYPE_CHECKING:
@@ -51,7 +52,6 @@ DEFAULT_SCHEMA = "dedup"
 _DRIVER = "postgresql+psycopg"
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
 _MASK = "***"
-_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]{0,62}$")
 # scheme://user:password@ -- the password is anything up to the last "@" of the URL (an "@"
 # in a password is often left unencoded, and a "/" may be in it too).
 _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)(?P<pw>\S*)@")
@@ -212,11 +212,6 @@ def schema_name(schema: str | None = None) -> str:
         The schema name.
 
     Raises:
-        DatabaseError: The name is not a plain SQL identifier (letters, digits, ``_``, ``$``).
+        InvalidNameError: The name is refused by :func:`dedup_store.db.names.validate_schema`.
     """
-    name = schema or os.environ.get(ENV_SCHEMA, "").strip() or DEFAULT_SCHEMA
-    if not _SCHEMA_NAME.match(name):
-        raise DatabaseError(
-            f"invalid schema name {name!r}: use letters, digits and _ (at most 63 characters)"
-        )
-    return name
+    return validate_schema(schema or os.environ.get(ENV_SCHEMA, "").strip() or DEFAULT_SCHEMA)

@@ -99,6 +99,12 @@ class SchemaOutdatedError(DedupStoreError):
     exit_code = 6
 
 
+class ForeignSchemaError(DedupStoreError):
+    """The schema holds another application's Alembic migrations, not a store's."""
+
+    exit_code = 6
+
+
 class DatabaseError(DedupStoreError):
     """A database problem we could not handle (connection refused, permission denied...).
 
