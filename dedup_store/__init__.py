@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         InvalidParamsError,
         ParamsMismatchError,
         SchemaOutdatedError,
+        SparkError,
         StoreNotInitializedError,
         UnknownDocumentError,
     )
@@ -70,6 +71,7 @@ _HOMES = {
         "InvalidParamsError",
         "ParamsMismatchError",
         "SchemaOutdatedError",
+        "SparkError",
         "StoreNotInitializedError",
         "UnknownDocumentError",
     ),
@@ -114,6 +116,7 @@ __all__ = [
     "ParamsMismatchError",
     "RecordError",
     "SchemaOutdatedError",
+    "SparkError",
     "Stats",
     "Status",
     "StoreNotInitializedError",

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import enum
 import time
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from typer.core import TyperCommand
@@ -38,7 +39,7 @@ from dedup_store.cli_render import (
     print_ingest_summary,
     warn_about_skips,
 )
-from dedup_store.errors import InputFormatError
+from dedup_store.errors import InputFormatError, SparkError
 from dedup_store.inputs import (
     DEFAULT_GLOB,
     STDIN,
@@ -50,6 +51,9 @@ from dedup_store.inputs import (
     read_inputs,
     read_text,
 )
+
+if TYPE_CHECKING:
+    from dedup_store.spark import SparkIngest
 
 
 class OnError(enum.StrEnum):
@@ -345,6 +349,7 @@ def ingest(
     if update and bulk:
         raise typer.BadParameter("a bulk load adds documents: drop --update", param_hint="--bulk")
     settings = settings_of(ctx)
+    spark_ingest = _spark_ingest(spark_master) if engine is Engine.spark else None
     policy: Literal["stop", "skip"] = "skip" if on_error is OnError.skip else "stop"
     fmt: InputFormat = stdin_format.value
     started = time.perf_counter()
@@ -373,10 +378,8 @@ def ingest(
         )
         documents = repeats.watch(apply_error_policy(records, policy, progress.skip_record))
         try:
-            if engine is Engine.spark:
-                from dedup_store.spark import ingest_records
-
-                summary = ingest_records(
+            if spark_ingest is not None:
+                summary = spark_ingest(
                     documents,
                     settings.resolve(),
                     settings.schema,
@@ -413,6 +416,17 @@ def ingest(
         )
         raise typer.Exit(EXIT_INTERRUPTED)
     warn_about_skips(summary, repeats.count, stdin_text=STDIN in paths and fmt == "text")
+
+
+def _spark_ingest(master: str) -> Callable[..., SparkIngest]:
+    """``dedup_store.spark.ingest_records``, once the spark extra is there and ``master`` is a
+    master URL that answers (before the store is opened and the input read)."""
+    try:
+        from dedup_store.spark import check_master, ingest_records
+    except ImportError as error:
+        raise SparkError(str(error)) from None
+    check_master(master)
+    return ingest_records
 
 
 # -- queries ---------------------------------------------------------------------------------

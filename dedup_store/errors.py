@@ -105,6 +105,11 @@ class ForeignSchemaError(DedupStoreError):
     exit_code = 6
 
 
+class SparkError(DedupStoreError):
+    """Apache Spark cannot run an ingest: the spark extra is not installed, the master URL is
+    not one Spark takes, or the master does not answer."""
+
+
 class DatabaseError(DedupStoreError):
     """A database problem we could not handle (connection refused, permission denied...).
 
