@@ -52,7 +52,10 @@ def db_stop() -> None:
 def db_tune(
     memory: Annotated[
         str | None,
-        typer.Option(help="The server machine's memory, e.g. 16GB. Default: this machine's."),
+        typer.Option(
+            help="The server machine's memory with its unit, e.g. 16GB or 512MB (at least "
+            "512MB). Default: this machine's."
+        ),
     ] = None,
     cores: Annotated[
         int | None,
@@ -63,11 +66,12 @@ def db_tune(
     from dedup_store.db import tuning
 
     here_memory, here_cores = tuning.machine()
+    count = cores or here_cores
     try:
         size = here_memory if memory is None else tuning.parse_size(memory)
+        settings = tuning.server_settings(size, count)
     except ValueError as e:
         raise typer.BadParameter(str(e), param_hint="--memory") from None
-    count = cores or here_cores
     described = memory or "this machine's"
     heading = (
         f"dedup_store: settings for a server with {described} memory and {count} cores.\n"
@@ -76,7 +80,7 @@ def db_tune(
         "wal_level = 'minimal' with max_wal_senders = '0' also lets a bulk load into a new"
         " store skip the WAL."
     )
-    typer.echo(tuning.conf_text(tuning.server_settings(size, count), heading), nl=False)
+    typer.echo(tuning.conf_text(settings, heading), nl=False)
 
 
 @db_app.command("settle")
