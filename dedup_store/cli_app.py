@@ -42,7 +42,7 @@ class Settings:
     def resolve(self) -> str:
         """The database URL: ``--db-url``, ``DEDUP_STORE_URL``, else the embedded server."""
         if self.url is None:
-            self.url = config.resolve_url(self.db_url)
+            self.url = config.resolve_url(self.db_url, announce=announce)
         return self.url
 
     def store(
@@ -68,6 +68,11 @@ class ExitOnErrorGroup(TyperGroup):
             if not _is_driver_error(e):
                 raise
             _fail(ctx, e, f"database error: {_driver_message(e)}", DatabaseError.exit_code)
+
+
+def announce(line: str) -> None:
+    """Tell the user on standard error what takes a moment (the embedded server's first run)."""
+    typer.echo(escape(line), err=True)
 
 
 def _is_driver_error(error: Exception) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
@@ -34,6 +34,7 @@ __all__ = [
     "ENV_SCHEMA",
     "ENV_URL",
     "describe_source",
+    "libpq_url",
     "normalize_url",
     "redact",
     "resolve_url",
@@ -59,11 +60,13 @@ _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)(?P<
 _KV_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<pw>'(?:[^'\\]|\\.)*'|[^\s&;,]+)", re.I)
 
 
-def resolve_url(db_url: str | None = None) -> str:
+def resolve_url(db_url: str | None = None, announce: Callable[[str], None] | None = None) -> str:
     """Return the SQLAlchemy URL of the database to use.
 
     Args:
         db_url: An explicit URL (from ``--db-url`` or the caller); wins over everything else.
+        announce: Called with a line for the user when the embedded server's cluster is made
+            (the first run, which takes a few seconds).
 
     Returns:
         A ``postgresql+psycopg://`` URL. Without ``db_url`` and ``DEDUP_STORE_URL`` the embedded
@@ -77,7 +80,7 @@ def resolve_url(db_url: str | None = None) -> str:
         return normalize_url(explicit)
     from dedup_store.db.embedded import start as start_embedded
 
-    return start_embedded()
+    return start_embedded(announce=announce)
 
 
 def describe_source(db_url: str | None = None) -> str:
@@ -128,6 +131,21 @@ def normalize_url(url: str) -> str:
     elif backend == "postgres":
         parsed = parsed.set(drivername="postgresql" + parsed.drivername[len(backend) :])
     return parsed.render_as_string(hide_password=False)
+
+
+def libpq_url(url: str) -> str:
+    """``url`` as libpq (``psql``, ``pg_dump``) takes it: ``postgresql://`` without a driver.
+
+    Args:
+        url: A PostgreSQL URL, with or without a driver (``postgresql+psycopg://``).
+
+    Returns:
+        The same URL with the scheme ``postgresql``.
+    """
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme.split("+", 1)[0] in _POSTGRES_SCHEMES:
+        return f"postgresql://{rest}"
+    return url
 
 
 def redact(url: str | URL) -> str:

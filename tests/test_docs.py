@@ -53,6 +53,9 @@ def test_every_command_is_found() -> None:
         "db settle",
         "db upgrade",
         "db current",
+        "db dump",
+        "db restore",
+        "db psql",
     } == set(COMMAND_IDS)
 
 
