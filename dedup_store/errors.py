@@ -121,6 +121,24 @@ class DatabaseError(DedupStoreError):
     sqlstate: str | None = None
 
 
+class OwnerRequiredError(DatabaseError):
+    """Work that drops and builds the store's indexes (a bulk load, settling the key tiers), which
+    PostgreSQL allows only the owner of its tables, asked of another role.
+
+    Attributes:
+        owner: the role that owns the store's tables.
+    """
+
+    sqlstate = "42501"  # insufficient_privilege
+
+    def __init__(self, work: str, owner: str) -> None:
+        self.owner = owner
+        super().__init__(
+            f"{work} drops and builds the store's indexes, which only the owner of its tables "
+            f"(role {owner!r}, or a member of it) may do: run it as that role"
+        )
+
+
 ID_SHOWN_CHARS = 80
 """Characters of an id shown in a message; the rest is replaced by its length."""
 

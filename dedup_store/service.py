@@ -38,7 +38,7 @@ from dedup_store.db.ddl import DEFAULT_SCHEMA
 from dedup_store.db.engine import Bind, Database
 from dedup_store.db.names import validate_schema
 from dedup_store.db.scoring import merging_methods
-from dedup_store.errors import EmptyDocumentError, UnknownDocumentError
+from dedup_store.errors import EmptyDocumentError, OwnerRequiredError, UnknownDocumentError
 from dedup_store.pipeline import Destination, OnBatch, OnProgress
 from dedup_store.prepared import prepare_batch
 from dedup_store.records import Record
@@ -289,8 +289,10 @@ class DedupStore:
             bulk: load in bulk; ``None`` decides: a bulk load when the store holds no
                 documents, or when ``records`` has a length of at least
                 :data:`BULK_FACTOR` times the documents stored; never for ``records`` with a
-                length below :data:`BULK_MINIMUM`, with ``update`` or inside a caller's
-                Connection (where it must be asked for).
+                length below :data:`BULK_MINIMUM`, with ``update``, inside a caller's
+                Connection (where it must be asked for) or for a role that does not own the
+                store's tables (a bulk load rebuilds their indexes; asked for, it raises
+                :class:`~dedup_store.errors.OwnerRequiredError`).
             workers: processes that fingerprint the next batches while this one writes
                 (:mod:`dedup_store.workers`); 0 fingerprints in the calling thread; ``auto``
                 starts one on a machine with two cores or more, for a bulk load or a load of
@@ -301,7 +303,9 @@ class DedupStore:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         if bulk is None:
-            bulk = self._bulk_pays(records, update)
+            bulk = self._bulk_pays(records, update) and self._owner_of_tables() is None
+        elif bulk:
+            self._require_owner("a bulk load")
         if workers == "auto":
             workers = _auto_workers(records, bulk)
         summary = pipeline.ingest(
@@ -362,7 +366,22 @@ class DedupStore:
             ``settled_through`` (the largest settled id), ``moved`` (documents that were in the
             recent tier) and ``seconds`` (the index and filter builds).
         """
+        self._require_owner("settling the key tiers")
         return self._db.run(lambda conn: settle_keys(conn, self.schema, self.params))
+
+    def _owner_of_tables(self) -> str | None:
+        """The owner of the store's tables, when this connection's role may not act as it."""
+        return self._db.read(lambda conn: ddl.other_owner(conn, self.schema))
+
+    def _require_owner(self, work: str) -> None:
+        """Refuse ``work`` that drops and builds the store's indexes, unless the role owns them.
+
+        Raises:
+            OwnerRequiredError: naming the owner.
+        """
+        owner = self._owner_of_tables()
+        if owner is not None:
+            raise OwnerRequiredError(work, owner)
 
     def _hot_slots(self, fp: Fingerprint) -> list[tuple[int, int]]:
         """The slots of ``fp`` whose key this object knows to be hot (:class:`hot.MetHotKeys`,
