@@ -12,6 +12,7 @@ and ``--version`` answer at once.
 from __future__ import annotations
 
 import enum
+import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -439,7 +440,8 @@ def check(
         str | None,
         typer.Argument(
             metavar="TEXT",
-            help="The text to check; - or nothing reads standard input.",
+            help="The text to check; - or nothing reads standard input (a file's name is "
+            "refused: use --file).",
             show_default=False,
         ),
     ] = None,
@@ -489,6 +491,12 @@ def _text_to_check(text: str | None, file: str | None) -> str:
     if text is not None and text != "-":
         if file is not None:
             raise typer.BadParameter("give a text or --file, not both", param_hint="--file")
+        if os.path.isfile(text):
+            raise typer.BadParameter(
+                f"names a file: check its text with --file {text} (a text that is a file's "
+                "name is checked from standard input)",
+                param_hint="TEXT",
+            )
         return text
     if file is not None:
         try:
