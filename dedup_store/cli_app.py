@@ -64,10 +64,20 @@ class ExitOnErrorGroup(TyperGroup):
             _fail(ctx, e, str(e), e.exit_code)
         except KeyboardInterrupt as e:
             _fail(ctx, e, "interrupted", EXIT_INTERRUPTED)
+        except BrokenPipeError:
+            _output_closed()
         except Exception as e:
             if not _is_driver_error(e):
                 raise
             _fail(ctx, e, f"database error: {_driver_message(e)}", DatabaseError.exit_code)
+
+
+def _output_closed() -> NoReturn:
+    """The reader of standard output went away (``| head -1``): end quietly and successfully,
+    as a Unix tool does, with what is left of the output going nowhere."""
+    nowhere = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(nowhere, sys.stdout.fileno())
+    raise typer.Exit(0)
 
 
 def announce(line: str) -> None:

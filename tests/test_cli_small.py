@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +15,7 @@ from tests.test_cli import cli as cli
 
 pytestmark = pytest.mark.db
 
+ROOT = Path(__file__).resolve().parents[1]
 TEXT = " ".join(words(11))
 
 
@@ -23,3 +28,37 @@ def test_check_of_a_file_name_points_to_file(cli: CliHelper, tmp_path: Path) -> 
     cli.ok("ingest", "--quiet", str(page))
     assert cli.json("check", "--file", str(page))["status"] == "exact_duplicate"
     assert cli.json("check", "page.txt is not here")["status"] == "new"
+
+
+@pytest.fixture
+def thousands(cli: CliHelper, tmp_path: Path) -> CliHelper:
+    """A store of 1,500 documents: each listing is larger than a pipe holds."""
+    lines = [json.dumps({"id": f"doc-{i}", "text": " ".join(words(i, 30))}) for i in range(1500)]
+    (tmp_path / "many.jsonl").write_text("\n".join(lines) + "\n")
+    cli.ok("ingest", "--quiet", str(tmp_path / "many.jsonl"))
+    return cli
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["export", "-f", "jsonl"],
+        ["export", "-f", "csv"],
+        ["export"],
+        ["clusters", "--min-size", "1", "-f", "json"],
+    ],
+)
+def test_a_closed_pipe_ends_quietly(thousands: CliHelper, command: list[str]) -> None:
+    options = ["--db-url", thousands.url, "--schema", thousands.schema]
+    listing = subprocess.Popen(
+        [sys.executable, "-m", "dedup_store", *options, *command],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert listing.stdout is not None and listing.stderr is not None
+    assert listing.stdout.readline()  # `| head -1`
+    listing.stdout.close()
+    errors = listing.stderr.read()
+    assert (listing.wait(timeout=60), errors) == (0, b"")
