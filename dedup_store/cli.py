@@ -597,7 +597,8 @@ def delete(
 
 
 _EXPORT_COLUMNS = [
-    "id", "cluster_id", "representative", "created_at", "match", "jaccard", "meta_score", "score",
+    "id", "cluster_id", "representative", "created_at", "match", "method", "jaccard",
+    "meta_score", "score",
 ]  # fmt: skip
 
 

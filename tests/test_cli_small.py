@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import CliHelper, words
+from tests.test_cli import CliHelper, near_copy, words
 from tests.test_cli import cli as cli
 
 pytestmark = pytest.mark.db
@@ -62,3 +62,14 @@ def test_a_closed_pipe_ends_quietly(thousands: CliHelper, command: list[str]) ->
     listing.stdout.close()
     errors = listing.stderr.read()
     assert (listing.wait(timeout=60), errors) == (0, b"")
+
+
+def test_export_as_a_table_shows_the_method(cli: CliHelper, tmp_path: Path) -> None:
+    base = words(5)
+    (tmp_path / "a.txt").write_text(" ".join(base))
+    (tmp_path / "b.txt").write_text(" ".join(near_copy(base)))
+    cli.ok("ingest", "--quiet", str(tmp_path))
+    header, *rows = [line.split("\t") for line in cli.ok("export").stdout.splitlines()]
+    assert header[:6] == ["id", "cluster_id", "representative", "created_at", "match", "method"]
+    shown = {row[0]: row[4:6] for row in rows}
+    assert shown == {"a.txt": ["", ""], "b.txt": ["a.txt", "minhash"]}
