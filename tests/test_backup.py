@@ -87,8 +87,12 @@ def cli_process(*args: str, data: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_embedded_server_dumped_lost_and_restored(data_dir: Path, tmp_path: Path) -> None:
-    ok("ingest", "--quiet", EXAMPLES)
+    first = ok("ingest", "--quiet", EXAMPLES)
+    assert first.stderr == (
+        f"starting the embedded PostgreSQL server in {data_dir} (first run takes a few seconds)\n"
+    )
     before = contents(None, "dedup")
+    assert ok("stats").stderr == ""  # the server runs: nothing to say
     status = json.loads(ok("db", "status", "-f", "json").stdout)
     assert status["url"].startswith("postgresql://postgres@/postgres?host=")
 
