@@ -397,6 +397,7 @@ def ingest(
                     on_error=policy,
                     on_batch=progress.on_batch,
                     on_progress=progress.on_progress,
+                    on_phase=progress.on_phase,
                     count_clusters=True,
                     bulk=bulk,
                     workers="auto" if workers is None else workers,

@@ -258,6 +258,7 @@ class DedupStore:
         count_clusters: bool = False,
         bulk: bool | None = None,
         workers: int | Literal["auto"] = 0,
+        on_phase: Callable[[str], None] | None = None,
     ) -> IngestSummary:
         """Stream records into the store, one transaction per batch, in bounded memory; or,
         for a load large against the store, in one bulk load.
@@ -299,6 +300,9 @@ class DedupStore:
                 at least :data:`BULK_MINIMUM` records (starting a process costs about a
                 second). They are started with the ``spawn`` method, so a script that asks
                 for them must ingest under ``if __name__ == "__main__":``.
+            on_phase: called with :data:`~dedup_store.pipeline.INDEX_PHASE` when a bulk load
+                has written its batches and builds the indexes (which takes a while on a large
+                load, with no batch to report meanwhile).
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
@@ -318,6 +322,7 @@ class DedupStore:
             on_progress=on_progress,
             bulk_load=bulk,
             workers=workers,
+            on_phase=on_phase,
         )
         if count_clusters:
             summary.clusters = self.stats().clusters

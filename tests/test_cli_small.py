@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -9,7 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+from dedup_store import DedupStore, Document
+from dedup_store.cli_render import IngestProgress
+from dedup_store.pipeline import INDEX_PHASE
 from tests.test_cli import CliHelper, near_copy, words
 from tests.test_cli import cli as cli
 
@@ -73,3 +78,23 @@ def test_export_as_a_table_shows_the_method(cli: CliHelper, tmp_path: Path) -> N
     assert header[:6] == ["id", "cluster_id", "representative", "created_at", "match", "method"]
     shown = {row[0]: row[4:6] for row in rows}
     assert shown == {"a.txt": ["", ""], "b.txt": ["a.txt", "minhash"]}
+
+
+def test_a_bulk_load_says_when_it_builds_the_indexes(store: DedupStore) -> None:
+    docs = [Document(f"doc-{i}", " ".join(words(i, 40))) for i in range(50)]
+    phases: list[str] = []
+    assert store.ingest(docs[:25], bulk=True, on_phase=phases.append).bulk
+    assert phases == [INDEX_PHASE] == ["building the indexes"]
+    phases.clear()
+    assert not store.ingest(docs[25:], bulk=False, on_phase=phases.append).bulk
+    assert phases == []
+
+
+def test_the_progress_line_shows_the_phase() -> None:
+    shown = io.StringIO()
+    console = Console(file=shown, force_terminal=True, width=120)
+    with IngestProgress(True, console=console) as progress:
+        progress.on_progress(50, 50)
+        progress.on_phase(INDEX_PHASE)
+    assert "ingesting" in shown.getvalue()
+    assert "building the indexes" in shown.getvalue()
