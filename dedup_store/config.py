@@ -53,6 +53,10 @@ DEFAULT_SCHEMA = "dedup"
 _DRIVER = "postgresql+psycopg"
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
 _MASK = "***"
+_ENCODE_HINT = (
+    "a user or password holding @, :, / or % must be percent-encoded "
+    "(@ is %40, : is %3A, / is %2F, % is %25)"
+)
 # scheme://user:password@ -- the password is anything up to the last "@" of the URL (an "@"
 # in a password is often left unencoded, and a "/" may be in it too).
 _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)(?P<pw>\S*)@")
@@ -112,15 +116,22 @@ def normalize_url(url: str) -> str:
         The URL as SQLAlchemy should receive it.
 
     Raises:
-        DatabaseError: The URL cannot be parsed or is not a PostgreSQL URL.
+        DatabaseError: The URL cannot be parsed (its message says how to encode a password),
+            holds an unencoded ``@`` before its host, or is not a PostgreSQL URL.
     """
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
+    head = url.split("?", 1)[0].partition("://")[2]
+    if head.count("@") > 1:  # the user or password holds an "@" that was not encoded
+        raise DatabaseError(f"invalid database URL: {redact(url)}: {_ENCODE_HINT}")
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError):
-        raise DatabaseError(f"invalid database URL: {redact(url)}") from None
+        raise DatabaseError(
+            f"invalid database URL: {redact(url)} (expected "
+            f"postgresql://user:password@host:port/database; {_ENCODE_HINT})"
+        ) from None
     backend = parsed.drivername.split("+", 1)[0]
     if backend not in _POSTGRES_SCHEMES:
         raise DatabaseError(

@@ -98,3 +98,21 @@ def test_the_progress_line_shows_the_phase() -> None:
         progress.on_phase(INDEX_PHASE)
     assert "ingesting" in shown.getvalue()
     assert "building the indexes" in shown.getvalue()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://app:p@ss@127.0.0.1:5432/test",
+        "postgresql://app:p@ss:w@127.0.0.1:5432/test",
+        "postgresql://app:s3cret@127.0.0.1:x/test",
+    ],
+)
+def test_an_invalid_url_says_how_to_encode_a_password(cli: CliHelper, url: str) -> None:
+    for command in (["stats"], ["db", "status"]):
+        failed = cli(*command, url=url)
+        assert failed.exit_code == 7
+        assert failed.stderr.startswith("error: invalid database URL")
+        assert "percent-encoded (@ is %40" in failed.stderr
+        assert not {"p@", "@ss", "ss@", "s3cret"} & {w for w in failed.stderr.split(":")}
+        assert "s3cret" not in failed.stderr and "ss@" not in failed.stderr
