@@ -184,12 +184,16 @@ def settings_of(ctx: typer.Context) -> Settings:
 
 def meta_object(meta: str | None) -> dict[str, Any] | None:
     """The object of a ``--meta`` option (JSON), ``None`` without one."""
+    from dedup_store.inputs import non_number_message, strict_json
+
     if meta is None:
         return None
     try:
-        value = json.loads(meta)
+        value = strict_json(meta)
     except json.JSONDecodeError as e:
         raise typer.BadParameter(f"not JSON: {e}", param_hint="--meta") from None
+    except ValueError as e:  # as the readers of JSON Lines refuse it
+        raise typer.BadParameter(non_number_message(e) or str(e), param_hint="--meta") from None
     if not isinstance(value, dict):
         raise typer.BadParameter("must be a JSON object", param_hint="--meta")
     return value

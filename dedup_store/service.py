@@ -41,7 +41,7 @@ from dedup_store.db.scoring import merging_methods
 from dedup_store.errors import EmptyDocumentError, OwnerRequiredError, UnknownDocumentError
 from dedup_store.pipeline import Destination, OnBatch, OnProgress
 from dedup_store.prepared import prepare_batch
-from dedup_store.records import Record
+from dedup_store.records import Record, validate_meta
 from dedup_store.results import (
     AddResult,
     CheckResult,
@@ -334,8 +334,10 @@ class DedupStore:
         """What :meth:`add` would answer for ``text`` with ``meta``, without writing anything.
 
         Raises:
-            InvalidDocumentError, EmptyDocumentError: as :meth:`add`.
+            InvalidDocumentError, EmptyDocumentError: as :meth:`add` (metadata included).
         """
+        if meta is not None:
+            validate_meta(meta)
         fp = self._weighted(text) if self.params.weighted else fingerprint(text, self.params)
         fp, signature = with_meta(fp, meta)
         statement = scoring.check_statement(self.schema, fp, self._hot_slots(fp), signature)

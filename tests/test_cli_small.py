@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from dedup_store import DedupStore, Document
+from dedup_store import DedupStore, Document, InvalidDocumentError
 from dedup_store.cli_render import IngestProgress
 from dedup_store.pipeline import INDEX_PHASE
 from tests.test_cli import CliHelper, near_copy, words
@@ -116,3 +116,25 @@ def test_an_invalid_url_says_how_to_encode_a_password(cli: CliHelper, url: str) 
         assert "percent-encoded (@ is %40" in failed.stderr
         assert not {"p@", "@ss", "ss@", "s3cret"} & {w for w in failed.stderr.split(":")}
         assert "s3cret" not in failed.stderr and "ss@" not in failed.stderr
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_check_refuses_non_numbers_in_meta_as_ingest_does(
+    cli: CliHelper, tmp_path: Path, constant: str
+) -> None:
+    record = tmp_path / "posts.jsonl"
+    record.write_text(f'{{"id": "a", "text": "{TEXT}", "score": {constant}}}\n')
+    ingested = cli("ingest", "--quiet", str(record))
+    assert ingested.exit_code == 4
+    refusal = f"JSON holds {constant}, which is not a valid JSON number"
+    assert refusal in ingested.stderr
+    checked = cli("check", TEXT, "--meta", f'{{"score": {constant}}}')
+    assert checked.exit_code == 2
+    assert refusal in " ".join(checked.stderr.split())
+
+
+def test_the_library_check_refuses_metadata_add_refuses(store: DedupStore) -> None:
+    with pytest.raises(InvalidDocumentError, match="metadata holds NaN or Infinity"):
+        store.add("a", TEXT, {"score": float("nan")})
+    with pytest.raises(InvalidDocumentError, match="metadata holds NaN or Infinity"):
+        store.check(TEXT, {"score": float("nan")})
