@@ -91,6 +91,15 @@ app = typer.Typer(
 app.add_typer(db_app, name="db")
 
 DocId = Annotated[str, typer.Argument(metavar="ID", help="A stored document id.")]
+MaxBytes = Annotated[
+    int | None,
+    typer.Option(
+        "--max-bytes",
+        min=1,
+        help="Largest document in UTF-8 bytes (default 16777216, 16 MiB).",
+        show_default=False,
+    ),
+]
 
 
 @app.callback()
@@ -331,6 +340,7 @@ def ingest(
             show_default=False,
         ),
     ] = None,
+    max_bytes: MaxBytes = None,
 ) -> None:
     """Add documents from files, directories, JSONL, CSV or standard input.
 
@@ -354,7 +364,10 @@ def ingest(
     policy: Literal["stop", "skip"] = "skip" if on_error is OnError.skip else "stop"
     fmt: InputFormat = stdin_format.value
     started = time.perf_counter()
-    with settings.store(create=True) as store, IngestProgress(not quiet) as progress:
+    with (
+        settings.store(create=True, max_bytes=max_bytes) as store,
+        IngestProgress(not quiet) as progress,
+    ):
         if engine is Engine.spark and store.params.uses_meta:
             raise typer.BadParameter(
                 "cannot load a store with meta_fields "
@@ -388,6 +401,7 @@ def ingest(
                     batch_size=batch_size,
                     on_error=policy,
                     on_errors=lambda errors: progress.on_batch([], errors),
+                    max_bytes=store.max_bytes,
                 ).summary
             else:
                 summary = store.ingest(
@@ -461,6 +475,7 @@ def check(
             show_default=False,
         ),
     ] = None,
+    max_bytes: MaxBytes = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Show what adding a text would find, without storing it.
@@ -469,7 +484,7 @@ def check(
     documents with their scores, and the cluster it would join.
     """
     body = _text_to_check(text, file)
-    with settings_of(ctx).store() as store:
+    with settings_of(ctx).store(max_bytes=max_bytes) as store:
         result = store.check(body, meta_object(meta))
     out = Output(fmt)
     matches = [m.to_dict() for m in result.matches]

@@ -46,12 +46,19 @@ class Settings:
         return self.url
 
     def store(
-        self, *, create: bool = False, params: FingerprintParams | Mapping[str, Any] | None = None
+        self,
+        *,
+        create: bool = False,
+        params: FingerprintParams | Mapping[str, Any] | None = None,
+        max_bytes: int | None = None,
     ) -> DedupStore:
-        """Open the store (``create``: make or upgrade the schema when missing)."""
+        """Open the store (``create``: make or upgrade the schema when missing; ``max_bytes``:
+        the largest document, else the library's default)."""
+        from dedup_store.core.validation import DEFAULT_MAX_BYTES
         from dedup_store.service import DedupStore
 
-        return DedupStore(self.resolve(), params, self.schema, create=create)
+        limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+        return DedupStore(self.resolve(), params, self.schema, create=create, max_bytes=limit)
 
 
 class ExitOnErrorGroup(TyperGroup):

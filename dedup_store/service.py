@@ -13,8 +13,8 @@ from sqlalchemy import text as sa_text
 from dedup_store import pipeline
 from dedup_store.core.fingerprint import (
     Fingerprint,
+    FingerprintBatch,
     feature_index,
-    fingerprint,
     fingerprint_valid_texts,
     reweighted,
 )
@@ -338,7 +338,10 @@ class DedupStore:
         """
         if meta is not None:
             validate_meta(meta)
-        fp = self._weighted(text) if self.params.weighted else fingerprint(text, self.params)
+        batch = fingerprint_valid_texts([validate_text(text, self.max_bytes)], self.params)
+        if batch.empty_index:
+            raise EmptyDocumentError("document is empty after canonicalization (no words left)")
+        fp = self._weighted(batch) if self.params.weighted else batch.row(0)
         fp, signature = with_meta(fp, meta)
         statement = scoring.check_statement(self.schema, fp, self._hot_slots(fp), signature)
         found = self._check_rows(*statement)
@@ -351,12 +354,9 @@ class DedupStore:
         status = Status.of((r.method for r in rows), merging)
         return CheckResult(status, sorted_matches(rows), joined_cluster(rows, merging))
 
-    def _weighted(self, text: str) -> Fingerprint:
-        """The fingerprint of ``text`` weighed with the store's document frequencies as if it
-        were added now (a store with weighted SimHash features)."""
-        batch = fingerprint_valid_texts([validate_text(text)], self.params)
-        if batch.empty_index:
-            raise EmptyDocumentError("document is empty after canonicalization (no words left)")
+    def _weighted(self, batch: FingerprintBatch) -> Fingerprint:
+        """The fingerprint of a batch of one text weighed with the store's document frequencies
+        as if it were added now (a store with weighted SimHash features)."""
         index = batch.feature_index or feature_index(batch)
         statement, parameters = frequencies.read_statement(self.schema, index.unique)
         rows = self._check_rows(statement, parameters)

@@ -138,3 +138,29 @@ def test_the_library_check_refuses_metadata_add_refuses(store: DedupStore) -> No
         store.add("a", TEXT, {"score": float("nan")})
     with pytest.raises(InvalidDocumentError, match="metadata holds NaN or Infinity"):
         store.check(TEXT, {"score": float("nan")})
+
+
+@pytest.fixture(scope="module")
+def large_document(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every Debian copyright file in one text of more than 16 MiB, the default limit."""
+    path = tmp_path_factory.mktemp("large") / "copyrights.txt"
+    with path.open("w", encoding="utf-8") as out:
+        for copyright in sorted(Path("/usr/share/doc").glob("*/copyright")):
+            out.write(copyright.read_text(encoding="utf-8", errors="replace").replace("\0", ""))
+    assert path.stat().st_size > 2**24
+    return path
+
+
+def test_max_bytes_raises_the_limit_of_a_document(cli: CliHelper, large_document: Path) -> None:
+    refused = cli("ingest", "--quiet", str(large_document))
+    assert refused.exit_code == 4
+    limit = "larger than the limit of 16777216 bytes (max_bytes; --max-bytes raises it)"
+    assert limit in refused.stderr
+    assert cli("check", "--file", str(large_document)).exit_code == 4
+    raised = ["--max-bytes", str(2**25)]
+    summary = json.loads(cli.ok("ingest", "--json", *raised, str(large_document)).stdout)
+    assert (summary["documents"], summary["new"]) == (1, 1)
+    checked = cli.json("check", *raised, "--file", str(large_document))
+    assert checked["status"] == "exact_duplicate"
+    lowered = cli("check", "--max-bytes", "1000", TEXT * 2)
+    assert lowered.exit_code == 4
