@@ -31,11 +31,14 @@ class ParamsMismatchError(DedupStoreError):
 
     exit_code = 3
 
-    def __init__(self, differences: Mapping[str, tuple[Any, Any]], context: str = "") -> None:
+    def __init__(
+        self, differences: Mapping[str, tuple[Any, Any]], context: str = "", hint: str = ""
+    ) -> None:
         self.differences = dict(differences)
         listed = ", ".join(f"{k}: {a!r} != {b!r}" for k, a, b in _rows(self.differences))
         prefix = f"{context}: " if context else ""
-        super().__init__(f"{prefix}fingerprint parameters differ ({listed})")
+        suffix = f"; {hint}" if hint else ""
+        super().__init__(f"{prefix}fingerprint parameters differ ({listed}){suffix}")
 
 
 def _rows(diff: Mapping[str, tuple[Any, Any]]) -> list[tuple[str, Any, Any]]:

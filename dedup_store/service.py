@@ -58,6 +58,8 @@ from dedup_store.results import (
     sorted_matches,
 )
 
+#: What a parameter mismatch with a stored store says to do.
+PARAMS_WAY_OUT = "open it with the stored parameters (omit them), or use another --schema"
 #: A load of at least this many times the documents stored is written in bulk by default.
 BULK_FACTOR = 4
 #: A load known to hold fewer documents is not written in bulk by default: rebuilding the
@@ -136,10 +138,10 @@ class DedupStore:
         """Refuse ``params`` (all of them, or the named ones) that differ from the stored ones."""
         context = f"store {self.schema!r} was created with other parameters"
         if isinstance(params, FingerprintParams):
-            stored.require_same(params, context)
+            stored.require_same(params, context, PARAMS_WAY_OUT)
             return
         wanted = {**stored.to_dict(), **params}
-        stored.require_same(FingerprintParams.from_dict(wanted), context)
+        stored.require_same(FingerprintParams.from_dict(wanted), context, PARAMS_WAY_OUT)
 
     def _ready_params(self, conn: Connection) -> FingerprintParams | None:
         """The params of a complete store at this code's revision, else ``None``."""

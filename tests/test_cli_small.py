@@ -164,3 +164,14 @@ def test_max_bytes_raises_the_limit_of_a_document(cli: CliHelper, large_document
     assert checked["status"] == "exact_duplicate"
     lowered = cli("check", "--max-bytes", "1000", TEXT * 2)
     assert lowered.exit_code == 4
+
+
+def test_a_parameter_mismatch_names_the_way_out(cli: CliHelper) -> None:
+    cli.ok("init", "--num-perm", "96")
+    refused = cli("init", "--num-perm", "128", "--threshold", "0.7")
+    assert refused.exit_code == 3
+    assert refused.stderr == (
+        f"error: store {cli.schema!r} was created with other parameters: fingerprint parameters "
+        "differ (num_perm: 96 != 128, threshold: 0.8 != 0.7); open it with the stored "
+        "parameters (omit them), or use another --schema\n"
+    )
