@@ -22,7 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import create_engine, text
+import psycopg
+from sqlalchemy import create_engine, exc, text
 from sqlalchemy.engine import make_url
 
 from dedup_store.config import libpq_url, normalize_url, scrub
@@ -106,8 +107,9 @@ def _server_major(url: str) -> int:
     try:
         with engine.connect() as conn:
             number = int(conn.execute(text("SHOW server_version_num")).scalar_one())
-    except Exception as e:  # the driver's errors, which the caller's message scrubs
-        raise DatabaseError(f"cannot reach the database: {_first_line(str(e))}") from None
+    except (exc.SQLAlchemyError, psycopg.Error) as e:
+        reason = _first_line(str(getattr(e, "orig", None) or e))
+        raise DatabaseError(f"cannot reach the database: {scrub(reason)}") from None
     finally:
         engine.dispose()
     return number // 10000

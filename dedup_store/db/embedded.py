@@ -173,16 +173,15 @@ def start(*, announce: Callable[[str], None] | None = None, replace_lost: bool =
             _require_our_binaries(running, pgdata_dir())
         if running is not None and running.status == "ready":
             return _url(running)
-        if not (pgdata_dir() / "PG_VERSION").exists():
-            if not replace_lost:
-                _refuse_lost(base)
-            if announce is not None:
-                announce(
-                    f"starting the embedded PostgreSQL server in {base} "
-                    "(first run takes a few seconds)"
-                )
+        new = not (pgdata_dir() / "PG_VERSION").exists()
+        if new and not replace_lost:
+            _refuse_lost(base)
+        if new and announce is not None:
+            announce(
+                f"starting the embedded PostgreSQL server in {base} (first run takes a few seconds)"
+            )
         url = _start_locked(pgdata_dir())
-        _mark_made(base)
+        _mark_made(base, renew=new)
         return url
 
 
@@ -228,11 +227,12 @@ def _made_on(base: Path) -> str | None:
         return None
 
 
-def _mark_made(base: Path) -> None:
-    """Record that ``base`` holds a cluster (once; best effort: a read-only parent directory
-    only means a lost cluster will not be told from a new one)."""
+def _mark_made(base: Path, *, renew: bool) -> None:
+    """Record that ``base`` holds a cluster, made now when ``renew`` (else only when nothing is
+    recorded: a cluster of an older version of this module). Best effort: a read-only parent
+    directory only means a lost cluster will not be told from a new one."""
     marker = _marker(base)
-    if marker.exists():
+    if marker.exists() and not renew:
         return
     created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     with contextlib.suppress(OSError):
