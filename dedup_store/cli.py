@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 from typer.core import TyperCommand
 
-from dedup_store import config
+from dedup_store import cli_review, config
 from dedup_store.choices import HtmlMode, Scheme, SimhashWeights, VerifyMode
 from dedup_store.cli_app import (
     EXIT_INTERRUPTED,
@@ -89,6 +89,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(db_app, name="db")
+cli_review.register(app)
 
 DocId = Annotated[str, typer.Argument(metavar="ID", help="A stored document id.")]
 MaxBytes = Annotated[
@@ -221,6 +222,22 @@ def init(
     meta_weight: Annotated[
         float | None, _param("Weight of the metadata score in the combined score (1 - mu)")
     ] = None,
+    keep_text: Annotated[
+        bool,
+        typer.Option(
+            "--keep-text",
+            help="Keep each document's original text, for explain and report (a new store).",
+        ),
+    ] = False,
+    canonical: Annotated[
+        str | None,
+        typer.Option(
+            metavar="RULE",
+            help="A new store's rule for each cluster's canonical document: oldest, longest, "
+            "meta:FIELD (largest value) or meta:FIELD:min (default oldest; "
+            "`dedup-store canonical --rule` changes it).",
+        ),
+    ] = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Create the store, or upgrade its schema.
@@ -255,12 +272,15 @@ def init(
     FingerprintParams.from_dict(chosen)  # out-of-range values fail before anything is made
     settings = settings_of(ctx)
     migrate.upgrade(settings.resolve(), settings.schema)
-    with settings.store(create=True, params=chosen or None) as store:
-        stored = store.params
+    options = {"keep_text": keep_text or None, "canonical_rule": canonical}
+    with settings.store(create=True, params=chosen or None, **options) as store:
+        stored, kept = store.params, store.settings
     info = {
         "schema": settings.schema,
         "database": config.redact(settings.resolve()),
         "revision": migrate.head(),
+        "keep_text": kept.keep_text,
+        "canonical_rule": kept.canonical_rule,
         "params": stored.to_dict(),
     }
     Output(fmt).record(info, title="store ready")
@@ -365,7 +385,7 @@ def ingest(
     fmt: InputFormat = stdin_format.value
     started = time.perf_counter()
     with (
-        settings.store(create=True, max_bytes=max_bytes) as store,
+        settings.store(create=True, **_limit(max_bytes)) as store,
         IngestProgress(not quiet) as progress,
     ):
         if engine is Engine.spark and store.params.uses_meta:
@@ -434,6 +454,11 @@ def ingest(
     warn_about_skips(summary, repeats.count, stdin_text=STDIN in paths and fmt == "text")
 
 
+def _limit(max_bytes: int | None) -> dict[str, Any]:
+    """The store's ``max_bytes`` option when ``--max-bytes`` is given (else its default)."""
+    return {} if max_bytes is None else {"max_bytes": max_bytes}
+
+
 def _spark_ingest(master: str) -> Callable[..., SparkIngest]:
     """``dedup_store.spark.ingest_records``, once the spark extra is there and ``master`` is a
     master URL that answers (before the store is opened and the input read)."""
@@ -484,7 +509,7 @@ def check(
     documents with their scores, and the cluster it would join.
     """
     body = _text_to_check(text, file)
-    with settings_of(ctx).store(max_bytes=max_bytes) as store:
+    with settings_of(ctx).store(**_limit(max_bytes)) as store:
         result = store.check(body, meta_object(meta))
     out = Output(fmt)
     matches = [m.to_dict() for m in result.matches]
@@ -536,11 +561,14 @@ _MATCH_COLUMNS = [
 def similar(
     ctx: typer.Context,
     doc_id: DocId,
+    limit: Annotated[int | None, typer.Option(min=0, help="Show at most this many.")] = None,
+    offset: Annotated[int, typer.Option(min=0, help="Skip this many best ones first.")] = 0,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
-    """List the documents that match a stored document, best first."""
+    """List the documents that match a stored document, best first (exact copies answer as
+    their whole group)."""
     with settings_of(ctx).store() as store:
-        matches = store.similar(doc_id)
+        matches = store.similar(doc_id, limit=limit, offset=offset)
     Output(fmt).rows((m.to_dict() for m in matches), _MATCH_COLUMNS, title=f"similar to {doc_id}")
 
 
@@ -556,36 +584,71 @@ def cluster(
     Output(fmt).record(found.to_dict(), title=f"cluster {found.cluster_id}")
 
 
-_CLUSTER_COLUMNS = ["cluster_id", "size", "representative", "members"]
+_CLUSTER_COLUMNS = ["cluster_id", "size", "canonical", "members"]
+
+MinSimilarity = Annotated[
+    float | None,
+    typer.Option(
+        min=0.0,
+        max=1.0,
+        help="Only matches of at least this score (a stricter level than the store's).",
+    ),
+]
 
 
 @app.command()
 def clusters(
     ctx: typer.Context,
     min_size: Annotated[int, typer.Option(min=1, help="Only clusters this large.")] = 2,
+    min_similarity: MinSimilarity = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
-    """List the clusters of duplicates, oldest first."""
+    """List the clusters of duplicates, oldest first, with each one's canonical document.
+
+    With --min-similarity, the clusters the stored matches of at least that score make.
+    """
     with settings_of(ctx).store() as store:
-        count = Output(fmt).rows(
-            (c.to_dict() for c in store.clusters(min_size)), _CLUSTER_COLUMNS, title="clusters"
-        )
+        found = store.clusters(min_size, min_similarity=min_similarity)
+        count = Output(fmt).rows((c.to_dict() for c in found), _CLUSTER_COLUMNS, title="clusters")
     _note_empty(fmt, count, f"no clusters with at least {min_size} documents")
 
 
-_PAIR_COLUMNS = ["a", "b", "method", "jaccard", "meta_score", "score", "containment", "hamming"]
+_PAIR_COLUMNS = [
+    "a", "b", "method", "jaccard", "meta_score", "score", "containment", "hamming", "verdict",
+]  # fmt: skip
 
 
 @app.command()
-def pairs(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
-    """List every duplicate pair with its method and scores.
+def pairs(
+    ctx: typer.Context,
+    min_similarity: MinSimilarity = None,
+    pending: Annotated[
+        bool,
+        typer.Option(
+            "--pending",
+            help="Only pairs without a verdict (exact copies aside), the most doubtful first.",
+        ),
+    ] = False,
+    expand: Annotated[
+        bool, typer.Option("--expand", help="Also every pair implied by exact copies.")
+    ] = False,
+    fmt: FormatOption = OutputFormat.table,
+) -> None:
+    """List every duplicate pair with its method, scores and verdict.
 
     In each pair, a is the older document.
     """
+    if pending and expand:
+        raise typer.BadParameter("lists stored pairs: drop --expand", param_hint="--pending")
+    columns = [*_PAIR_COLUMNS, "via_exact_of"] if expand else _PAIR_COLUMNS
     with settings_of(ctx).store() as store:
-        count = Output(fmt).rows(
-            (p.to_dict() for p in store.pairs()), _PAIR_COLUMNS, title="duplicate pairs"
+        found = (
+            p.to_dict()
+            for p in store.pairs(min_similarity=min_similarity, expand=expand, pending=pending)
         )
+        if not expand:  # every stored pair is its own
+            found = ({k: v for k, v in p.items() if k != "via_exact_of"} for p in found)
+        count = Output(fmt).rows(found, columns, title="duplicate pairs")
     _note_empty(fmt, count, "no duplicate pairs")
 
 

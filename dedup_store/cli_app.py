@@ -50,15 +50,13 @@ class Settings:
         *,
         create: bool = False,
         params: FingerprintParams | Mapping[str, Any] | None = None,
-        max_bytes: int | None = None,
+        **options: Any,
     ) -> DedupStore:
-        """Open the store (``create``: make or upgrade the schema when missing; ``max_bytes``:
-        the largest document, else the library's default)."""
-        from dedup_store.core.validation import DEFAULT_MAX_BYTES
+        """Open the store (``create``: make or upgrade the schema when missing); ``options``
+        go to :class:`~dedup_store.service.DedupStore`."""
         from dedup_store.service import DedupStore
 
-        limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
-        return DedupStore(self.resolve(), params, self.schema, create=create, max_bytes=limit)
+        return DedupStore(self.resolve(), params, self.schema, create=create, **options)
 
 
 class ExitOnErrorGroup(TyperGroup):

@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import stat
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -242,6 +243,26 @@ def read_stream(
     if fmt == "csv":
         return read_csv(stream, source, id_field, text_field)
     return iter([read_text(stream, source, doc_id if doc_id is not None else source)])
+
+
+def text_of(name: str) -> str:
+    """The whole text of file ``name`` (``-``: standard input), read as :func:`read_text` does.
+
+    Raises:
+        InputFormatError: the file is missing or unreadable, or not UTF-8 text.
+    """
+    if name == "-":
+        record = read_text(sys.stdin.buffer, "<stdin>", "stdin")
+    else:
+        try:
+            with open_regular(name) as f:
+                record = read_text(f, name, name)
+        except OSError as e:
+            raise InputFormatError(e.strerror or str(e), name) from None
+    if isinstance(record, InputFormatError):
+        raise record
+    assert isinstance(record, Document)
+    return record.text
 
 
 def read_text(stream: IO[bytes], source: str, doc_id: str) -> Record:

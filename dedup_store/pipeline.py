@@ -26,7 +26,7 @@ import numpy as np
 from sqlalchemy import Connection
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import bulk, checkpoint, frequencies, hot, reports, scoring, write
+from dedup_store.db import bulk, checkpoint, frequencies, hot, reports, scoring, verdicts, write
 from dedup_store.db.engine import Database
 from dedup_store.db.lane import Lane
 from dedup_store.db.lookup import Reach, connection_of
@@ -196,6 +196,9 @@ def commit_batch(conn: Connection, dest: Destination, staged: StagedBatch) -> Wr
     frequencies.add(conn, schema, prepared.batch, new.rows, new.ids)
     edges = scoring.store_verified(conn, schema, staged.verified)
     mapping = write.merge_clusters(conn, schema, edges, dest.params)
+    if verdicts.apply_to_new(conn, schema, new.ids.tolist()):  # a reviewer named a new one
+        labels = reports.cluster_ids(conn, schema, new.ids.tolist())
+        mapping = {**mapping, **{i: label for i, label in labels.items() if label != i}}
     if len(new.ids):
         # a bulk load plans only statements on documents (by id and by cluster, whose plans
         # do not change as it grows), and analyzes everything at its end

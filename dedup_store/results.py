@@ -374,6 +374,8 @@ class Cluster:
         representative: external id of the member whose internal id is ``cluster_id``.
         members: external ids, oldest first.
         first_seen, last_seen: creation times of the oldest and newest member.
+        canonical: external id of the member to point ``rel=canonical`` at: the one a person
+            declared, else the one the store's canonical rule picks.
     """
 
     cluster_id: int
@@ -381,6 +383,7 @@ class Cluster:
     members: list[str]
     first_seen: dt.datetime
     last_seen: dt.datetime
+    canonical: str | None = None
 
     @property
     def size(self) -> int:
@@ -392,6 +395,7 @@ class Cluster:
         return {
             "cluster_id": self.cluster_id,
             "representative": self.representative,
+            "canonical": self.canonical,
             "size": self.size,
             "members": self.members,
             "first_seen": self.first_seen.isoformat(),
@@ -407,6 +411,11 @@ class Pair:
         meta_score, score: as in :class:`Match`.
         excerpt: for an excerpt match (method ``containment``), the id of the smaller document,
             the one contained in the other; ``None`` for other methods.
+        verdict: a reviewer's verdict on the pair (``duplicate``, ``not_duplicate``); ``None``
+            while undecided.
+        via_exact_of: the pair has no stored edge of its own, it is implied through exact
+            copies (``DedupStore.pairs(expand=True)``, where every pair has the scores and
+            ``found_at`` of the best stored edge between the two documents' exact groups).
     """
 
     a: str
@@ -419,6 +428,8 @@ class Pair:
     score: float
     found_at: dt.datetime
     excerpt: str | None = None
+    verdict: str | None = None
+    via_exact_of: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -443,6 +454,8 @@ class Stats:
             their document counts.
         recent_documents: documents in the recent tier of the key indexes (added since the
             last bulk load or :meth:`~dedup_store.DedupStore.settle`; exact copies included).
+        settings: the store's settings (``keep_text``, ``canonical_rule``) and how many
+            ``verdicts`` reviewers gave.
     """
 
     documents: int
@@ -457,6 +470,7 @@ class Stats:
     hot_keys: dict[str, int] = dataclasses.field(default_factory=dict)
     hottest_keys: dict[str, int] = dataclasses.field(default_factory=dict)
     recent_documents: int = 0
+    settings: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

@@ -23,12 +23,14 @@ from dedup_store.core.params import FingerprintParams
 from dedup_store.core.validation import DEFAULT_MAX_BYTES, validate_text
 from dedup_store.db import (
     ddl,
+    exact_groups,
     frequencies,
     hot,
     migrate,
     native,
     reports,
     scoring,
+    settings,
     single,
     tier_rows,
     write,
@@ -38,6 +40,7 @@ from dedup_store.db.ddl import DEFAULT_SCHEMA
 from dedup_store.db.engine import Bind, Database
 from dedup_store.db.names import validate_schema
 from dedup_store.db.scoring import merging_methods
+from dedup_store.db.settings import StoreSettings, check_rule
 from dedup_store.errors import EmptyDocumentError, OwnerRequiredError, UnknownDocumentError
 from dedup_store.pipeline import Destination, OnBatch, OnProgress
 from dedup_store.prepared import prepare_batch
@@ -57,6 +60,7 @@ from dedup_store.results import (
     joined_cluster,
     sorted_matches,
 )
+from dedup_store.reviewing import Reviewing
 
 #: What a parameter mismatch with a stored store says to do.
 PARAMS_WAY_OUT = "open it with the stored parameters (omit them), or use another --schema"
@@ -73,7 +77,7 @@ def _auto_workers(records: Iterable[Record], bulk: bool) -> int:
     return 1 if large and (os.cpu_count() or 1) >= 2 else 0
 
 
-class DedupStore:
+class DedupStore(Reviewing):
     """Near-duplicate detection backed by PostgreSQL.
 
     Args:
@@ -88,7 +92,10 @@ class DedupStore:
         schema: the PostgreSQL schema holding the store's tables.
         create: create the store when the schema has none (otherwise
             :class:`~dedup_store.errors.StoreNotInitializedError`).
-        keep_text: also store each document's original text.
+        keep_text: store each document's original text (for explanations and reports);
+            ``None`` follows the store's setting, which a new store takes from this argument.
+        canonical_rule: a new store's rule for the canonical document of each cluster
+            (:meth:`set_canonical_rule`; default ``oldest``).
         max_bytes: largest accepted document, in UTF-8 bytes.
     """
 
@@ -99,25 +106,36 @@ class DedupStore:
         schema: str = DEFAULT_SCHEMA,
         *,
         create: bool = True,
-        keep_text: bool = False,
+        keep_text: bool | None = None,
+        canonical_rule: str | None = None,
         max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.schema = validate_schema(schema)  # before any statement is built with it
-        self.keep_text = keep_text
         self.max_bytes = max_bytes
         self._db = Database(bind, schema)
         self._hot_keys = hot.MetHotKeys()
+        chosen = StoreSettings(bool(keep_text), check_rule(canonical_rule or "oldest"))
         try:
-            self.params = self._db.run(lambda conn: self._open(conn, params, create))
+            self.params, stored = self._db.run(
+                lambda conn: self._open(conn, params, create, chosen)
+            )
         except BaseException:
             self._db.close()
             raise
-        self._destination = Destination(self._db, self.schema, self.params, keep_text, max_bytes)
+        self.keep_text: bool = stored.keep_text if keep_text is None else keep_text
+        self._destination = Destination(
+            self._db, self.schema, self.params, self.keep_text, max_bytes
+        )
 
     def _open(
-        self, conn: Connection, params: FingerprintParams | Mapping[str, Any] | None, create: bool
-    ) -> FingerprintParams:
-        """Check (and with ``create``, make or complete) the store; returns its params.
+        self,
+        conn: Connection,
+        params: FingerprintParams | Mapping[str, Any] | None,
+        create: bool,
+        chosen: StoreSettings,
+    ) -> tuple[FingerprintParams, StoreSettings]:
+        """Check (and with ``create``, make or complete) the store; returns its params and
+        settings (``chosen`` for a new store).
 
         An existing, complete store is only read, so opening it needs no privilege beyond
         reading and never waits on a writer.
@@ -127,10 +145,10 @@ class DedupStore:
             if not create:
                 migrate.verify_schema(conn, self.schema)
             write.lock_writers(conn, self.schema)
-            stored = self._create(conn, params)
+            stored = self._create(conn, params, chosen)
         elif params is not None:
             self._require(stored, params)
-        return stored
+        return stored, settings.load(conn, self.schema)
 
     def _require(
         self, stored: FingerprintParams, params: FingerprintParams | Mapping[str, Any]
@@ -153,9 +171,13 @@ class DedupStore:
         return stored
 
     def _create(
-        self, conn: Connection, params: FingerprintParams | Mapping[str, Any] | None
+        self,
+        conn: Connection,
+        params: FingerprintParams | Mapping[str, Any] | None,
+        chosen: StoreSettings,
     ) -> FingerprintParams:
-        """Create or complete the store under the writers' lock."""
+        """Create or complete the store under the writers' lock (a new store records the
+        ``chosen`` settings)."""
         if migrate.current_revision(conn, self.schema) is None:
             migrate.upgrade_connection(conn, self.schema)
         migrate.verify_schema(conn, self.schema)
@@ -166,6 +188,7 @@ class DedupStore:
             else:
                 stored = FingerprintParams.from_dict(dict(params or {}))
             ddl.save_params(conn, self.schema, stored)
+            settings.save(conn, self.schema, chosen)
         elif params is not None:
             self._require(stored, params)
         tier_rows.create_key_tables(conn, self.schema, stored)
@@ -200,6 +223,8 @@ class DedupStore:
             self.schema, fp, id, meta, body, language, meta_signature, self._hot_slots(fp)
         )
         outcome = single.outcome(self._add_rows(statement, parameters))
+        if outcome.judged:  # a reviewer named it: the batch path applies the verdicts
+            return self.add_many([document])[0]
 
         def promote(conn: Connection) -> None:
             write.lock_writers(conn, self.schema)
@@ -407,13 +432,32 @@ class DedupStore:
             found = self._run(lambda conn: list(conn.execute(sa_text(statement), parameters)))
         return list(found)
 
-    def similar(self, id: str) -> list[Match]:
-        """The stored matches of document ``id`` (older and newer), best first."""
+    def similar(self, id: str, *, limit: int | None = None, offset: int = 0) -> list[Match]:
+        """The documents that document ``id`` matches (older and newer), best first.
 
-        def work(conn: Connection) -> list[MatchRow]:
-            return reports.stored_matches(conn, self.schema, self._doc_id(conn, id), self.params)
+        An exact copy answers as its whole exact group does: the other copies (method
+        ``exact``) and every document that a member of the group matches, with the copies of
+        that document too, each once, with the scores of the best stored edge between the
+        two groups (:mod:`dedup_store.db.exact_groups`).
 
-        return sorted_matches(self._run(work))
+        Args:
+            id: the document's external id.
+            limit: return at most this many matches (``None``: all of them).
+            offset: skip this many of the best matches first (for paging with ``limit``).
+
+        Raises:
+            UnknownDocumentError: no document has id ``id``.
+        """
+        if (limit is not None and limit < 0) or offset < 0:
+            raise ValueError(f"limit and offset must not be negative, got {limit} and {offset}")
+        rows = self._run(
+            lambda conn: exact_groups.similar_rows(
+                conn, self.schema, id, self.params, limit, offset
+            )
+        )
+        if rows is None:
+            raise UnknownDocumentError(id)
+        return [row.match() for row in rows]
 
     def cluster(self, id: str) -> Cluster:
         """The cluster of document ``id``."""
@@ -426,18 +470,41 @@ class DedupStore:
         result: Cluster = self._db.run(work)  # a server-side cursor needs a transaction
         return result
 
-    def clusters(self, min_size: int = 2) -> Iterator[Cluster]:
-        """Every cluster with at least ``min_size`` members, oldest first (streamed)."""
-        with self._db.transaction() as conn:
-            yield from _group_clusters(reports.cluster_rows(conn, self.schema, None, min_size))
+    def clusters(
+        self, min_size: int = 2, *, min_similarity: float | None = None
+    ) -> Iterator[Cluster]:
+        """Every cluster with at least ``min_size`` members, oldest first (streamed).
 
-    def pairs(self) -> Iterator[Pair]:
-        """Every stored match edge (streamed)."""
+        With ``min_similarity``, the clusters the stored merging edges of at least that score
+        make (verdicts applied), as a stricter store would keep them, without re-ingesting.
+        """
         with self._db.transaction() as conn:
-            for row in reports.pair_rows(conn, self.schema):
-                a, b, method, jaccard, containment, hamming, meta, score, found_at, excerpt = row
+            rows = reports.cluster_rows(conn, self.schema, None, min_size, min_similarity)
+            yield from _group_clusters(rows)
+
+    def pairs(
+        self, *, min_similarity: float | None = None, pending: bool = False, expand: bool = False
+    ) -> Iterator[Pair]:
+        """Every stored match edge with its verdict (streamed); only those of at least
+        ``min_similarity``; with ``pending``, the undecided ones (exact copies aside), the most
+        doubtful first: excerpts, SimHash-only matches, then the closest to the threshold.
+
+        With ``expand``, every pair the stored edges imply instead: the copies of an exact
+        group with each other, and each member of a group with each member of every group it
+        matches, with the scores of the best stored edge between the two groups
+        (:attr:`Pair.via_exact_of` tells the implied ones; a group of k copies gives
+        k (k - 1) / 2 pairs). The pending pairs are stored ones: not with ``expand``.
+        """
+        if pending and expand:
+            raise ValueError("pending lists stored pairs: it does not go with expand")
+        with self._db.transaction() as conn:
+            rows = reports.pair_rows(
+                conn, self.schema, self.params, min_similarity, pending, expand
+            )
+            for row in rows:
+                a, b, method, jaccard, containment, hamming, meta, score, found_at, *rest = row
                 scores = (jaccard, containment, hamming, meta, score)
-                yield Pair(a, b, Method(method), *scores, found_at, excerpt)
+                yield Pair(a, b, Method(method), *scores, found_at, *rest)
 
     def export(self) -> Iterator[dict[str, Any]]:
         """Every document with its cluster, its metadata, and the scores of its best match
@@ -519,4 +586,5 @@ def _group_clusters(rows: Iterable[Any]) -> Iterator[Cluster]:
             members=[m[2] for m in members],
             first_seen=min(m[3] for m in members),
             last_seen=max(m[3] for m in members),
+            canonical=members[0][4],
         )

@@ -166,7 +166,7 @@ def test_human_summary_and_tables(cli: CliHelper, corpus: Path) -> None:
     assert lines["near_duplicates"].strip() == "1"
     assert "documents_per_second" in lines
     table = cli.ok("clusters").stdout.splitlines()
-    assert table[0].split("\t") == ["cluster_id", "size", "representative", "members"]
+    assert table[0].split("\t") == ["cluster_id", "size", "canonical", "members"]
     assert table[1].split("\t")[1:3] == ["3", "a.txt"]
 
 
@@ -199,14 +199,18 @@ def test_similar_and_cluster(cli: CliHelper, corpus: Path) -> None:
     ingest_json(cli, str(corpus))
     similar = cli.json("similar", "sub/b.txt")
     assert isinstance(similar, list)
-    assert {m["external_id"] for m in similar} == {"a.txt"}
+    assert {m["external_id"] for m in similar} == {"a.txt", "copy.txt"}  # a.txt's copy too
     assert all(m["method"] in {"exact", "minhash", "simhash", "containment"} for m in similar)
     cluster = cli.json("cluster", "other.txt")
     assert isinstance(cluster, dict)
     assert (cluster["members"], cluster["size"]) == (["other.txt"], 1)
     csv_lines = cli.ok("similar", "sub/b.txt", "--format", "csv").stdout.splitlines()
     assert csv_lines[0] == "external_id,method,jaccard,containment,hamming,meta_score,score"
-    assert len(csv_lines) == 2
+    assert len(csv_lines) == 3
+    (best,) = cli.json("similar", "copy.txt", "--limit", "1")
+    (second,) = cli.json("similar", "copy.txt", "--limit", "1", "--offset", "1")
+    assert (best["external_id"], best["method"]) == ("a.txt", "exact")
+    assert second["external_id"] == "sub/b.txt"
 
 
 def test_unknown_id_exit_code(cli: CliHelper, corpus: Path) -> None:
@@ -231,6 +235,13 @@ def test_pairs_jsonl(cli: CliHelper, corpus: Path) -> None:
         assert 0 <= pair["hamming"] <= 3
     exact = [p for p in pairs if {p["a"], p["b"]} == {"a.txt", "copy.txt"}]
     assert exact[0]["method"] == "exact"
+    assert all("via_exact_of" not in p for p in pairs)
+    lines = cli.ok("pairs", "--expand", "--format", "jsonl").stdout.splitlines()
+    expanded = {frozenset((p["a"], p["b"])): p for p in map(json.loads, lines)}
+    assert len(expanded) == len(pairs) + 1
+    implied = expanded[frozenset(("copy.txt", "sub/b.txt"))]
+    assert implied["via_exact_of"] and implied["method"] != "exact"
+    assert not any(p["via_exact_of"] for p in expanded.values() if p is not implied)
 
 
 def test_delete_splits_and_all_or_nothing(cli: CliHelper, corpus: Path) -> None:
@@ -447,7 +458,8 @@ def test_metadata_sets_show_their_scores(cli: CliHelper, tmp_path: Path) -> None
     assert (pair["a"], pair["b"], pair["meta_score"]) == ("original", "edited", 1.0)
     assert pair["score"] == pytest.approx(0.85 * pair["jaccard"] + 0.15)
     header = cli.ok("pairs", "--format", "csv").stdout.splitlines()[0]
-    assert header == "a,b,method,jaccard,containment,hamming,meta_score,score,found_at,excerpt"
+    columns = "a,b,method,jaccard,containment,hamming,meta_score,score,found_at,excerpt,verdict"
+    assert header == columns
     (similar,) = cli.json("similar", "edited")
     assert similar["score"] == pair["score"] and similar["meta_score"] == 1.0
     exported = {d["id"]: d for d in cli.json("export")}

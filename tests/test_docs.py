@@ -46,6 +46,10 @@ def test_every_command_is_found() -> None:
         "stats",
         "delete",
         "export",
+        "explain",
+        "review",
+        "verdicts",
+        "canonical",
         "db",
         "db status",
         "db stop",
@@ -118,7 +122,15 @@ def test_readme_command_blocks(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "view", ["duplicate_pairs", "cluster_members", "cluster_sizes", "duplicates_per_day"]
+    "view",
+    [
+        "duplicate_pairs",
+        "duplicate_pairs_expanded",
+        "cluster_members",
+        "cluster_sizes",
+        "duplicates_per_day",
+        "cluster_canonical",
+    ],
 )
 def test_views_documented(view: str) -> None:
     assert f"dedup.{view}" in README

@@ -22,6 +22,7 @@ import dataclasses
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     Connection,
@@ -47,7 +48,16 @@ from dedup_store.db.names import qualified, quote
 from dedup_store.results import Method
 
 VERSION_TABLE = "alembic_version"
-VIEWS = ("duplicate_pairs", "cluster_members", "cluster_sizes", "duplicates_per_day")
+VIEWS = (
+    "duplicate_pairs",
+    "cluster_members",
+    "cluster_sizes",
+    "duplicates_per_day",
+    "cluster_canonical",
+    "duplicate_pairs_expanded",
+)
+#: What a reviewer can say of a pair (the ``verdict`` column of ``verdicts``).
+VERDICTS = ("duplicate", "not_duplicate")
 
 
 def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
@@ -160,6 +170,36 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
             f"method IN ({', '.join(repr(m.value) for m in Method)})", name="edges_method"
         ),
         Index("edges_b", "b"),
+    )
+    Table(
+        "verdicts",
+        md,
+        Column("a", Text, primary_key=True),
+        Column("b", Text, primary_key=True),
+        Column("verdict", Text, nullable=False),
+        Column("note", Text),
+        Column("reviewer", Text),
+        Column("decided_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+        CheckConstraint("a < b", name="verdicts_ordered"),
+        CheckConstraint(
+            f"verdict IN ({', '.join(repr(v) for v in VERDICTS)})", name="verdicts_verdict"
+        ),
+        Index("verdicts_b", "b"),
+    )
+    Table(
+        "settings",
+        md,
+        Column("id", SmallInteger, primary_key=True, autoincrement=False),
+        Column("keep_text", Boolean, nullable=False, server_default=text("false")),
+        Column("canonical_rule", Text, nullable=False, server_default=text("'oldest'")),
+        CheckConstraint("id = 1", name="settings_single_row"),
+    )
+    Table(
+        "canonical_choices",
+        md,
+        Column("external_id", Text, primary_key=True),
+        Column("reviewer", Text),
+        Column("chosen_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
     )
     return md
 

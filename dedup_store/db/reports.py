@@ -2,42 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, text
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import hot
+from dedup_store.db import hot, settings
 from dedup_store.db.ddl import settled_through
 from dedup_store.db.names import qualified
 from dedup_store.db.scoring import combined_score_sql
 from dedup_store.db.stored import find_documents as find_documents
-from dedup_store.results import MatchRow, Method
+from dedup_store.results import Method
 
 #: Options of the streamed reports: a server-side cursor fetched in chunks. Given per statement,
 #: so a caller's Connection keeps its own options.
 _STREAM = {"yield_per": 5000}
-
-
-def stored_matches(
-    conn: Connection, schema: str, doc_id: int, params: FingerprintParams
-) -> list[MatchRow]:
-    """The stored edges of one document, from either side, scored with the store's
-    ``params``."""
-    s = qualified(schema)
-    rows = conn.execute(
-        text(
-            f"""SELECT o.id, o.external_id, o.cluster_id, e.method, e.jaccard, e.containment,
-                   e.hamming, e.meta_score,
-                   {combined_score_sql("e.jaccard", "e.meta_score", ":meta_weight")}
-            FROM {s}.edges e
-            JOIN {s}.documents o ON o.id = CASE WHEN e.a = :id THEN e.b ELSE e.a END
-            WHERE e.a = :id OR e.b = :id"""
-        ),
-        {"id": doc_id, "meta_weight": params.meta_weight},
-    )
-    return [MatchRow(*row) for row in rows]
 
 
 def cluster_ids(conn: Connection, schema: str, doc_ids: Sequence[int]) -> dict[int, int]:
@@ -51,37 +32,107 @@ def cluster_ids(conn: Connection, schema: str, doc_ids: Sequence[int]) -> dict[i
     return {row[0]: row[1] for row in rows}
 
 
-def cluster_rows(conn: Connection, schema: str, label: int | None, min_size: int) -> Iterator[Any]:
-    """Members of one cluster (``label``) or of every cluster of ``min_size`` or more.
+def cluster_rows(
+    conn: Connection,
+    schema: str,
+    label: int | None,
+    min_size: int,
+    min_similarity: float | None = None,
+) -> Iterator[Any]:
+    """Members of one cluster (``label``) or of every cluster of ``min_size`` or more; with
+    ``min_similarity``, of the clusters over the merging edges of at least that score
+    (:func:`stricter_statement`).
 
-    Rows ``(cluster_id, representative, external_id, created_at)``, grouped by cluster, oldest
-    member first.
+    Rows ``(cluster_id, representative, external_id, created_at, canonical)``, grouped by
+    cluster, oldest member first.
     """
     s = qualified(schema)
     where = "m.cluster_id = :label" if label is not None else "z.size >= :min_size"
     statement = f"""
-        SELECT m.cluster_id, m.representative, m.external_id, m.created_at
+        SELECT m.cluster_id, m.representative, m.external_id, m.created_at, z.canonical
         FROM {s}.cluster_members m JOIN {s}.cluster_sizes z ON z.cluster_id = m.cluster_id
         WHERE {where}
         ORDER BY z.first_seen, m.cluster_id, m.doc_id
     """
-    result = conn.execute(
-        text(statement), {"label": label, "min_size": min_size}, execution_options=_STREAM
-    )
+    if min_similarity is not None:
+        statement = stricter_statement(s)
+    parameters = {"label": label, "min_size": min_size, "min_similarity": min_similarity}
+    result = conn.execute(text(statement), parameters, execution_options=_STREAM)
     try:
         yield from result
     finally:
         result.close()
 
 
-def pair_rows(conn: Connection, schema: str) -> Iterator[Any]:
-    """Every stored edge with both external ids, oldest first."""
+def stricter_statement(s: str) -> str:
+    """The statement of :func:`cluster_rows` for clusters at ``:min_similarity`` (the SQL
+    function ``clusters_at``) of ``:min_size`` or more members. Each lies inside one stored
+    cluster; its canonical document is that cluster's when a member, else its oldest member.
+    """
+    return f"""
+        WITH c AS MATERIALIZED (SELECT * FROM {s}.clusters_at(:min_similarity)),
+        z AS (
+            SELECT cluster_id, min(doc_id) AS oldest FROM c
+            GROUP BY cluster_id HAVING count(*) >= :min_size
+        ),
+        m AS (
+            SELECT c.cluster_id, c.doc_id, d.external_id, d.created_at,
+                   bool_or(k.canonical_doc_id = c.doc_id)
+                       OVER (PARTITION BY c.cluster_id) AS holds_canonical,
+                   k.canonical_doc_id = c.doc_id AS is_canonical,
+                   min(d.created_at) OVER (PARTITION BY c.cluster_id) AS first_seen
+            FROM c JOIN z ON z.cluster_id = c.cluster_id
+            JOIN {s}.documents d ON d.id = c.doc_id
+            JOIN {s}.cluster_canonical k ON k.cluster_id = d.cluster_id
+        )
+        SELECT m.cluster_id, r.external_id, m.external_id, m.created_at,
+               coalesce(
+                   max(m.external_id) FILTER (WHERE m.is_canonical)
+                       OVER (PARTITION BY m.cluster_id),
+                   r.external_id)
+        FROM m JOIN {s}.documents r ON r.id = m.cluster_id
+        ORDER BY m.first_seen, m.cluster_id, m.doc_id
+    """
+
+
+#: The order of ``pairs --pending``: excerpts, then SimHash-only matches, then the rest, each
+#: closest to the store's threshold first.
+_DOUBT_ORDER = (
+    "CASE method WHEN 'containment' THEN 0 WHEN 'simhash' THEN 1 ELSE 2 END, "
+    "abs(score - :threshold), a_doc_id, b_doc_id"
+)
+
+
+def pair_rows(
+    conn: Connection,
+    schema: str,
+    params: FingerprintParams,
+    min_similarity: float | None = None,
+    pending: bool = False,
+    expand: bool = False,
+) -> Iterator[Any]:
+    """Every stored edge with both external ids and its verdict, oldest first; only those of
+    at least ``min_similarity``; with ``pending``, only the undecided ones other than exact
+    copies, the most doubtful first; with ``expand``, every pair the edges imply through exact
+    groups instead (the view ``duplicate_pairs_expanded``).
+
+    Rows ``(a, b, method, jaccard, containment, hamming, meta_score, score, found_at, excerpt,
+    verdict, via_exact_of)``.
+    """
+    where = ["score >= :min_similarity"] if min_similarity is not None else []
+    if pending:
+        where += ["verdict IS NULL", "method <> 'exact'"]
+    view, via = (
+        ("duplicate_pairs_expanded", "via_exact_of") if expand else ("duplicate_pairs", "false")
+    )
     result = conn.execute(
         text(
             "SELECT a, b, method, jaccard, containment, hamming, meta_score, score, found_at, "
-            "excerpt "
-            f"FROM {qualified(schema, 'duplicate_pairs')} ORDER BY a_doc_id, b_doc_id"
+            f"excerpt, verdict, {via} FROM {qualified(schema, view)} "
+            f"{'WHERE ' + ' AND '.join(where) if where else ''} "
+            f"ORDER BY {_DOUBT_ORDER if pending else 'a_doc_id, b_doc_id'}"
         ),
+        {"min_similarity": min_similarity, "threshold": params.threshold},
         execution_options=_STREAM,
     )
     try:
@@ -144,7 +195,9 @@ def stats_row(conn: Connection, schema: str, params: FingerprintParams) -> dict[
         text(f"SELECT count(*) FROM {s}.documents WHERE id > :settled"),
         {"settled": settled_through(conn, schema)},
     ).scalar_one()
+    verdict_count = conn.execute(text(f"SELECT count(*) FROM {s}.verdicts")).scalar_one()
     return {
+        "settings": {**dataclasses.asdict(settings.load(conn, schema)), "verdicts": verdict_count},
         "hottest_excerpt_keys": {str(row[0]): int(row[1]) for row in hottest},
         **hot.hot_stats(conn, schema, params),
         "recent_documents": int(recent),

@@ -61,6 +61,8 @@ class SingleOutcome:
         matches: its verified matches with older documents (none when not inserted).
         rekey: nothing was written: the document makes keys hot, to be promoted first, or
             owns hot keys whose secondary keys were not sent.
+        judged: nothing was written: a reviewer's verdict names the document, which the
+            batch path writes (it applies verdicts to the clusters).
         touched: ``(kind, slot)`` of the hot keys it owns whose secondary keys were not sent.
     """
 
@@ -69,6 +71,7 @@ class SingleOutcome:
     cluster_id: int
     matches: list[MatchRow]
     rekey: bool = False
+    judged: bool = False
     touched: list[tuple[int, int]] = dataclasses.field(default_factory=list)
 
 
@@ -95,6 +98,11 @@ def _statement(
             SELECT id FROM {s}.documents
             WHERE exact_hash = CAST(:exact AS bytea) AND exact_of IS NULL
         ),
+        judged AS MATERIALIZED (
+            SELECT 1 FROM {s}.verdicts
+            WHERE (a = :external_id OR b = :external_id) AND NOT EXISTS (SELECT 1 FROM known)
+            LIMIT 1
+        ),
         found AS MATERIALIZED ({lookups}),
         touched AS MATERIALIZED ({hot.touched_sql(s, secondary, hot_limit)}),
         pending AS MATERIALIZED (
@@ -105,6 +113,7 @@ def _statement(
         new_id AS (
             SELECT nextval(CAST(:seq AS regclass)) AS id
             WHERE NOT EXISTS (SELECT 1 FROM known) AND NOT EXISTS (SELECT 1 FROM pending)
+              AND NOT EXISTS (SELECT 1 FROM judged)
         ),
         matched AS MATERIALIZED (
             SELECT * FROM ({matches}) m
@@ -161,7 +170,7 @@ def _statement(
         SELECT coalesce((SELECT id FROM new_id), (SELECT id FROM known)),
                EXISTS (SELECT 1 FROM new_id),
                coalesce((SELECT label FROM keeper), (SELECT cluster_id FROM known)),
-               NULL::text,
+               (SELECT 'judged'::text FROM judged),
                NULL, NULL, NULL, NULL, NULL, NULL::float8, NULL::float8
         UNION ALL
         SELECT m.a, NULL, NULL, m.external_id, m.cluster_id, m.method, m.jaccard,
@@ -228,6 +237,8 @@ def add_statement(
 def outcome(rows: Sequence[Sequence[Any]]) -> SingleOutcome:
     """What the statement of :func:`add_statement` did, from its rows."""
     head, *found = rows
+    if head[0] is None and head[3] == "judged":
+        return SingleOutcome(0, False, 0, [], judged=True)
     if head[0] is None:  # neither inserted nor known: keys to make hot first
         touched = [(int(row[8]), int(row[2])) for row in found if row[0] == -1]
         return SingleOutcome(0, False, 0, [], rekey=True, touched=touched)

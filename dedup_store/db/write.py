@@ -18,11 +18,11 @@ import numpy.typing as npt
 from sqlalchemy import Connection, text
 
 from dedup_store.core.arrays import I32, I64, stable_order
-from dedup_store.core.clustering import components, merge_labels
+from dedup_store.core.clustering import merge_labels
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.metadata import MetaSignatures
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import bulk_copy, ddl, frequencies, hot, tier_rows
+from dedup_store.db import bulk_copy, ddl, frequencies, hot, tier_rows, verdicts
 from dedup_store.db.encoding import sample_columns, top32
 from dedup_store.db.names import qualified, quote
 from dedup_store.db.scoring import merging_methods
@@ -400,7 +400,7 @@ def delete_documents(
     if params.weighted:
         frequencies.remove(conn, schema, list(doc_ids))
     conn.execute(text(f"DELETE FROM {s}.documents WHERE id = ANY(:ids)"), {"ids": list(doc_ids)})
-    split_clusters(conn, schema, clusters, merging_methods(params))
+    verdicts.recluster(conn, schema, clusters)
 
 
 def promote_copies(conn: Connection, schema: str, doc_ids: Sequence[int]) -> list[int]:
@@ -456,39 +456,3 @@ def promote_copies(conn: Connection, schema: str, doc_ids: Sequence[int]) -> lis
         {"ids": list(doc_ids)},
     )
     return [int(heir) for heir in rows.scalars() if heir is not None]
-
-
-def split_clusters(
-    conn: Connection, schema: str, labels: set[int], merging: frozenset[str]
-) -> None:
-    """Recompute the connected components of clusters ``labels`` from their remaining edges.
-
-    A component that still holds the document whose id is the cluster's label keeps it; any
-    other component is labelled by its oldest member.
-    """
-    s = qualified(schema)
-    members = conn.execute(
-        text(f"SELECT id, cluster_id FROM {s}.documents WHERE cluster_id = ANY(:labels)"),
-        {"labels": sorted(labels)},
-    ).all()
-    if not members:
-        return
-    label_of: dict[int, int] = {row[0]: row[1] for row in members}
-    edges = conn.execute(
-        text(f"SELECT a, b FROM {s}.edges WHERE a = ANY(:ids) AND method = ANY(:merging)"),
-        {"ids": list(label_of), "merging": sorted(merging)},
-    ).all()
-    changed: dict[int, int] = {}
-    for component in components(label_of, [(row[0], row[1]) for row in edges]):
-        old = label_of[component[0]]
-        label = old if old in component else component[0]
-        changed.update({doc: label for doc in component if label_of[doc] != label})
-    if changed:
-        conn.execute(
-            text(
-                f"UPDATE {s}.documents d SET cluster_id = m.label "
-                "FROM unnest(CAST(:ids AS bigint[]), CAST(:labels AS bigint[])) AS m(id, label) "
-                "WHERE d.id = m.id"
-            ),
-            {"ids": list(changed), "labels": list(changed.values())},
-        )

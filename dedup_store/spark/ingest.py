@@ -29,7 +29,7 @@ from dedup_store.config import DEFAULT_SCHEMA, normalize_url
 from dedup_store.core.clustering import components
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.validation import DEFAULT_MAX_BYTES
-from dedup_store.db import ddl, reports
+from dedup_store.db import ddl, reports, verdicts
 from dedup_store.db.names import qualified
 from dedup_store.db.scoring import merging_methods
 from dedup_store.db.write import allocate_ids, lock_writers, relabel
@@ -428,6 +428,7 @@ def _load(
             relabel(conn, schema, stored_mapping)
             record_hot(conn, schema, grouped.hot_keys)
             seconds["indexes"] = publish(conn, staging, params)["indexes"]
+            verdicts.apply_to_new(conn, schema, range(first, first + count))
             seconds["publish"] = time.perf_counter() - clock - seconds["indexes"]
             summary = _summary(edges, merging, first, count, prepared.skipped, len(errors))
         with DedupStore(url, schema=schema, create=False) as store:

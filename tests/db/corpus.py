@@ -5,11 +5,16 @@ observed frequencies). Near-duplicates are copies with a given number of words r
 or inserted, so a family of variants lands at small SimHash distances (mostly 0..3 for one or two
 edited words of a few hundred, further for more edits). The references read a store's tables
 directly and recompute what the store should hold without any of its code: every SimHash pair
-within a distance (numpy, all pairs) and the connected components of the stored edges.
+within a distance (numpy, all pairs), the connected components of the stored edges, and every
+pair the stored edges imply through exact groups.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
+import itertools
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -17,10 +22,11 @@ import numpy.typing as npt
 from sqlalchemy import Connection, Engine, text
 
 from benchmarks.synthetic import Corpus
-from dedup_store import Document, FingerprintParams
+from dedup_store import Document, FingerprintParams, Method
 
 U64 = npt.NDArray[np.uint64]
 Partition = frozenset[frozenset[str]]
+METHOD_ORDER = [m.value for m in Method]
 _POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
 
@@ -158,6 +164,57 @@ def exact_firsts(conn: Connection, schema: str) -> dict[int, int]:
     """
     rows = conn.execute(text(f'SELECT id, coalesce(exact_of, id) FROM "{schema}".documents'))
     return {row[0]: row[1] for row in rows}
+
+
+@dataclasses.dataclass(frozen=True)
+class Edge:
+    """A stored edge, as read from the ``edges`` table."""
+
+    a: int
+    b: int
+    method: str
+    jaccard: float
+    containment: float
+    hamming: int
+    meta_score: float | None
+    found_at: dt.datetime
+
+    @property
+    def rank(self) -> tuple[int, float, int, int]:
+        """Best first: method, then the Jaccard (the score of a store without metadata sets),
+        then the ids."""
+        return (METHOD_ORDER.index(self.method), -self.jaccard, self.a, self.b)
+
+
+def edge_rows(conn: Connection, schema: str) -> list[Edge]:
+    """Every stored edge with all its scores."""
+    rows = conn.execute(
+        text(
+            "SELECT a, b, method, jaccard, containment, hamming, meta_score, found_at "
+            f'FROM "{schema}".edges'
+        )
+    )
+    return [Edge(*row) for row in rows]
+
+
+def implied_pairs(first: dict[int, int], edges: Iterable[Edge]) -> dict[tuple[int, int], Edge]:
+    """``{(older id, newer id): edge}``: every pair of documents whose exact groups (``first``:
+    :func:`exact_firsts`) a stored edge joins, or inside a group with an edge, with the best
+    edge between the two groups."""
+    members: dict[int, list[int]] = defaultdict(list)
+    for doc_id, group in first.items():
+        members[group].append(doc_id)
+    best: dict[tuple[int, int], Edge] = {}
+    for edge in edges:
+        g1, g2 = sorted((first[edge.a], first[edge.b]))
+        if (g1, g2) not in best or edge.rank < best[(g1, g2)].rank:
+            best[(g1, g2)] = edge
+    pairs: dict[tuple[int, int], Edge] = {}
+    for (g1, g2), edge in best.items():
+        for x, y in itertools.product(members[g1], members[g2]):
+            if x != y:
+                pairs[(min(x, y), max(x, y))] = edge
+    return pairs
 
 
 def between_groups(pairs: Iterable[tuple[int, int]], first: dict[int, int]) -> set[tuple[int, int]]:

@@ -18,8 +18,12 @@ from sqlalchemy import Engine, text
 
 from dedup_store import DedupStore, Document, FingerprintParams, Method
 from tests.db.corpus import (
+    Edge,
     PlantedCorpus,
     edge_partition,
+    edge_rows,
+    exact_firsts,
+    implied_pairs,
     label_partition,
     stored_edges,
     stored_labels,
@@ -27,6 +31,7 @@ from tests.db.corpus import (
 
 CHAIN_LENGTH = 8
 EdgeMap = dict[tuple[int, int], tuple[str, int, float]]
+Pair = tuple[int, int]
 
 
 def ordered(a: int, b: int) -> tuple[int, int]:
@@ -78,6 +83,7 @@ def check_consistent(store: DedupStore, engine: Engine) -> frozenset[frozenset[s
     with engine.connect() as conn:
         labels = stored_labels(conn, store.schema)
         edges = stored_edges(conn, store.schema)
+        implied = implied_pairs(exact_firsts(conn, store.schema), edge_rows(conn, store.schema))
     external = {doc_id: ext for doc_id, (ext, _) in labels.items()}
     members_of: dict[int, list[int]] = collections.defaultdict(list)
     for doc_id, (_, cluster_id) in labels.items():
@@ -85,7 +91,7 @@ def check_consistent(store: DedupStore, engine: Engine) -> frozenset[frozenset[s
     for cluster_id, members in members_of.items():
         assert cluster_id in members, f"cluster id {cluster_id} is not one of its members"
     check_cluster_reports(store, external, members_of)
-    check_similar(store, external, edges)
+    check_similar(store, external, edges, implied)
     check_stats(store, members_of, edges)
     return partition
 
@@ -110,11 +116,15 @@ def check_cluster_reports(
             assert (cluster.cluster_id, cluster.members) == (cluster_id, members)
 
 
-def check_similar(store: DedupStore, external: dict[int, str], edges: EdgeMap) -> None:
+def check_similar(
+    store: DedupStore, external: dict[int, str], edges: EdgeMap, implied: dict[Pair, Edge]
+) -> None:
+    """``similar`` names every document the stored edges join a document to, through exact
+    groups (:func:`implied_pairs`); ``pairs`` lists the stored edges."""
     neighbours: dict[str, set[tuple[str, str]]] = {e: set() for e in external.values()}
-    for (a, b), (method, _, _) in edges.items():
-        neighbours[external[a]].add((external[b], method))
-        neighbours[external[b]].add((external[a], method))
+    for (a, b), edge in implied.items():
+        neighbours[external[a]].add((external[b], edge.method))
+        neighbours[external[b]].add((external[a], edge.method))
     for external_id, expected in neighbours.items():
         found = {(m.external_id, m.method.value) for m in store.similar(external_id)}
         assert found == expected, external_id

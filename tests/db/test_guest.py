@@ -165,18 +165,22 @@ def test_a_reporting_role_reads_the_views_and_nothing_else(
 ) -> None:
     store.add("a", TEXT)
     store.add("b", EDIT)
+    store.add("c", TEXT)
     schema = store.schema
+    views = ("duplicate_pairs", "duplicate_pairs_expanded", "cluster_members", "cluster_sizes")
     with engine.begin() as conn:  # the grants the README documents for a reporting role
         conn.execute(text(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"'))
-        for view in ("duplicate_pairs", "cluster_members", "cluster_sizes", "duplicates_per_day"):
+        for view in (*views, "duplicates_per_day"):
             conn.execute(text(f'GRANT SELECT ON "{schema}".{view} TO "{role}"'))
     reporting = create_engine(_url_for(database_url, role))
     try:
         with reporting.connect() as conn:
             pairs = conn.execute(text(f'SELECT a, b FROM "{schema}".duplicate_pairs')).all()
-            assert [tuple(p) for p in pairs] == [("a", "b")]
+            assert [tuple(p) for p in pairs] == [("a", "b"), ("a", "c")]
+            every = text(f'SELECT a, b FROM "{schema}".duplicate_pairs_expanded ORDER BY a, b')
+            assert [tuple(p) for p in conn.execute(every)] == [("a", "b"), ("a", "c"), ("b", "c")]
             sizes = conn.execute(text(f'SELECT size FROM "{schema}".cluster_sizes')).scalars()
-            assert list(sizes) == [2]
+            assert list(sizes) == [3]
         with reporting.connect() as conn, pytest.raises(Exception, match="permission denied"):
             conn.execute(text(f'SELECT * FROM "{schema}".documents'))
     finally:

@@ -1,0 +1,135 @@
+"""What the store holds of a pair of documents, for an explanation of their match: both
+documents' fingerprints and texts, their stored edge, the band and block keys each indexes,
+and the excerpt keys they share."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from dedup_store.core.params import FingerprintParams
+from dedup_store.db.ddl import TIER_TABLES, key_column, key_slots
+from dedup_store.db.encoding import BAND
+from dedup_store.db.names import qualified, quote
+from dedup_store.errors import UnknownDocumentError
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredDocument:
+    """One document's stored fingerprint (``first``: the first of its exact group, which holds
+    the group's keys)."""
+
+    id: int
+    external_id: str
+    first: int
+    cluster_id: int
+    exact_hash: bytes
+    simhash: int
+    shingles: list[int]
+    meta_signature: list[int] | None
+    body: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredPair:
+    """Both documents, their edge (``method, jaccard, containment, hamming, meta_score``; ``None``
+    without one), the band and block key slots whose keys they share, and their shared excerpt
+    keys."""
+
+    a: StoredDocument
+    b: StoredDocument
+    edge: tuple[Any, ...] | None
+    shared_band_slots: list[int]
+    shared_block_slots: list[int]
+    excerpt_keys: int
+
+
+_DOCUMENT = (
+    "id, external_id, coalesce(exact_of, id), cluster_id, exact_hash, simhash, shingles, "
+    "meta_signature, body"
+)
+
+
+def stored_pair(
+    conn: Connection, schema: str, params: FingerprintParams, a: str, b: str
+) -> StoredPair:
+    """What the store holds of documents ``a`` and ``b`` (external ids).
+
+    Raises:
+        UnknownDocumentError: either is not stored.
+    """
+    s = qualified(schema)
+    rows = conn.execute(
+        text(f"SELECT {_DOCUMENT} FROM {s}.documents WHERE external_id = ANY(:ids)"),
+        {"ids": [a, b]},
+    ).all()
+    found = {row[1]: StoredDocument(*row) for row in rows}
+    for external_id in (a, b):
+        if external_id not in found:
+            raise UnknownDocumentError(external_id)
+    first, second = found[a], found[b]
+    edge = conn.execute(
+        text(
+            f"SELECT method, jaccard, containment, hamming, meta_score FROM {s}.edges "
+            "WHERE a = least(:x, :y) AND b = greatest(:x, :y)"
+        ),
+        {"x": first.id, "y": second.id},
+    ).first()
+    bands, blocks = _shared_slots(conn, schema, params, first.first, second.first)
+    return StoredPair(
+        first, second, None if edge is None else tuple(edge), bands, blocks,
+        _shared_excerpt_keys(conn, schema, first, second),
+    )  # fmt: skip
+
+
+def _shared_slots(
+    conn: Connection, schema: str, params: FingerprintParams, x: int, y: int
+) -> tuple[list[int], list[int]]:
+    """The band slots and the block slots whose keys documents ``x`` and ``y`` share."""
+    slots = key_slots(params)
+    if x == y:  # one exact group: every key
+        return (
+            [slot for kind, _, slot in slots if kind == BAND],
+            [slot for kind, _, slot in slots if kind != BAND],
+        )
+    columns = ", ".join(quote(key_column(column, slot)) for _, column, slot in slots)
+    tiers = " UNION ALL ".join(
+        f"SELECT id, {columns} FROM {qualified(schema, table)} WHERE id = ANY(:ids)"
+        for table in TIER_TABLES.values()
+    )
+    rows = {row[0]: row[1:] for row in conn.execute(text(tiers), {"ids": [x, y]})}
+    if x not in rows or y not in rows:
+        return [], []
+    shared = [
+        (kind, slot)
+        for (kind, _, slot), kx, ky in zip(slots, rows[x], rows[y], strict=True)
+        if kx == ky
+    ]
+    return (
+        [slot for kind, slot in shared if kind == BAND],
+        [slot for kind, slot in shared if kind != BAND],
+    )
+
+
+def _shared_excerpt_keys(
+    conn: Connection, schema: str, a: StoredDocument, b: StoredDocument
+) -> int:
+    """The excerpt keys (sample keys, held by the first of each exact group) both share."""
+    if a.first == b.first:
+        return 0
+    s = qualified(schema)
+    return int(
+        conn.execute(
+            text(f"""
+            SELECT count(*) FROM (
+                SELECT unnest(shingles) AS key FROM {s}.documents WHERE id = :x
+                INTERSECT SELECT unnest(shingles) FROM {s}.documents WHERE id = :y
+            ) k
+            WHERE EXISTS (SELECT 1 FROM {s}.sample_keys t WHERE t.key = k.key AND t.doc_id = :x)
+              AND EXISTS (SELECT 1 FROM {s}.sample_keys t WHERE t.key = k.key AND t.doc_id = :y)
+            """),
+            {"x": a.first, "y": b.first},
+        ).scalar_one()
+    )
