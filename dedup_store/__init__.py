@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         StoreNotInitializedError,
         UnknownDocumentError,
     )
+    from dedup_store.report.model import ReportSummary
     from dedup_store.results import (
         AddResult,
         CheckResult,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
         Stats,
         Status,
     )
+    from dedup_store.review import Explanation, Review, Verdict
     from dedup_store.service import DedupStore
 
 __version__ = "0.1.0"
@@ -90,6 +92,8 @@ _HOMES = {
         "Stats",
         "Status",
     ),
+    "dedup_store.report.model": ("ReportSummary",),
+    "dedup_store.review": ("Explanation", "Review", "Verdict"),
     "dedup_store.service": ("DedupStore",),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
@@ -103,6 +107,7 @@ __all__ = [
     "DedupStoreError",
     "Document",
     "EmptyDocumentError",
+    "Explanation",
     "Fingerprint",
     "FingerprintBatch",
     "FingerprintParams",
@@ -118,12 +123,15 @@ __all__ = [
     "Pair",
     "ParamsMismatchError",
     "RecordError",
+    "ReportSummary",
+    "Review",
     "SchemaOutdatedError",
     "SparkError",
     "Stats",
     "Status",
     "StoreNotInitializedError",
     "UnknownDocumentError",
+    "Verdict",
     "__version__",
     "canonicalize",
     "fingerprint",

@@ -40,6 +40,7 @@ from dedup_store.cli_render import (
     print_ingest_summary,
     warn_about_skips,
 )
+from dedup_store.cli_report import report
 from dedup_store.errors import InputFormatError, SparkError
 from dedup_store.inputs import (
     DEFAULT_GLOB,
@@ -90,6 +91,7 @@ app = typer.Typer(
 )
 app.add_typer(db_app, name="db")
 cli_review.register(app)
+app.command()(report)
 
 DocId = Annotated[str, typer.Argument(metavar="ID", help="A stored document id.")]
 MaxBytes = Annotated[

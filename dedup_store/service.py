@@ -45,6 +45,7 @@ from dedup_store.errors import EmptyDocumentError, OwnerRequiredError, UnknownDo
 from dedup_store.pipeline import Destination, OnBatch, OnProgress
 from dedup_store.prepared import prepare_batch
 from dedup_store.records import Record, validate_meta
+from dedup_store.report.model import ReportSummary
 from dedup_store.results import (
     AddResult,
     CheckResult,
@@ -521,6 +522,51 @@ class DedupStore(Reviewing):
         """Counts over the whole store."""
         counts = self._run(lambda conn: reports.stats_row(conn, self.schema, self.params))
         return Stats(**counts, params=self.params.to_dict(), schema=self.schema)
+
+    def report(
+        self,
+        out: str | os.PathLike[str],
+        *,
+        cluster: str | None = None,
+        max_bytes: int | None = None,
+        max_words: int | None = None,
+        workers: int | Literal["auto"] = 0,
+    ) -> ReportSummary:
+        """Write the review report, one self-contained HTML file: an overview, the clusters
+        largest first with their members, canonical document and pairs, and each pair's two
+        texts side by side with the changed words highlighted (when the store keeps texts).
+
+        Args:
+            out: the file to write.
+            cluster: report only the cluster of this document.
+            max_bytes: the file's byte budget (default 64 MiB): beyond it, pairs keep their
+                scores but not their texts.
+            max_words: words of each text a pair's alignment covers at most (default 5000).
+            workers: processes that align the next pairs while the file is written; 0 aligns
+                them in the calling thread; ``auto`` starts one per core for a report of a few
+                thousand pairs with texts. The processes are spawned, so a program that uses
+                them must call this under ``if __name__ == "__main__":``.
+
+        Raises:
+            UnknownDocumentError: ``cluster`` is not stored.
+        """
+        import time
+
+        from dedup_store.db import report_rows
+        from dedup_store.report import ReportOptions, write_report
+
+        started = time.perf_counter()
+        options = ReportOptions.of(
+            max_bytes=max_bytes, max_words=max_words, html=self.params.html, workers=workers
+        )
+        with self._db.transaction() as conn:
+            label = None
+            if cluster is not None:
+                doc_id = self._doc_id(conn, cluster)
+                label = reports.cluster_ids(conn, self.schema, [doc_id])[doc_id]
+            counts = report_rows.overview(conn, self.schema, self.params, label, cluster)
+            items = report_rows.report_items(conn, self.schema, self.params, label)
+            return write_report(out, counts, items, options, started=started)
 
     # -- deleting ---------------------------------------------------------------------------
 

@@ -50,6 +50,7 @@ def test_every_command_is_found() -> None:
         "review",
         "verdicts",
         "canonical",
+        "report",
         "db",
         "db status",
         "db stop",
