@@ -12,8 +12,10 @@ and ``--version`` answer at once.
 from __future__ import annotations
 
 import enum
+import os
 import time
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from typer.core import TyperCommand
@@ -39,7 +41,7 @@ from dedup_store.cli_render import (
     warn_about_skips,
 )
 from dedup_store.cli_report import report
-from dedup_store.errors import InputFormatError
+from dedup_store.errors import InputFormatError, SparkError
 from dedup_store.inputs import (
     DEFAULT_GLOB,
     STDIN,
@@ -51,6 +53,9 @@ from dedup_store.inputs import (
     read_inputs,
     read_text,
 )
+
+if TYPE_CHECKING:
+    from dedup_store.spark import SparkIngest
 
 
 class OnError(enum.StrEnum):
@@ -89,6 +94,15 @@ cli_review.register(app)
 app.command()(report)
 
 DocId = Annotated[str, typer.Argument(metavar="ID", help="A stored document id.")]
+MaxBytes = Annotated[
+    int | None,
+    typer.Option(
+        "--max-bytes",
+        min=1,
+        help="Largest document in UTF-8 bytes (default 16777216, 16 MiB).",
+        show_default=False,
+    ),
+]
 
 
 @app.callback()
@@ -348,6 +362,7 @@ def ingest(
             show_default=False,
         ),
     ] = None,
+    max_bytes: MaxBytes = None,
 ) -> None:
     """Add documents from files, directories, JSONL, CSV or standard input.
 
@@ -367,10 +382,14 @@ def ingest(
     if update and bulk:
         raise typer.BadParameter("a bulk load adds documents: drop --update", param_hint="--bulk")
     settings = settings_of(ctx)
+    spark_ingest = _spark_ingest(spark_master) if engine is Engine.spark else None
     policy: Literal["stop", "skip"] = "skip" if on_error is OnError.skip else "stop"
     fmt: InputFormat = stdin_format.value
     started = time.perf_counter()
-    with settings.store(create=True) as store, IngestProgress(not quiet) as progress:
+    with (
+        settings.store(create=True, **_limit(max_bytes)) as store,
+        IngestProgress(not quiet) as progress,
+    ):
         if engine is Engine.spark and store.params.uses_meta:
             raise typer.BadParameter(
                 "cannot load a store with meta_fields "
@@ -395,10 +414,8 @@ def ingest(
         )
         documents = repeats.watch(apply_error_policy(records, policy, progress.skip_record))
         try:
-            if engine is Engine.spark:
-                from dedup_store.spark import ingest_records
-
-                summary = ingest_records(
+            if spark_ingest is not None:
+                summary = spark_ingest(
                     documents,
                     settings.resolve(),
                     settings.schema,
@@ -406,6 +423,7 @@ def ingest(
                     batch_size=batch_size,
                     on_error=policy,
                     on_errors=lambda errors: progress.on_batch([], errors),
+                    max_bytes=store.max_bytes,
                 ).summary
             else:
                 summary = store.ingest(
@@ -415,6 +433,7 @@ def ingest(
                     on_error=policy,
                     on_batch=progress.on_batch,
                     on_progress=progress.on_progress,
+                    on_phase=progress.on_phase,
                     count_clusters=True,
                     bulk=bulk,
                     workers="auto" if workers is None else workers,
@@ -437,6 +456,22 @@ def ingest(
     warn_about_skips(summary, repeats.count, stdin_text=STDIN in paths and fmt == "text")
 
 
+def _limit(max_bytes: int | None) -> dict[str, Any]:
+    """The store's ``max_bytes`` option when ``--max-bytes`` is given (else its default)."""
+    return {} if max_bytes is None else {"max_bytes": max_bytes}
+
+
+def _spark_ingest(master: str) -> Callable[..., SparkIngest]:
+    """``dedup_store.spark.ingest_records``, once the spark extra is there and ``master`` is a
+    master URL that answers (before the store is opened and the input read)."""
+    try:
+        from dedup_store.spark import check_master, ingest_records
+    except ImportError as error:
+        raise SparkError(str(error)) from None
+    check_master(master)
+    return ingest_records
+
+
 # -- queries ---------------------------------------------------------------------------------
 
 
@@ -447,7 +482,8 @@ def check(
         str | None,
         typer.Argument(
             metavar="TEXT",
-            help="The text to check; - or nothing reads standard input.",
+            help="The text to check; - or nothing reads standard input (a file's name is "
+            "refused: use --file).",
             show_default=False,
         ),
     ] = None,
@@ -466,6 +502,7 @@ def check(
             show_default=False,
         ),
     ] = None,
+    max_bytes: MaxBytes = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Show what adding a text would find, without storing it.
@@ -474,7 +511,7 @@ def check(
     documents with their scores, and the cluster it would join.
     """
     body = _text_to_check(text, file)
-    with settings_of(ctx).store() as store:
+    with settings_of(ctx).store(**_limit(max_bytes)) as store:
         result = store.check(body, meta_object(meta))
     out = Output(fmt)
     matches = [m.to_dict() for m in result.matches]
@@ -497,6 +534,12 @@ def _text_to_check(text: str | None, file: str | None) -> str:
     if text is not None and text != "-":
         if file is not None:
             raise typer.BadParameter("give a text or --file, not both", param_hint="--file")
+        if os.path.isfile(text):
+            raise typer.BadParameter(
+                f"names a file: check its text with --file {text} (a text that is a file's "
+                "name is checked from standard input)",
+                param_hint="TEXT",
+            )
         return text
     if file is not None:
         try:
@@ -635,7 +678,8 @@ def delete(
 
 
 _EXPORT_COLUMNS = [
-    "id", "cluster_id", "representative", "created_at", "match", "jaccard", "meta_score", "score",
+    "id", "cluster_id", "representative", "created_at", "match", "method", "jaccard",
+    "meta_score", "score",
 ]  # fmt: skip
 
 

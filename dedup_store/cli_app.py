@@ -42,7 +42,7 @@ class Settings:
     def resolve(self) -> str:
         """The database URL: ``--db-url``, ``DEDUP_STORE_URL``, else the embedded server."""
         if self.url is None:
-            self.url = config.resolve_url(self.db_url)
+            self.url = config.resolve_url(self.db_url, announce=announce)
         return self.url
 
     def store(
@@ -69,10 +69,25 @@ class ExitOnErrorGroup(TyperGroup):
             _fail(ctx, e, str(e), e.exit_code)
         except KeyboardInterrupt as e:
             _fail(ctx, e, "interrupted", EXIT_INTERRUPTED)
+        except BrokenPipeError:
+            _output_closed()
         except Exception as e:
             if not _is_driver_error(e):
                 raise
             _fail(ctx, e, f"database error: {_driver_message(e)}", DatabaseError.exit_code)
+
+
+def _output_closed() -> NoReturn:
+    """The reader of standard output went away (``| head -1``): end quietly and successfully,
+    as a Unix tool does, with what is left of the output going nowhere."""
+    nowhere = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(nowhere, sys.stdout.fileno())
+    raise typer.Exit(0)
+
+
+def announce(line: str) -> None:
+    """Tell the user on standard error what takes a moment (the embedded server's first run)."""
+    typer.echo(escape(line), err=True)
 
 
 def _is_driver_error(error: Exception) -> bool:
@@ -101,40 +116,68 @@ def _driver_message(error: BaseException) -> str:
 
 
 def print_version(value: bool) -> None:
-    """The ``--version`` callback: print the version and the kernels in use, then exit."""
+    """The ``--version`` callback: print the version, the source tree when the package runs
+    from one, and the kernels in use, then exit."""
     if not value:
         return
-    import importlib.metadata
-
-    if os.environ.get(config.ENV_KERNELS) == "reference":
-        implementation = f"reference ({config.ENV_KERNELS}=reference)"
-    elif _kernels_load():
-        implementation = "compiled"
-    else:
-        implementation = "reference (built without a C compiler)"
-    typer.echo(f"dedup-store {importlib.metadata.version('dedup-store')}")
-    typer.echo(f"fingerprint kernels: {implementation}")
+    tree = source_tree()
+    typer.echo(f"dedup-store {_version(tree)}")
+    if tree is not None:
+        typer.echo(f"source tree: {tree}")
+    typer.echo(f"fingerprint kernels: {kernels_in_use(tree is not None)}")
     raise typer.Exit()
 
 
-def _kernels_load() -> bool:
-    """Whether the compiled kernels load, as :mod:`dedup_store.core.kernels` would find them
-    (which runs the reference ones instead when ``DEDUP_STORE_KERNELS`` is ``reference``).
+def source_tree() -> Path | None:
+    """The checkout the package runs from (``python -m dedup_store`` in it, or an editable
+    install), or ``None`` for an installed package: only a checkout has the kernels' C source
+    beside them and a ``pyproject.toml`` above the package."""
+    package = Path(__file__).resolve().parent
+    if (package / "core" / "_kernels.c").is_file() and (
+        package.parent / "pyproject.toml"
+    ).is_file():
+        return package.parent
+    return None
 
-    The extension module is loaded from its file, without importing the core (and numpy).
+
+def _version(tree: Path | None) -> str:
+    """The version of the code that runs: a checkout's own, else the installed package's."""
+    import importlib.metadata
+
+    if tree is not None:
+        import tomllib
+
+        project = tomllib.loads((tree / "pyproject.toml").read_text(encoding="utf-8"))
+        return str(project["project"]["version"])
+    return importlib.metadata.version("dedup-store")
+
+
+def kernels_in_use(in_source_tree: bool) -> str:
+    """Which kernels :mod:`dedup_store.core.kernels` runs, and why not the compiled ones.
+
+    It finds them as that module does (which runs the reference ones when
+    ``DEDUP_STORE_KERNELS`` is ``reference`` or the extension module does not load), loading
+    the extension module from its file without importing the core (and numpy).
     """
     import importlib.machinery
     import importlib.util
 
+    if os.environ.get(config.ENV_KERNELS) == "reference":
+        return f"reference ({config.ENV_KERNELS}=reference)"
     core = str(Path(__file__).with_name("core"))
     spec = importlib.machinery.PathFinder.find_spec("dedup_store.core._kernels", [core])
     if spec is None or spec.loader is None:
-        return False
+        if in_source_tree:
+            return (
+                "reference (not compiled in this source tree; "
+                "python setup.py build_ext --inplace compiles them)"
+            )
+        return "reference (installed without a C compiler)"
     try:
         importlib.util.module_from_spec(spec)
-    except ImportError:
-        return False
-    return True
+    except ImportError as e:
+        return f"reference (the compiled kernels {spec.origin} do not load: {e})"
+    return "compiled"
 
 
 def settings_of(ctx: typer.Context) -> Settings:
@@ -146,12 +189,16 @@ def settings_of(ctx: typer.Context) -> Settings:
 
 def meta_object(meta: str | None) -> dict[str, Any] | None:
     """The object of a ``--meta`` option (JSON), ``None`` without one."""
+    from dedup_store.inputs import non_number_message, strict_json
+
     if meta is None:
         return None
     try:
-        value = json.loads(meta)
+        value = strict_json(meta)
     except json.JSONDecodeError as e:
         raise typer.BadParameter(f"not JSON: {e}", param_hint="--meta") from None
+    except ValueError as e:  # as the readers of JSON Lines refuse it
+        raise typer.BadParameter(non_number_message(e) or str(e), param_hint="--meta") from None
     if not isinstance(value, dict):
         raise typer.BadParameter("must be a JSON object", param_hint="--meta")
     return value

@@ -1,15 +1,20 @@
-"""``dedup-store db``: the database the store lives in (the embedded server, migrations, and
-the server settings the work wants)."""
+"""``dedup-store db``: the database the store lives in (the embedded server, migrations, the
+server settings the work wants, dumps and restores, and psql on it)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from dedup_store import config
-from dedup_store.cli_app import settings_of
+from dedup_store.cli_app import Settings, announce, settings_of
 from dedup_store.cli_render import FormatOption, Output, OutputFormat
+
+if TYPE_CHECKING:
+    from dedup_store.db.backup import Target
 
 db_app = typer.Typer(
     help="Manage the database: the embedded server and schema migrations.",
@@ -32,10 +37,11 @@ def db_status(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> Non
             pid=state.pid,
             data_dir=str(state.data_dir),
             initialized=state.initialized,
-            url=state.url,
+            lost=state.lost,
+            url=config.libpq_url(state.url) if state.url else None,
         )
     else:
-        info["url"] = config.redact(config.resolve_url(settings.db_url))
+        info["url"] = config.libpq_url(config.redact(config.resolve_url(settings.db_url)))
     Output(fmt).record(info, title="database")
 
 
@@ -52,7 +58,10 @@ def db_stop() -> None:
 def db_tune(
     memory: Annotated[
         str | None,
-        typer.Option(help="The server machine's memory, e.g. 16GB. Default: this machine's."),
+        typer.Option(
+            help="The server machine's memory with its unit, e.g. 16GB or 512MB (at least "
+            "512MB). Default: this machine's."
+        ),
     ] = None,
     cores: Annotated[
         int | None,
@@ -63,11 +72,12 @@ def db_tune(
     from dedup_store.db import tuning
 
     here_memory, here_cores = tuning.machine()
+    count = cores or here_cores
     try:
         size = here_memory if memory is None else tuning.parse_size(memory)
+        settings = tuning.server_settings(size, count)
     except ValueError as e:
         raise typer.BadParameter(str(e), param_hint="--memory") from None
-    count = cores or here_cores
     described = memory or "this machine's"
     heading = (
         f"dedup_store: settings for a server with {described} memory and {count} cores.\n"
@@ -76,7 +86,7 @@ def db_tune(
         "wal_level = 'minimal' with max_wal_senders = '0' also lets a bulk load into a new"
         " store skip the WAL."
     )
-    typer.echo(tuning.conf_text(tuning.server_settings(size, count), heading), nl=False)
+    typer.echo(tuning.conf_text(settings, heading), nl=False)
 
 
 @db_app.command("settle")
@@ -121,3 +131,70 @@ def db_current(ctx: typer.Context) -> None:
     if revision is None:
         state = "no store yet; run `dedup-store init`"
     typer.echo(f"{revision or 'none'} ({state})")
+
+
+DumpFile = Annotated[
+    Path, typer.Argument(metavar="FILE", help="The dump file (pg_dump's custom format).")
+]
+
+
+@db_app.command("dump")
+def db_dump(ctx: typer.Context, file: DumpFile) -> None:
+    """Dump the store's schema to FILE with the pg_dump that matches the server.
+
+    The embedded server's own pg_dump dumps it; a server of your own needs a pg_dump on PATH
+    of its major version or newer.
+    """
+    from dedup_store.db import backup
+
+    settings = settings_of(ctx)
+    backup.dump(_target(settings), settings.schema, file)
+    typer.echo(f"schema {settings.schema} dumped to {file}")
+
+
+@db_app.command("restore")
+def db_restore(ctx: typer.Context, file: DumpFile) -> None:
+    """Make the store of a dump again, in a database that does not hold its schema yet.
+
+    With the embedded server, this also makes a new server where the old one's data directory
+    was lost.
+    """
+    from dedup_store.db import backup
+
+    settings = settings_of(ctx)
+    backup.restore(_target(settings, replace_lost=True), settings.schema, file)
+    typer.echo(f"schema {settings.schema} restored from {file}")
+
+
+@db_app.command("psql", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def db_psql(
+    ctx: typer.Context,
+    args: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[PSQL_ARGS]...",
+            help="Passed to psql, e.g. -c 'SELECT count(*) FROM documents'.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Run psql on the store, its schema first on the search path.
+
+    The embedded server's own psql runs when it is there; otherwise the psql on PATH.
+    """
+    from dedup_store.db import backup
+
+    settings = settings_of(ctx)
+    command, env = backup.psql_command(_target(settings), settings.schema, list(args or []))
+    os.execvpe(command[0], command, env)
+
+
+def _target(settings: Settings, *, replace_lost: bool = False) -> Target:
+    """The database of the store as the client tools reach it: the embedded server with its own
+    tools, or the URL given with those on PATH."""
+    from dedup_store.db import backup, embedded
+
+    if settings.db_url is not None:
+        return backup.target(settings.resolve())
+    url = embedded.start(announce=announce, replace_lost=replace_lost)
+    return backup.target(url, embedded.bin_dir())

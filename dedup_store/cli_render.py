@@ -275,8 +275,9 @@ class RateColumn(ProgressColumn):
 class IngestProgress:
     """A progress line on standard error while documents are ingested (off when not a terminal).
 
-    Use it as a context manager; pass :meth:`on_progress` and :meth:`on_batch` to
-    :meth:`DedupStore.ingest`. It shows the documents fingerprinted and stored so far, prints
+    Use it as a context manager; pass :meth:`on_progress`, :meth:`on_batch` and
+    :meth:`on_phase` to :meth:`DedupStore.ingest`. It shows the documents fingerprinted and
+    stored so far and the phase (a bulk load ends building its indexes), prints
     every skipped record above the line, and keeps the counts of the stored batches in
     :attr:`stored`, so that an interrupted run can say what it stored.
     """
@@ -288,7 +289,7 @@ class IngestProgress:
         self.reader_errors = 0
         self._progress = Progress(
             SpinnerColumn(),
-            TextColumn("[bold]ingesting"),
+            TextColumn("[bold]{task.fields[phase]}"),
             TextColumn("{task.fields[fingerprinted]:,} fingerprinted, {task.completed:,} stored"),
             RateColumn(),
             TimeElapsedColumn(),
@@ -296,7 +297,9 @@ class IngestProgress:
             transient=True,
             disable=not self.enabled,
         )
-        self._task = self._progress.add_task("ingest", total=None, fingerprinted=0)
+        self._task = self._progress.add_task(
+            "ingest", total=None, fingerprinted=0, phase="ingesting"
+        )
 
     def __enter__(self) -> IngestProgress:
         self._progress.start()
@@ -308,6 +311,10 @@ class IngestProgress:
     def on_progress(self, fingerprinted: int, stored: int) -> None:
         """Show the numbers of documents fingerprinted and stored so far."""
         self._progress.update(self._task, completed=stored, fingerprinted=fingerprinted)
+
+    def on_phase(self, phase: str) -> None:
+        """Show what the ingest does now (a bulk load's index build) in place of ``ingesting``."""
+        self._progress.update(self._task, phase=phase, refresh=True)
 
     def on_batch(self, results: Sequence[AddResult], errors: Sequence[RecordError]) -> None:
         """Count a stored batch (its results and its skipped records); report the skipped."""

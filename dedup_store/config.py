@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
+from dedup_store.db.names import validate_schema
 from dedup_store.errors import DatabaseError
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ __all__ = [
     "ENV_SCHEMA",
     "ENV_URL",
     "describe_source",
+    "libpq_url",
     "normalize_url",
     "redact",
     "resolve_url",
@@ -51,7 +53,10 @@ DEFAULT_SCHEMA = "dedup"
 _DRIVER = "postgresql+psycopg"
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
 _MASK = "***"
-_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]{0,62}$")
+_ENCODE_HINT = (
+    "a user or password holding @, :, / or % must be percent-encoded "
+    "(@ is %40, : is %3A, / is %2F, % is %25)"
+)
 # scheme://user:password@ -- the password is anything up to the last "@" of the URL (an "@"
 # in a password is often left unencoded, and a "/" may be in it too).
 _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)(?P<pw>\S*)@")
@@ -59,11 +64,13 @@ _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)(?P<
 _KV_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<pw>'(?:[^'\\]|\\.)*'|[^\s&;,]+)", re.I)
 
 
-def resolve_url(db_url: str | None = None) -> str:
+def resolve_url(db_url: str | None = None, announce: Callable[[str], None] | None = None) -> str:
     """Return the SQLAlchemy URL of the database to use.
 
     Args:
         db_url: An explicit URL (from ``--db-url`` or the caller); wins over everything else.
+        announce: Called with a line for the user when the embedded server's cluster is made
+            (the first run, which takes a few seconds).
 
     Returns:
         A ``postgresql+psycopg://`` URL. Without ``db_url`` and ``DEDUP_STORE_URL`` the embedded
@@ -77,7 +84,7 @@ def resolve_url(db_url: str | None = None) -> str:
         return normalize_url(explicit)
     from dedup_store.db.embedded import start as start_embedded
 
-    return start_embedded()
+    return start_embedded(announce=announce)
 
 
 def describe_source(db_url: str | None = None) -> str:
@@ -109,15 +116,22 @@ def normalize_url(url: str) -> str:
         The URL as SQLAlchemy should receive it.
 
     Raises:
-        DatabaseError: The URL cannot be parsed or is not a PostgreSQL URL.
+        DatabaseError: The URL cannot be parsed (its message says how to encode a password),
+            holds an unencoded ``@`` before its host, or is not a PostgreSQL URL.
     """
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
+    head = url.split("?", 1)[0].partition("://")[2]
+    if head.count("@") > 1:  # the user or password holds an "@" that was not encoded
+        raise DatabaseError(f"invalid database URL: {redact(url)}: {_ENCODE_HINT}")
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError):
-        raise DatabaseError(f"invalid database URL: {redact(url)}") from None
+        raise DatabaseError(
+            f"invalid database URL: {redact(url)} (expected "
+            f"postgresql://user:password@host:port/database; {_ENCODE_HINT})"
+        ) from None
     backend = parsed.drivername.split("+", 1)[0]
     if backend not in _POSTGRES_SCHEMES:
         raise DatabaseError(
@@ -128,6 +142,21 @@ def normalize_url(url: str) -> str:
     elif backend == "postgres":
         parsed = parsed.set(drivername="postgresql" + parsed.drivername[len(backend) :])
     return parsed.render_as_string(hide_password=False)
+
+
+def libpq_url(url: str) -> str:
+    """``url`` as libpq (``psql``, ``pg_dump``) takes it: ``postgresql://`` without a driver.
+
+    Args:
+        url: A PostgreSQL URL, with or without a driver (``postgresql+psycopg://``).
+
+    Returns:
+        The same URL with the scheme ``postgresql``.
+    """
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme.split("+", 1)[0] in _POSTGRES_SCHEMES:
+        return f"postgresql://{rest}"
+    return url
 
 
 def redact(url: str | URL) -> str:
@@ -212,11 +241,6 @@ def schema_name(schema: str | None = None) -> str:
         The schema name.
 
     Raises:
-        DatabaseError: The name is not a plain SQL identifier (letters, digits, ``_``, ``$``).
+        InvalidNameError: The name is refused by :func:`dedup_store.db.names.validate_schema`.
     """
-    name = schema or os.environ.get(ENV_SCHEMA, "").strip() or DEFAULT_SCHEMA
-    if not _SCHEMA_NAME.match(name):
-        raise DatabaseError(
-            f"invalid schema name {name!r}: use letters, digits and _ (at most 63 characters)"
-        )
-    return name
+    return validate_schema(schema or os.environ.get(ENV_SCHEMA, "").strip() or DEFAULT_SCHEMA)

@@ -31,11 +31,14 @@ class ParamsMismatchError(DedupStoreError):
 
     exit_code = 3
 
-    def __init__(self, differences: Mapping[str, tuple[Any, Any]], context: str = "") -> None:
+    def __init__(
+        self, differences: Mapping[str, tuple[Any, Any]], context: str = "", hint: str = ""
+    ) -> None:
         self.differences = dict(differences)
         listed = ", ".join(f"{k}: {a!r} != {b!r}" for k, a, b in _rows(self.differences))
         prefix = f"{context}: " if context else ""
-        super().__init__(f"{prefix}fingerprint parameters differ ({listed})")
+        suffix = f"; {hint}" if hint else ""
+        super().__init__(f"{prefix}fingerprint parameters differ ({listed}){suffix}")
 
 
 def _rows(diff: Mapping[str, tuple[Any, Any]]) -> list[tuple[str, Any, Any]]:
@@ -99,6 +102,17 @@ class SchemaOutdatedError(DedupStoreError):
     exit_code = 6
 
 
+class ForeignSchemaError(DedupStoreError):
+    """The schema holds another application's Alembic migrations, not a store's."""
+
+    exit_code = 6
+
+
+class SparkError(DedupStoreError):
+    """Apache Spark cannot run an ingest: the spark extra is not installed, the master URL is
+    not one Spark takes, or the master does not answer."""
+
+
 class DatabaseError(DedupStoreError):
     """A database problem we could not handle (connection refused, permission denied...).
 
@@ -108,6 +122,24 @@ class DatabaseError(DedupStoreError):
 
     exit_code = 7
     sqlstate: str | None = None
+
+
+class OwnerRequiredError(DatabaseError):
+    """Work that drops and builds the store's indexes (a bulk load, settling the key tiers), which
+    PostgreSQL allows only the owner of its tables, asked of another role.
+
+    Attributes:
+        owner: the role that owns the store's tables.
+    """
+
+    sqlstate = "42501"  # insufficient_privilege
+
+    def __init__(self, work: str, owner: str) -> None:
+        self.owner = owner
+        super().__init__(
+            f"{work} drops and builds the store's indexes, which only the owner of its tables "
+            f"(role {owner!r}, or a member of it) may do: run it as that role"
+        )
 
 
 ID_SHOWN_CHARS = 80

@@ -297,11 +297,11 @@ def read_jsonl(
 
 def _jsonl_record(line: str, source: str, number: int, id_field: str, text_field: str) -> Record:
     try:
-        obj = json.loads(line, parse_constant=_reject_constant)
+        obj = strict_json(line)
     except json.JSONDecodeError as e:
         return InputFormatError(f"malformed JSON: {e.msg} (column {e.colno})", source, number)
     except _NonFiniteNumberError as e:
-        return InputFormatError(f"JSON holds {e}, which is not a valid JSON number", source, number)
+        return InputFormatError(non_number_message(e) or str(e), source, number)
     except ValueError:
         # int() refuses numbers of more than sys.get_int_max_str_digits() digits
         return InputFormatError("JSON holds a number too long to read", source, number)
@@ -412,6 +412,24 @@ def _make_document(
         return InputFormatError("NUL character", source, line)
     meta = {k: v for k, v in obj.items() if k not in (id_field, text_field)}
     return Document(id=doc_id, text=text, meta=meta or None, source=source, line=line)
+
+
+def strict_json(text: str) -> Any:
+    """``text`` read as JSON the way the readers read it: ``NaN``, ``Infinity`` and
+    ``-Infinity``, which Python's reader takes, are refused.
+
+    Raises:
+        json.JSONDecodeError: not JSON.
+        ValueError: a non-finite number (its message names it), or a number too long to read.
+    """
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+def non_number_message(error: ValueError) -> str | None:
+    """What the readers say of a non-finite number :func:`strict_json` refused, else None."""
+    if isinstance(error, _NonFiniteNumberError):
+        return f"JSON holds {error}, which is not a valid JSON number"
+    return None
 
 
 class _NonFiniteNumberError(ValueError):

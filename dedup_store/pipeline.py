@@ -53,6 +53,9 @@ OnBatch = Callable[[Sequence[AddResult], list[RecordError]], None]
 """Called after each stored batch with its results (made as they are read: see
 :class:`~dedup_store.results.BatchResults`) and its bad records."""
 OnProgress = Callable[[int, int], None]
+#: What :meth:`~dedup_store.DedupStore.ingest` is told with ``on_phase`` when a bulk load has
+#: written its batches and builds its indexes.
+INDEX_PHASE = "building the indexes"
 """Called with the numbers of documents fingerprinted and stored so far."""
 #: A batch ends once its texts add up to this many characters, whatever its batch size.
 BATCH_BYTES = 4 * 2**20
@@ -218,6 +221,7 @@ def ingest(
     on_progress: OnProgress | None,
     bulk_load: bool = False,
     workers: int = 0,
+    on_phase: Callable[[str], None] | None = None,
 ) -> IngestSummary:
     """Stream ``records`` into the store, one transaction per batch, or all of them in one
     bulk load (see :meth:`dedup_store.DedupStore.ingest`); ``workers`` processes fingerprint
@@ -228,7 +232,7 @@ def ingest(
     with workers_preparer(settings, workers) as preparer:
         if bulk_load:
             return _bulk_ingest(
-                dest, records, batch_size, on_error, on_batch, on_progress, preparer
+                dest, records, batch_size, on_error, on_batch, on_progress, preparer, on_phase
             )
         own_engine = dest.db.connection is None
         try:
@@ -260,6 +264,7 @@ def _bulk_ingest(
     on_batch: OnBatch | None,
     on_progress: OnProgress | None,
     preparer: Preparer,
+    on_phase: Callable[[str], None] | None = None,
 ) -> IngestSummary:
     """One transaction: drop the lookup indexes, write the batches with lookups in memory,
     build the indexes, commit (:mod:`dedup_store.db.bulk`).
@@ -307,6 +312,8 @@ def _bulk_ingest(
             stopped = stop.error
         except KeyboardInterrupt as interrupt:
             stopped = interrupt
+        if on_phase is not None:
+            on_phase(INDEX_PHASE)
         seconds = bulk.finish(conn, dest.schema, dest.params, bulk.BUILD_SETTINGS, stored)
     if stopped is not None:
         raise stopped.with_traceback(None)

@@ -13,8 +13,8 @@ from sqlalchemy import text as sa_text
 from dedup_store import pipeline
 from dedup_store.core.fingerprint import (
     Fingerprint,
+    FingerprintBatch,
     feature_index,
-    fingerprint,
     fingerprint_valid_texts,
     reweighted,
 )
@@ -41,10 +41,10 @@ from dedup_store.db.engine import Bind, Database
 from dedup_store.db.names import validate_schema
 from dedup_store.db.scoring import merging_methods
 from dedup_store.db.settings import StoreSettings, check_rule
-from dedup_store.errors import EmptyDocumentError, UnknownDocumentError
+from dedup_store.errors import EmptyDocumentError, OwnerRequiredError, UnknownDocumentError
 from dedup_store.pipeline import Destination, OnBatch, OnProgress
 from dedup_store.prepared import prepare_batch
-from dedup_store.records import Record
+from dedup_store.records import Record, validate_meta
 from dedup_store.report.model import ReportSummary
 from dedup_store.results import (
     AddResult,
@@ -63,6 +63,8 @@ from dedup_store.results import (
 )
 from dedup_store.reviewing import Reviewing
 
+#: What a parameter mismatch with a stored store says to do.
+PARAMS_WAY_OUT = "open it with the stored parameters (omit them), or use another --schema"
 #: A load of at least this many times the documents stored is written in bulk by default.
 BULK_FACTOR = 4
 #: A load known to hold fewer documents is not written in bulk by default: rebuilding the
@@ -155,10 +157,10 @@ class DedupStore(Reviewing):
         """Refuse ``params`` (all of them, or the named ones) that differ from the stored ones."""
         context = f"store {self.schema!r} was created with other parameters"
         if isinstance(params, FingerprintParams):
-            stored.require_same(params, context)
+            stored.require_same(params, context, PARAMS_WAY_OUT)
             return
         wanted = {**stored.to_dict(), **params}
-        stored.require_same(FingerprintParams.from_dict(wanted), context)
+        stored.require_same(FingerprintParams.from_dict(wanted), context, PARAMS_WAY_OUT)
 
     def _ready_params(self, conn: Connection) -> FingerprintParams | None:
         """The params of a complete store at this code's revision, else ``None``."""
@@ -284,6 +286,7 @@ class DedupStore(Reviewing):
         count_clusters: bool = False,
         bulk: bool | None = None,
         workers: int | Literal["auto"] = 0,
+        on_phase: Callable[[str], None] | None = None,
     ) -> IngestSummary:
         """Stream records into the store, one transaction per batch, in bounded memory; or,
         for a load large against the store, in one bulk load.
@@ -315,19 +318,26 @@ class DedupStore(Reviewing):
             bulk: load in bulk; ``None`` decides: a bulk load when the store holds no
                 documents, or when ``records`` has a length of at least
                 :data:`BULK_FACTOR` times the documents stored; never for ``records`` with a
-                length below :data:`BULK_MINIMUM`, with ``update`` or inside a caller's
-                Connection (where it must be asked for).
+                length below :data:`BULK_MINIMUM`, with ``update``, inside a caller's
+                Connection (where it must be asked for) or for a role that does not own the
+                store's tables (a bulk load rebuilds their indexes; asked for, it raises
+                :class:`~dedup_store.errors.OwnerRequiredError`).
             workers: processes that fingerprint the next batches while this one writes
                 (:mod:`dedup_store.workers`); 0 fingerprints in the calling thread; ``auto``
                 starts one on a machine with two cores or more, for a bulk load or a load of
                 at least :data:`BULK_MINIMUM` records (starting a process costs about a
                 second). They are started with the ``spawn`` method, so a script that asks
                 for them must ingest under ``if __name__ == "__main__":``.
+            on_phase: called with :data:`~dedup_store.pipeline.INDEX_PHASE` when a bulk load
+                has written its batches and builds the indexes (which takes a while on a large
+                load, with no batch to report meanwhile).
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         if bulk is None:
-            bulk = self._bulk_pays(records, update)
+            bulk = self._bulk_pays(records, update) and self._owner_of_tables() is None
+        elif bulk:
+            self._require_owner("a bulk load")
         if workers == "auto":
             workers = _auto_workers(records, bulk)
         summary = pipeline.ingest(
@@ -340,6 +350,7 @@ class DedupStore(Reviewing):
             on_progress=on_progress,
             bulk_load=bulk,
             workers=workers,
+            on_phase=on_phase,
         )
         if count_clusters:
             summary.clusters = self.stats().clusters
@@ -351,9 +362,14 @@ class DedupStore(Reviewing):
         """What :meth:`add` would answer for ``text`` with ``meta``, without writing anything.
 
         Raises:
-            InvalidDocumentError, EmptyDocumentError: as :meth:`add`.
+            InvalidDocumentError, EmptyDocumentError: as :meth:`add` (metadata included).
         """
-        fp = self._weighted(text) if self.params.weighted else fingerprint(text, self.params)
+        if meta is not None:
+            validate_meta(meta)
+        batch = fingerprint_valid_texts([validate_text(text, self.max_bytes)], self.params)
+        if batch.empty_index:
+            raise EmptyDocumentError("document is empty after canonicalization (no words left)")
+        fp = self._weighted(batch) if self.params.weighted else batch.row(0)
         fp, signature = with_meta(fp, meta)
         statement = scoring.check_statement(self.schema, fp, self._hot_slots(fp), signature)
         found = self._check_rows(*statement)
@@ -366,12 +382,9 @@ class DedupStore(Reviewing):
         status = Status.of((r.method for r in rows), merging)
         return CheckResult(status, sorted_matches(rows), joined_cluster(rows, merging))
 
-    def _weighted(self, text: str) -> Fingerprint:
-        """The fingerprint of ``text`` weighed with the store's document frequencies as if it
-        were added now (a store with weighted SimHash features)."""
-        batch = fingerprint_valid_texts([validate_text(text)], self.params)
-        if batch.empty_index:
-            raise EmptyDocumentError("document is empty after canonicalization (no words left)")
+    def _weighted(self, batch: FingerprintBatch) -> Fingerprint:
+        """The fingerprint of a batch of one text weighed with the store's document frequencies
+        as if it were added now (a store with weighted SimHash features)."""
         index = batch.feature_index or feature_index(batch)
         statement, parameters = frequencies.read_statement(self.schema, index.unique)
         rows = self._check_rows(statement, parameters)
@@ -388,7 +401,22 @@ class DedupStore(Reviewing):
             ``settled_through`` (the largest settled id), ``moved`` (documents that were in the
             recent tier) and ``seconds`` (the index and filter builds).
         """
+        self._require_owner("settling the key tiers")
         return self._db.run(lambda conn: settle_keys(conn, self.schema, self.params))
+
+    def _owner_of_tables(self) -> str | None:
+        """The owner of the store's tables, when this connection's role may not act as it."""
+        return self._db.read(lambda conn: ddl.other_owner(conn, self.schema))
+
+    def _require_owner(self, work: str) -> None:
+        """Refuse ``work`` that drops and builds the store's indexes, unless the role owns them.
+
+        Raises:
+            OwnerRequiredError: naming the owner.
+        """
+        owner = self._owner_of_tables()
+        if owner is not None:
+            raise OwnerRequiredError(work, owner)
 
     def _hot_slots(self, fp: Fingerprint) -> list[tuple[int, int]]:
         """The slots of ``fp`` whose key this object knows to be hot (:class:`hot.MetHotKeys`,

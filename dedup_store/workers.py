@@ -10,14 +10,22 @@ The processes are started with the ``spawn`` method (forking a process that has 
 open connections is not safe): the calling program's main module is imported again in each of
 them, so a script that ingests must do so under ``if __name__ == "__main__":``, as every
 program that uses :mod:`multiprocessing` must. The processes ignore ``SIGINT``: an interrupt
-stops the load in the calling process, which ends them.
+stops the load in the calling process, which ends them. They also die with the calling process
+when it is killed (``kill -9``), rather than waiting forever for work: on Linux the kernel sends
+them ``SIGKILL`` when it dies (``PR_SET_PDEATHSIG``), elsewhere a thread of theirs watches it.
+Their end takes :mod:`multiprocessing`'s resource tracker with it.
 """
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import multiprocessing
+import os
 import signal
+import sys
+import threading
+import time
 from collections.abc import Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from types import TracebackType
@@ -95,7 +103,8 @@ class ProcessPreparer(Preparer):
         self._pool = ProcessPoolExecutor(
             max_workers=workers,
             mp_context=multiprocessing.get_context("spawn"),
-            initializer=_ignore_interrupts,
+            initializer=_init_worker,
+            initargs=(os.getpid(),),
         )
         self._workers, self._started = workers, False
 
@@ -179,6 +188,42 @@ def _started() -> None:
     """Nothing: a task that makes the pool start a process (which imports this module)."""
 
 
-def _ignore_interrupts() -> None:
-    """Leave ``SIGINT`` to the calling process (it stops the load and ends the workers)."""
+def _init_worker(parent: int) -> None:
+    """Leave ``SIGINT`` to the calling process ``parent`` (it stops the load and ends the
+    workers), and die with it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(parent)
+
+
+#: ``prctl`` option: the signal the kernel sends a process when its parent dies (Linux).
+_PR_SET_PDEATHSIG = 1
+#: Seconds between two looks at the parent where the kernel cannot be asked to signal.
+PARENT_POLL_S = 0.5
+
+
+def die_with_parent(parent: int) -> None:
+    """End this process when ``parent`` (the process that started it) dies.
+
+    On Linux the kernel sends ``SIGKILL`` on the parent's death; elsewhere a daemon thread
+    looks every :data:`PARENT_POLL_S` seconds whether this process has been re-parented. A
+    parent already gone ends this process at once.
+    """
+    if not (sys.platform.startswith("linux") and _set_death_signal(signal.SIGKILL)):
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _set_death_signal(signum: int) -> bool:
+    """Ask the kernel for ``signum`` when the parent dies; whether it agreed."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from dedup_store import config
 from dedup_store.db import embedded
-from dedup_store.errors import DatabaseError
+from dedup_store.errors import DatabaseError, InvalidNameError
 
 
 @pytest.fixture(autouse=True)
@@ -139,5 +139,5 @@ def test_schema_name(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(config.ENV_SCHEMA, "cms_dedup")
     assert config.schema_name() == "cms_dedup"
     assert config.schema_name("explicit") == "explicit"
-    with pytest.raises(DatabaseError, match="invalid schema name"):
+    with pytest.raises(InvalidNameError, match="invalid schema name"):
         config.schema_name('bad"name')

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import typer
 
-from dedup_store import FingerprintParams, errors
+from dedup_store import FingerprintParams, Status, errors
 from dedup_store.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,6 +58,9 @@ def test_every_command_is_found() -> None:
         "db settle",
         "db upgrade",
         "db current",
+        "db dump",
+        "db restore",
+        "db psql",
     } == set(COMMAND_IDS)
 
 
@@ -161,3 +164,10 @@ def test_readme_init_defaults_match_the_code() -> None:
             shown = ",".join(expected) or "none"
         assert value == shown, f"the reference says --{name} defaults to {value}, the code {shown}"
     assert {"shingle-size", "threshold", "simhash-blocks", "stopwords", "stem"} <= set(documented)
+
+
+def test_check_documents_every_answer() -> None:
+    """Every status ``check`` can answer (all but those of a stored id) is in its section."""
+    section = cli_reference().split("### `dedup-store check`", 1)[1].split("\n### ", 1)[0]
+    answers = set(Status) - {Status.SKIPPED, Status.UPDATED}
+    assert {status for status in answers if f"`{status.value}`" not in section} == set()

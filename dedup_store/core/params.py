@@ -263,11 +263,12 @@ class FingerprintParams:
         ours, theirs = self.to_dict(), other.to_dict()
         return {k: (ours[k], theirs[k]) for k in ours if ours[k] != theirs[k]}
 
-    def require_same(self, other: FingerprintParams, context: str = "") -> None:
-        """Raise :class:`ParamsMismatchError` naming every difference, if there is one."""
+    def require_same(self, other: FingerprintParams, context: str = "", hint: str = "") -> None:
+        """Raise :class:`ParamsMismatchError` naming every difference (after ``context``, then
+        ``hint``: the way out), if there is one."""
         differences = self.diff(other)
         if differences:
-            raise ParamsMismatchError(differences, context)
+            raise ParamsMismatchError(differences, context, hint)
 
 
 def _check_int(p: FingerprintParams, name: str, low: int, high: int) -> None:

@@ -31,7 +31,8 @@ def validate_text(text: object, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
         raise InvalidDocumentError(f"document is not valid UTF-8 (offset {e.start})") from None
     if size > max_bytes:
         raise InvalidDocumentError(
-            f"document is {size} bytes, larger than the limit of {max_bytes}"
+            f"document is {size} bytes, larger than the limit of {max_bytes} bytes "
+            "(max_bytes; --max-bytes raises it)"
         )
     return text
 

@@ -360,6 +360,25 @@ def create_settled_trigger(conn: Connection, schema: str) -> None:
     )
 
 
+#: The tables a bulk load and settling rebuild the indexes (or files) of.
+REBUILT_TABLES = ("documents", "edges", "sample_keys", "settled_keys", "recent_keys")
+
+
+def other_owner(conn: Connection, schema: str) -> str | None:
+    """The role owning the store's :data:`REBUILT_TABLES` when the current user may not act as
+    their owner (it is neither that role, a member of it, nor a superuser), else ``None``."""
+    names = [qualified(schema, table) for table in REBUILT_TABLES]
+    row = conn.execute(
+        text(
+            "SELECT pg_get_userbyid(c.relowner) FROM unnest(CAST(:names AS text[])) AS n(name) "
+            "JOIN pg_class c ON c.oid = to_regclass(n.name) "
+            "WHERE NOT pg_has_role(current_user, c.relowner, 'USAGE') LIMIT 1"
+        ),
+        {"names": names},
+    ).first()
+    return None if row is None else str(row[0])
+
+
 def settled_through(conn: Connection, schema: str) -> int:
     """The largest id of the settled tier of the key indexes."""
     return int(

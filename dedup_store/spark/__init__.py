@@ -23,10 +23,11 @@ except ImportError as error:  # pragma: no cover - only without the extra
 
 from dedup_store.spark.fingerprints import fingerprint_dataframe
 from dedup_store.spark.ingest import SparkIngest, ingest_dataframe, ingest_records
-from dedup_store.spark.session import spark_session
+from dedup_store.spark.session import check_master, spark_session
 
 __all__ = [
     "SparkIngest",
+    "check_master",
     "fingerprint_dataframe",
     "ingest_dataframe",
     "ingest_records",

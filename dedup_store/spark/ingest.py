@@ -29,11 +29,16 @@ from dedup_store.config import DEFAULT_SCHEMA, normalize_url
 from dedup_store.core.clustering import components
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.validation import DEFAULT_MAX_BYTES
-from dedup_store.db import reports, verdicts
+from dedup_store.db import ddl, reports, verdicts
 from dedup_store.db.names import qualified
 from dedup_store.db.scoring import merging_methods
 from dedup_store.db.write import allocate_ids, lock_writers, relabel
-from dedup_store.errors import DedupStoreError, EmptyDocumentError, InvalidParamsError
+from dedup_store.errors import (
+    DedupStoreError,
+    EmptyDocumentError,
+    InvalidParamsError,
+    OwnerRequiredError,
+)
 from dedup_store.pipeline import BATCH_BYTES
 from dedup_store.records import batches, describe, lookup_ids, record_error, validate_document
 from dedup_store.results import Document, IngestSummary, RecordError
@@ -129,8 +134,7 @@ def ingest_records(
     """
     url = normalize_url(url)
     started = time.perf_counter()
-    with DedupStore(url, params, schema, create=True, keep_text=keep_text) as store:
-        params, keep_text = require_spark_params(store.params), store.keep_text
+    params, keep_text = _open_for_load(url, params, schema, keep_text)
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
@@ -173,8 +177,7 @@ def ingest_dataframe(
     """
     url = normalize_url(url)
     started = time.perf_counter()
-    with DedupStore(url, params, schema, create=True, keep_text=keep_text) as store:
-        params, keep_text = require_spark_params(store.params), store.keep_text
+    params, keep_text = _open_for_load(url, params, schema, keep_text)
     spark = df.sparkSession
     meta = F.col("meta") if "meta" in df.columns else F.lit(None).cast("string")
     numbered = (
@@ -221,6 +224,30 @@ def ingest_dataframe(
         )
     finally:
         kept.unpersist()
+
+
+def _open_for_load(
+    url: str, params: FingerprintParams | None, schema: str, keep_text: bool | None
+) -> tuple[FingerprintParams, bool]:
+    """Open (or make) the store a Spark load writes; its parameters, and whether it keeps
+    texts (``keep_text``, or the store's setting).
+
+    Raises:
+        InvalidParamsError: parameters the Spark path does not compute.
+        OwnerRequiredError: the role does not own the store's tables, whose indexes the load
+            builds.
+    """
+    with DedupStore(url, params, schema, create=True, keep_text=keep_text) as store:
+        params, keep_text = require_spark_params(store.params), store.keep_text
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            owner = ddl.other_owner(conn, schema)
+    finally:
+        engine.dispose()
+    if owner is not None:
+        raise OwnerRequiredError("a Spark load", owner)
+    return params, keep_text
 
 
 def _prepare(

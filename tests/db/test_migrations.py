@@ -63,7 +63,7 @@ def test_open_without_store_and_create_false(engine: Engine, schema: str) -> Non
 def test_schema_behind_code_names_upgrade_command(engine: Engine, schema: str) -> None:
     DedupStore(engine, schema=schema).close()
     with engine.begin() as conn:
-        conn.execute(text(f"UPDATE \"{schema}\".alembic_version SET version_num = '0000'"))
+        conn.execute(text(f"UPDATE \"{schema}\".alembic_version SET version_num = '0010'"))
     with pytest.raises(SchemaOutdatedError, match="dedup-store db upgrade"):
         DedupStore(engine, schema=schema)
 
