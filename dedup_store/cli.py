@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 from typer.core import TyperCommand
 
-from dedup_store import cli_review, config
+from dedup_store import cli_review, cli_serve, config
 from dedup_store.choices import HtmlMode, Scheme, SimhashWeights, VerifyMode
 from dedup_store.cli_app import (
     EXIT_INTERRUPTED,
@@ -92,6 +92,7 @@ app = typer.Typer(
 app.add_typer(db_app, name="db")
 cli_review.register(app)
 app.command()(report)
+app.command()(cli_serve.serve)
 
 DocId = Annotated[str, typer.Argument(metavar="ID", help="A stored document id.")]
 MaxBytes = Annotated[

@@ -11,8 +11,8 @@ from dedup_store.cli_app import settings_of
 from dedup_store.cli_render import FormatOption, Output, OutputFormat
 
 
-def _size(value: str | None) -> int | None:
-    """``--max-bytes`` in bytes (``64MB``, ``1.5GB``, ``500000``)."""
+def size_option(value: str | None, flag: str = "--max-bytes") -> int | None:
+    """A size option in bytes (``64MB``, ``1.5GB``)."""
     if value is None:
         return None
     from dedup_store.db.tuning import parse_size
@@ -20,9 +20,9 @@ def _size(value: str | None) -> int | None:
     try:
         size = parse_size(value)
     except ValueError as e:
-        raise typer.BadParameter(str(e), param_hint="--max-bytes") from None
+        raise typer.BadParameter(str(e), param_hint=flag) from None
     if size < 1:
-        raise typer.BadParameter("must be at least 1 byte", param_hint="--max-bytes")
+        raise typer.BadParameter("must be at least 1 byte", param_hint=flag)
     return size
 
 
@@ -57,7 +57,7 @@ def report(
     store made with init --keep-text), with filters, a search by id and a link to each
     cluster and pair. It needs no server and loads nothing from the network.
     """
-    budget = _size(max_bytes)
+    budget = size_option(max_bytes)
     with settings_of(ctx).store() as store:
         summary = store.report(out, cluster=cluster, max_bytes=budget, workers="auto")
     Output(fmt).record(summary.to_dict(), title="report")

@@ -98,6 +98,10 @@ class DedupStore(Reviewing):
         canonical_rule: a new store's rule for the canonical document of each cluster
             (:meth:`set_canonical_rule`; default ``oldest``).
         max_bytes: largest accepted document, in UTF-8 bytes.
+        pool_size: connections each of the store's two pools keeps open, given a URL (default
+            5 for transactions, 3 for reads and ``add``): the number of threads that share the
+            store. A store is safe to share between threads; each call takes a connection of
+            its own.
     """
 
     def __init__(
@@ -110,10 +114,11 @@ class DedupStore(Reviewing):
         keep_text: bool | None = None,
         canonical_rule: str | None = None,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        pool_size: int | None = None,
     ) -> None:
         self.schema = validate_schema(schema)  # before any statement is built with it
         self.max_bytes = max_bytes
-        self._db = Database(bind, schema)
+        self._db = Database(bind, schema, pool_size)
         self._hot_keys = hot.MetHotKeys()
         chosen = StoreSettings(bool(keep_text), check_rule(canonical_rule or "oldest"))
         try:

@@ -30,9 +30,15 @@ MAX_ATTEMPTS = 8
 
 
 class Database:
-    """Owns (or borrows) the way to the database for one store."""
+    """Owns (or borrows) the way to the database for one store.
 
-    def __init__(self, bind: Bind, schema: str) -> None:
+    Given a URL it makes two engines, each with a pool of connections kept open: one for
+    transactions (``pool_size``, SQLAlchemy's 5 by default) and one for single-statement reads
+    and the pipelined ``add`` (``pool_size``, at least 3). Size ``pool_size`` to the threads
+    that share the store, so that none of them opens and closes connections beyond the pool.
+    """
+
+    def __init__(self, bind: Bind, schema: str, pool_size: int | None = None) -> None:
         self.schema = validate_schema(schema)
         self._owns_engine = isinstance(bind, str)
         self.connection: Connection | None = bind if isinstance(bind, Connection) else None
@@ -40,12 +46,15 @@ class Database:
         self._read_engine: Engine | None = None
         if isinstance(bind, str):
             try:
-                self.engine = create_engine(normalize_url(bind), pool_pre_ping=True)
+                sized = {} if pool_size is None else {"pool_size": pool_size}
+                self.engine = create_engine(normalize_url(bind), pool_pre_ping=True, **sized)
                 # reads get their own pool of autocommit connections: no BEGIN/COMMIT, no
                 # isolation switch and no ping per call (a read retries once instead); an
                 # ingest reads on three at once (stored ids, the settled tier's two halves)
                 self._read_engine = create_engine(
-                    normalize_url(bind), isolation_level="AUTOCOMMIT", pool_size=3
+                    normalize_url(bind),
+                    isolation_level="AUTOCOMMIT",
+                    pool_size=max(3, pool_size or 0),
                 )
                 for engine in (self.engine, self._read_engine):
                     event.listen(engine, "connect", _configure)

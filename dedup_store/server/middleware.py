@@ -1,0 +1,135 @@
+"""The ASGI middleware in front of every request: the bearer token, the request size limit,
+a request id, metrics and the access log."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from dedup_store.server.errors import RequestError, too_large
+from dedup_store.server.logs import ACCESS
+from dedup_store.server.metrics import Metrics
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+#: Paths answered without the token: the probes, and the description of the API.
+OPEN_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
+
+_access = logging.getLogger(ACCESS)
+
+
+class Guard:
+    """Checks the token and the body's size, times the request, counts it and logs it.
+
+    Args:
+        app: the application.
+        token: the bearer token every request but those of :data:`OPEN_PATHS` must carry
+            (``Authorization: Bearer TOKEN``); ``None``: no token asked.
+        max_request_bytes: largest request body; a larger one is answered 413 (at once when
+            its ``Content-Length`` says so, else when the body reaches the limit).
+        metrics: where requests are counted.
+    """
+
+    def __init__(
+        self, app: ASGIApp, *, token: str | None, max_request_bytes: int, metrics: Metrics
+    ) -> None:
+        self.app = app
+        self._token = None if token is None else f"Bearer {token}".encode()
+        self._limit = max_request_bytes
+        self._metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer one request (other scopes, such as the lifespan, pass through)."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        headers = dict(scope.get("headers") or [])
+        request_id = headers.get(b"x-request-id", b"").decode("latin-1")[:64]
+        request_id = request_id or uuid.uuid4().hex[:16]
+        seen = {"status": 500, "out": 0, "in": 0}
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                seen["status"] = message["status"]
+                extra = [(b"x-request-id", request_id.encode("latin-1"))]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            elif message["type"] == "http.response.body":
+                seen["out"] += len(message.get("body", b""))
+            await send(message)
+
+        async def receiving() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                seen["in"] += len(message.get("body", b""))
+                if seen["in"] > self._limit:
+                    raise self._too_large()
+            return message
+
+        self._metrics.in_flight.inc()
+        try:
+            refused = self._refusal(scope, headers)
+            if refused is not None:
+                await answer(sending, refused)
+            else:
+                await self.app(scope, receiving, sending)
+        finally:
+            self._metrics.in_flight.dec()
+            self._done(scope, seen, request_id, time.perf_counter() - started)
+
+    def _refusal(self, scope: Scope, headers: dict[bytes, bytes]) -> RequestError | None:
+        """Why the request is refused before it is read, if it is."""
+        if self._token is not None and scope["path"] not in OPEN_PATHS:
+            given = headers.get(b"authorization")
+            if given is None:
+                return RequestError(401, "Unauthorized", "missing bearer token (Authorization)")
+            if not hmac.compare_digest(given, self._token):
+                return RequestError(401, "Unauthorized", "wrong bearer token")
+        length = headers.get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self._limit:
+            return self._too_large()
+        return None
+
+    def _too_large(self) -> RequestError:
+        return too_large(
+            f"request body larger than the limit of {self._limit} bytes "
+            "(--max-request-bytes): send a batch in several requests"
+        )
+
+    def _done(self, scope: Scope, seen: dict[str, int], request_id: str, seconds: float) -> None:
+        route = scope.get("route")
+        template = getattr(route, "path", None) or "unmatched"
+        method = scope["method"]
+        self._metrics.observe(method, template, seen["status"], seconds)
+        client = scope.get("client")
+        fields = {
+            "method": method,
+            "path": scope["path"],
+            "route": template,
+            "status": seen["status"],
+            "ms": round(seconds * 1000, 3),
+            "bytes_in": seen["in"],
+            "bytes_out": seen["out"],
+            "client": client[0] if client else None,
+            "request_id": request_id,
+        }
+        _access.info("request", extra={"fields": fields})
+
+
+async def answer(send: Send, error: RequestError) -> None:
+    """Send ``error`` as a whole JSON answer."""
+    body = json.dumps(error.body()).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if error.status == 401:
+        headers.append((b"www-authenticate", b'Bearer realm="dedup-store"'))
+    await send({"type": "http.response.start", "status": error.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
