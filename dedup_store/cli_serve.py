@@ -55,6 +55,9 @@ def serve(
     the server listens on loopback addresses only. Needs the server extra.
     """
     try:
+        import fastapi  # noqa: F401 - the server extra's packages, before anything starts
+        import prometheus_client  # noqa: F401
+
         from dedup_store.server.run import serve as run
         from dedup_store.server.settings import ServerSettings, is_loopback, token_from_environment
     except ImportError as e:

@@ -51,6 +51,7 @@ def test_every_command_is_found() -> None:
         "verdicts",
         "canonical",
         "report",
+        "serve",
         "db",
         "db status",
         "db stop",
