@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import os
 import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -110,7 +111,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     _watch_stop_signals(state)
     _log.info(
         "serving",
-        extra={"fields": {"schema": settings.schema, "threads": settings.threads}},
+        extra={
+            "fields": {"schema": settings.schema, "threads": settings.threads, "pid": os.getpid()}
+        },
     )
     try:
         yield
