@@ -11,7 +11,12 @@ words, 20 % edited copies):
    run ``--ops`` operations each, four ``POST /check`` to one ``POST /documents`` (the texts
    of :func:`benchmarks.load.make_workload`: new documents, edited copies of stored ones, and
    copies of documents shared by every client), or stop after ``--seconds``. Any answer other
-   than 200 for a check and 201 for an add, or a failed request, is an error.
+   than 200 for a check and 201 for an add, or a failed request, is an error. Without
+   ``--rate`` each client sends its next request as soon as it has the answer (a closed loop:
+   the figures are the capacity, and by Little's law the mean latency is ``--clients`` over
+   the operations/s, 16 ms for 16 clients at 1,000/s); with ``--rate R`` the clients together
+   send R requests a second, each at its share, and a latency counts from when the request
+   was due (an open loop: the latency at that load, queueing included).
 3. *Library*: the documents the HTTP phase added are deleted, and the same operations run
    through one ``DedupStore`` shared by ``--clients`` threads of this process.
 
@@ -44,6 +49,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psutil
+import psycopg
+from sqlalchemy.engine import make_url
 
 from benchmarks.ingest_corpus import IngestCorpus
 from benchmarks.load import (
@@ -58,9 +66,13 @@ from benchmarks.load import (
     percentile,
     server_settings,
 )
+from benchmarks.load_profile import conninfo
 from dedup_store import DedupStore
+from dedup_store.server.settings import APPLICATION_NAME
 
 WARM_UP = 10
+#: The ``application_name`` of the library phase's connections.
+LIBRARY_APPLICATION = "benchmarks.http library"
 Timed = tuple[str, float]
 """``(kind, milliseconds)`` of one successful operation."""
 
@@ -68,8 +80,28 @@ Timed = tuple[str, float]
 # -- HTTP clients -----------------------------------------------------------------------------
 
 
+def schedule(ops: list[Op], start: float, interval: float) -> Iterator[tuple[Op, float]]:
+    """Each operation with the time it is due: at once after the one before it (``interval``
+    0), or every ``interval`` seconds from ``start`` (waiting until then). The latency of a
+    paced operation counts from when it was due, so a slow answer delays the next ones' clocks
+    too (no coordinated omission)."""
+    for number, op in enumerate(ops):
+        if interval:
+            due = start + number * interval
+            time.sleep(max(0.0, due - time.perf_counter()))
+        else:
+            due = time.perf_counter()
+        yield op, due
+
+
 def http_client(
-    port: int, ops: list[Op], warm: list[str], deadline: float, out: list[Timed], errors: list[str]
+    port: int,
+    ops: list[Op],
+    warm: list[str],
+    deadline: float,
+    interval: float,
+    out: list[Timed],
+    errors: list[str],
 ) -> None:
     """One keep-alive client: its operations in order, until they are done or ``deadline``."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
@@ -77,7 +109,7 @@ def http_client(
     for text in warm:
         conn.request("POST", "/check", json.dumps({"text": text}), headers)
         conn.getresponse().read()
-    for kind, external_id, text in ops:
+    for (kind, external_id, text), started in schedule(ops, time.perf_counter(), interval):
         if time.monotonic() >= deadline:
             break
         path, body, expected = (
@@ -85,7 +117,6 @@ def http_client(
             if kind == "check"
             else ("/documents", {"id": external_id, "text": text}, 201)
         )
-        started = time.perf_counter()
         try:
             conn.request("POST", path, json.dumps(body), headers)
             response = conn.getresponse()
@@ -107,6 +138,7 @@ def client_process(
     clients: list[list[Op]],
     warm: list[str],
     seconds: float,
+    interval: float,
     barrier: Any,
     results: Any,
 ) -> None:
@@ -115,22 +147,30 @@ def client_process(
     errors: list[str] = []
     barrier.wait()
     started = time.monotonic()
+    cpu = time.process_time()
     deadline = started + seconds
     threads = [
-        threading.Thread(target=http_client, args=(port, ops, warm, deadline, out, errors))
+        threading.Thread(
+            target=http_client, args=(port, ops, warm, deadline, interval, out, errors)
+        )
         for ops in clients
     ]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    results.put((started, time.monotonic(), out, errors))
+    results.put((started, time.monotonic(), out, errors, time.process_time() - cpu))
 
 
 def http_phase(
-    args: argparse.Namespace, port: int, clients: list[list[Op]], warm: list[str]
+    args: argparse.Namespace,
+    served: tuple[int, subprocess.Popen[bytes]],
+    clients: list[list[Op]],
+    warm: list[str],
 ) -> dict[str, Any]:
     """Every client against the server; the figures."""
+    port, process = served
+    meter = CpuMeter(args.url, APPLICATION_NAME, [psutil.Process(process.pid)])
     context = multiprocessing.get_context("spawn")
     processes = max(1, min(args.client_processes, len(clients)))
     barrier = context.Barrier(processes + 1)
@@ -139,23 +179,31 @@ def http_phase(
     started = [
         context.Process(
             target=client_process,
-            args=(port, share, warm, args.seconds, barrier, results),
+            args=(port, share, warm, args.seconds, interval(args), barrier, results),
         )
         for share in shares
     ]
-    for process in started:
-        process.start()
+    for client in started:
+        client.start()
     barrier.wait(timeout=300)
+    meter.start()
     collected = []
     for _ in started:
         with contextlib.suppress(queue.Empty):
             collected.append(results.get(timeout=args.seconds + 300))
-    for process in started:
-        process.join(timeout=60)
-    wall = max(r[1] for r in collected) - min(r[0] for r in collected) if collected else 0.0
     timed = [t for r in collected for t in r[2]]
+    cpu = meter.stop(len(timed))
+    for client in started:
+        client.join(timeout=60)
+    wall = max(r[1] for r in collected) - min(r[0] for r in collected) if collected else 0.0
     errors = [e for r in collected for e in r[3]]
-    return figures(timed, errors, wall)
+    cpu["clients"] = 1000 * sum(r[4] for r in collected) / max(len(timed), 1)
+    return {**figures(timed, errors, wall), "cpu_ms_per_operation": cpu}
+
+
+def interval(args: argparse.Namespace) -> float:
+    """Seconds between two operations of one client: ``--clients / --rate`` (0: none)."""
+    return args.clients / args.rate if args.rate else 0.0
 
 
 # -- the library in-process -------------------------------------------------------------------
@@ -167,7 +215,10 @@ def library_phase(
     """The same operations through one store shared by one thread per client."""
     out: list[Timed] = []
     errors: list[str] = []
-    with DedupStore(args.url, schema=args.schema, create=False, pool_size=len(clients)) as store:
+    url = make_url(args.url).update_query_dict({"application_name": LIBRARY_APPLICATION})
+    named = url.render_as_string(hide_password=False)
+    meter = CpuMeter(args.url, LIBRARY_APPLICATION, [psutil.Process()])
+    with DedupStore(named, schema=args.schema, create=False, pool_size=len(clients)) as store:
         for text in warm:
             store.check(text)
         barrier = threading.Barrier(len(clients) + 1)
@@ -176,10 +227,11 @@ def library_phase(
         def client(ops: list[Op]) -> None:
             barrier.wait()
             deadline = time.monotonic() + args.seconds
-            for kind, external_id, text in ops:
+            for (kind, external_id, text), started in schedule(
+                ops, time.perf_counter(), interval(args)
+            ):
                 if time.monotonic() >= deadline:
                     break
-                started = time.perf_counter()
                 try:
                     if kind == "check":
                         store.check(text)
@@ -196,9 +248,12 @@ def library_phase(
             thread.start()
         barrier.wait()
         started = time.monotonic()
+        meter.start()
         for thread in threads:
             thread.join()
-    return figures(out, errors, max(ends) - started if ends else 0.0)
+        cpu = meter.stop(len(out))
+    found = figures(out, errors, max(ends) - started if ends else 0.0)
+    return {**found, "cpu_ms_per_operation": cpu}
 
 
 # -- figures ----------------------------------------------------------------------------------
@@ -232,6 +287,11 @@ def verdicts(f: dict[str, Any]) -> dict[str, bool]:
     }
 
 
+def _cpu_row(cpu: dict[str, float]) -> str:
+    row = f"{cpu['app']:.2f} / {cpu['postgres']:.2f}"
+    return f"{row} (+{cpu['clients']:.2f})" if "clients" in cpu else row
+
+
 def print_table(phases: dict[str, dict[str, Any]]) -> None:
     """The figures of each phase side by side."""
 
@@ -244,17 +304,81 @@ def print_table(phases: dict[str, dict[str, Any]]) -> None:
         ("add p50 / p90 / p99 ms", lambda f: ms(f["add_ms"])),
         ("checks, adds", lambda f: f"{f['checks']:,}, {f['adds']:,}"),
         ("errors", lambda f: f"{f['errors']:,}"),
+        ("CPU ms/op: app / postgres", lambda f: _cpu_row(f["cpu_ms_per_operation"])),
         ("load average after", lambda f: f"{f['load_average']:.2f}"),
     ]
     names = list(phases)
-    print(f"\n{'measure':<26}" + "".join(f"{name:>26}" for name in names))
+    print(f"\n{'measure':<26}" + "".join(f"{name:>30}" for name in names))
     for label, value in rows:
-        print(f"{label:<26}" + "".join(f"{value(phases[n]):>26}" for n in names))
+        print(f"{label:<26}" + "".join(f"{value(phases[n]):>30}" for n in names))
     for name, f in phases.items():
         met = ", ".join(f"{k}: {'ok' if ok else 'MISSED'}" for k, ok in verdicts(f).items())
         print(f"{name}: {met}")
         for line in f["first_errors"]:
             print(f"  error: {line[:300]}")
+
+
+# -- CPU time ---------------------------------------------------------------------------------
+
+
+class CpuMeter:
+    """CPU seconds that some processes and the PostgreSQL backends of one ``application_name``
+    spend between :meth:`start` and :meth:`stop` (the machine is shared: this is what one
+    operation costs, whatever else runs)."""
+
+    def __init__(self, url: str, application: str, processes: Sequence[psutil.Process]) -> None:
+        self.url = url
+        self.application = application
+        self.processes = list(processes)
+        self._before: dict[int, float] = {}
+
+    def _backends(self) -> list[psutil.Process]:
+        query = "SELECT pid FROM pg_stat_activity WHERE application_name = %s"
+        with psycopg.connect(conninfo(self.url), autocommit=True) as conn:
+            pids = [row[0] for row in conn.execute(query, [self.application])]
+        return [p for p in (_process(pid) for pid in pids) if p is not None]
+
+    def _readings(self) -> dict[str, dict[int, float]]:
+        ours = [*self.processes, *(c for p in self.processes for c in _children(p))]
+        return {"app": _cpu(ours), "postgres": _cpu(self._backends())}
+
+    def start(self) -> None:
+        """Read the counters."""
+        self._start = self._readings()
+
+    def stop(self, operations: int) -> dict[str, float]:
+        """Milliseconds of CPU per operation since :meth:`start`, by side."""
+        end = self._readings()
+        spent = {
+            side: sum(v - self._start[side].get(pid, 0.0) for pid, v in values.items())
+            for side, values in end.items()
+        }
+        return {side: 1000 * seconds / max(operations, 1) for side, seconds in spent.items()}
+
+
+def _process(pid: int) -> psutil.Process | None:
+    try:
+        return psutil.Process(pid)
+    except psutil.Error:
+        return None
+
+
+def _children(process: psutil.Process) -> list[psutil.Process]:
+    try:
+        return list(process.children(recursive=True))
+    except psutil.Error:
+        return []
+
+
+def _cpu(processes: Sequence[psutil.Process]) -> dict[int, float]:
+    found = {}
+    for process in processes:
+        try:
+            times = process.cpu_times()
+        except psutil.Error:
+            continue
+        found[process.pid] = times.user + times.system
+    return found
 
 
 # -- the server -------------------------------------------------------------------------------
@@ -268,7 +392,7 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def server(args: argparse.Namespace, log: Path) -> Iterator[int]:
+def server(args: argparse.Namespace, log: Path) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
     """``dedup-store serve`` on a free port, until the block ends (then SIGTERM)."""
     port = free_port()
     command = [
@@ -291,7 +415,7 @@ def server(args: argparse.Namespace, log: Path) -> Iterator[int]:
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err)
         try:
             wait_ready(port, process)
-            yield port
+            yield port, process
         finally:
             process.terminate()
             process.wait(timeout=60)
@@ -345,6 +469,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--client-processes", type=int, default=4, help="processes the HTTP clients run in")
     add("--ops", type=int, default=1000, help="operations per client (check:add = 4:1)")
     add("--seconds", type=float, default=120.0, help="stop every client after this long")
+    add(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="operations per second of all clients together, each client sending at its share "
+        "of it; 0: each sends its next one as soon as it has the answer",
+    )
     add("--threads", type=int, default=8, help="the server's --threads")
     add("--workers", type=int, default=1, help="the server's --workers")
     add(
@@ -380,10 +511,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         phases: dict[str, dict[str, Any]] = {}
         try:
             timed("build", lambda: build(args.url, args.schema, generated.path, args, args.reuse))
-            with server(args, Path(workdir) / "server.log") as port:
+            with server(args, Path(workdir) / "server.log") as served:
                 log(f"load average before the HTTP phase: {os.getloadavg()[0]:.2f}")
                 phases["http"] = timed(
-                    "http", lambda: http_phase(args, port, workload.clients, warm)
+                    "http", lambda: http_phase(args, served, workload.clients, warm)
                 )
             if args.library:
                 with DedupStore(args.url, schema=args.schema, create=False) as store:

@@ -55,7 +55,10 @@ class StoreCalls:
             RequestError: 503 when no thread came free within the wait.
         """
         try:
-            await asyncio.wait_for(self._free.acquire(), self._wait)
+            if self._free.locked():  # every thread is taken: wait for one, not forever
+                await asyncio.wait_for(self._free.acquire(), self._wait)
+            else:
+                await self._free.acquire()
         except TimeoutError:
             message = f"all {self.threads} store threads stayed busy for {self._wait:g} s"
             raise RequestError(503, "Busy", f"{message}; try again") from None
