@@ -165,7 +165,7 @@ def test_a_new_document_passes_reject_duplicates(client: httpx.Client, loaded: D
         (b'{"id": "x", "text": "nul \\u0000 here"}', 422, "InvalidDocumentError", "text"),
         (b'{"id": "x", "text": "lone \\ud800"}', 422, "InvalidDocumentError", "text"),
         (b'{"id": "", "text": "some words here"}', 422, "InvalidDocumentError", "id"),
-        (b'{"id": "x", "text": "...!!! ???"}', 422, "EmptyDocumentError", None),
+        (b'{"id": "x", "text": "...!!! ???"}', 422, "EmptyDocumentError", "text"),
     ],
 )
 def test_bad_bodies_are_answered_with_the_status_and_the_field(

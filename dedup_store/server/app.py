@@ -10,7 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
 from dedup_store import __version__
-from dedup_store.errors import DedupStoreError
+from dedup_store.errors import DedupStoreError, EmptyDocumentError
 from dedup_store.server import batch, documents, store
 from dedup_store.server.errors import RequestError
 from dedup_store.server.logs import SERVER
@@ -64,7 +64,8 @@ async def _request_error(request: Request, error: RequestError) -> Response:
 
 
 async def _store_error(request: Request, error: DedupStoreError) -> Response:
-    return await _request_error(request, RequestError.of(error))
+    field = "text" if isinstance(error, EmptyDocumentError) else None  # no words left in it
+    return await _request_error(request, RequestError.of(error, field))
 
 
 async def _bad_parameter(request: Request, error: RequestValidationError) -> Response:
