@@ -133,6 +133,8 @@ class BatchRun:
         self.waiting = 0
         """Documents in :attr:`pending`."""
         self.answered = 0
+        self.read_all = False
+        """Whether the whole body has been read."""
         self.counts: collections.Counter[str] = collections.Counter()
 
     async def lines(self) -> AsyncIterator[bytes]:
@@ -150,6 +152,23 @@ class BatchRun:
         except Exception as e:
             _log.exception("batch request failed")
             yield self._end(500, {"error": "InternalError", "message": f"{type(e).__name__}"})
+        await self._drain()
+
+    async def _drain(self) -> None:
+        """Read and drop what is left of a body the request stopped reading (a bad record, the
+        server stopping): a connection closed with unread bytes is reset, which can lose the
+        answers the client has not read yet. At most the server's timeout is spent on it."""
+        deadline = time.monotonic() + self.state.settings.timeout
+        while not self.read_all:
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                return
+            try:
+                message = await asyncio.wait_for(self.receive(), wait)
+            except (TimeoutError, RequestError):
+                return
+            if message["type"] == "http.disconnect" or not message.get("more_body", False):
+                return
 
     async def _run(self) -> AsyncIterator[bytes]:
         async for number, raw in self._input():
@@ -215,6 +234,7 @@ class BatchRun:
                     yield number, bytes(buffer[start:end])
                 start = scanned = end + 1
             del buffer[:start]
+        self.read_all = True
         if buffer.strip():
             yield number + 1, bytes(buffer)
 
