@@ -154,9 +154,9 @@ def measure(name: str, a: str, b: str, args: argparse.Namespace) -> str:
     )
     if theirs is None:
         limit = args.difflib_timeout
-        line += f"{f'> {limit:.0f}':>9}{f'> {_times(limit / ours_head)}':>9}"
+        line += f"{f'> {limit:.0f}':>9}{f'> {_times(limit / ours_head)}':>11}"
     else:
-        line += f"{theirs[0]:>9.3f}{_times(theirs[0] / ours_head):>9}"
+        line += f"{theirs[0]:>9.3f}{_times(theirs[0] / ours_head):>11}"
     if args.difflib_full:
         full = difflib_run(keys_a, keys_b, args.difflib_full, autojunk=True)
         line += (
@@ -232,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     print(
         f"{'pair':<10}{'size':>8}{'words a':>9}{'words b':>9}{'align s':>8}{'diff s':>7}"
-        f"{'shared':>8}{'runs':>7}{'ops/w':>6}{'spent':>6}{'ours s':>9}{'difflib':>9}{'ratio':>9}"
+        f"{'shared':>8}{'runs':>7}{'ops/w':>6}{'spent':>6}{'ours s':>9}{'difflib':>9}{'ratio':>11}"
     )
     for name, (a, b) in pairs.items():
         print(measure(name, a, b, args), flush=True)
