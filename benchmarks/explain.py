@@ -9,6 +9,7 @@ paragraphs left out (2 %). The pairs:
   licences again and again) against its edited copy;
 * ``man``: English manual pages rendered as text (cached, see
   :data:`benchmarks.realtext_corpus.CACHE`) against its edited copy;
+* ``shuffled``: the manual pages against the same paragraphs in a random order;
 * ``unrelated``: the copyright text against the manual pages;
 * ``one word``: the same word repeated (as many words as the copyright text has, about
   300,000) against a copy with ``--word-rate`` of them replaced by another word (the worst case
@@ -18,7 +19,9 @@ For each, :func:`dedup_store.core.align.align_texts` is timed (best of ``--repea
 the words and the diff), and :class:`difflib.SequenceMatcher` (``autojunk=False``, the exact
 longest-matching-block diff) runs on the same normalized words in a child process, for at most
 ``--difflib-timeout`` seconds; it is quadratic, so it gets the first ``--difflib-words`` words
-of each side, and our diff is timed on those same words for the ratio. Run it as
+of each side, and our diff is timed on those same words for the ratio. With ``--difflib-full
+SECONDS`` difflib also runs on the whole documents with its default ``autojunk`` heuristic
+(words in more than 1 % of positions are ignored: faster, and blind to them). Run it as
 ``python -m benchmarks.explain``.
 """
 
@@ -82,6 +85,13 @@ def edited(text: str, rng: random.Random, word_rate: float, moves: int, deleted:
     for _ in range(moves):
         moved = paragraphs.pop(rng.randrange(len(paragraphs)))
         paragraphs.insert(rng.randrange(len(paragraphs) + 1), moved)
+    return "\n\n".join(paragraphs)
+
+
+def _shuffled(text: str, rng: random.Random) -> str:
+    """``text`` with its paragraphs in a random order."""
+    paragraphs = text.split("\n\n")
+    rng.shuffle(paragraphs)
     return "\n\n".join(paragraphs)
 
 
@@ -207,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     rng = random.Random(args.seed)
     copyrights = copyright_text(args.size)
     manuals = man_text(args.size, args.seed)
-    words = len(copyrights.split())
+    words = len(text_words(copyrights).keys)
     repeated = " ".join(["word"] * words)
     replaced = " ".join("other" if rng.random() < args.word_rate else "word" for _ in range(words))
     pairs = {
@@ -216,6 +226,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             edited(copyrights, rng, args.word_rate, args.moves, args.deleted),
         ),
         "man": (manuals, edited(manuals, rng, args.word_rate, args.moves, args.deleted)),
+        "shuffled": (manuals, _shuffled(manuals, rng)),
         "unrelated": (copyrights, manuals),
         "one word": (repeated, replaced),
     }
