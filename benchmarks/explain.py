@@ -30,12 +30,16 @@ from __future__ import annotations
 import argparse
 import difflib
 import multiprocessing
+import os
 import random
 import re
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from queue import Empty
+
+import sqlalchemy as sa
 
 from benchmarks.quality_corpus import read_text
 from benchmarks.realtext_corpus import MAN_PAGES, MAN_SECTIONS, man_pages, rendered
@@ -213,6 +217,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="also run difflib with its default autojunk heuristic on the whole documents, "
         "for at most this many seconds (it takes minutes; default: not run)",
     )
+    parser.add_argument(
+        "--url",
+        default=os.environ.get("DEDUP_STORE_TEST_URL", ""),
+        help="a PostgreSQL URL: also time DedupStore.explain of the copyright pair stored there "
+        "(in a schema of its own, dropped after)",
+    )
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     copyrights = copyright_text(args.size)
@@ -247,6 +257,36 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     for name, (a, b) in pairs.items():
         print(measure(name, a, b, args), flush=True)
+    if args.url:
+        a, b = pairs["copyright"]
+        print(explain_in_store(args.url, a, b, args.repeat), flush=True)
+
+
+def explain_in_store(url: str, text_a: str, text_b: str, repeat: int) -> str:
+    """``DedupStore.explain`` of the two documents stored in a store that keeps texts: the
+    reads, the scores and the alignment, as ``dedup-store explain`` runs them."""
+    from dedup_store import DedupStore
+    from dedup_store.config import normalize_url
+
+    schema = f"bench_explain_{uuid.uuid4().hex[:8]}"
+    engine = sa.create_engine(normalize_url(url))
+    try:
+        limit = 2 * max(len(text_a.encode()), len(text_b.encode()))
+        with DedupStore(engine, schema=schema, keep_text=True, max_bytes=limit) as store:
+            store.add("a", text_a)
+            store.add("b", text_b)
+            seconds = best_seconds(lambda: store.explain("a", "b"), repeat)
+            found = store.explain("a", "b")
+        return (
+            f"store explain of the copyright pair: {seconds:.3f} s (best of {repeat}), "
+            f"method {found.method}, jaccard {found.jaccard:.3f}, found by "
+            f"{', '.join(found.found_by)}, {len(found.alignment.runs) if found.alignment else 0} "
+            "runs"
+        )
+    finally:
+        with engine.begin() as conn:
+            conn.execute(sa.text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+        engine.dispose()
 
 
 if __name__ == "__main__":
