@@ -3,7 +3,10 @@
 Each command parses its options, makes one call to :class:`~dedup_store.service.DedupStore` (or
 the migration helpers), and renders the result. Errors of ours, and database errors, become one
 line on standard error and the exit code of the error class (see :mod:`dedup_store.errors`);
-``--debug`` shows the traceback instead.
+``--debug`` shows the traceback instead. This module holds the app, its global options and the
+commands that write (``init``, ``ingest``) or check; the others live beside it:
+:mod:`~dedup_store.cli_reports` (what the store holds), :mod:`~dedup_store.cli_review` (a
+reviewer's), :mod:`~dedup_store.cli_report`, :mod:`~dedup_store.cli_db`.
 
 The store, the database driver and numpy are imported inside the commands, so that ``--help``
 and ``--version`` answer at once.
