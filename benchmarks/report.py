@@ -33,6 +33,7 @@ from dedup_store.report import ReportSummary
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
 CHROMIUM = "/usr/bin/chromium"
+#: The machine's network is closed, and the browser must not try it.
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",

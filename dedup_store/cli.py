@@ -3,7 +3,10 @@
 Each command parses its options, makes one call to :class:`~dedup_store.service.DedupStore` (or
 the migration helpers), and renders the result. Errors of ours, and database errors, become one
 line on standard error and the exit code of the error class (see :mod:`dedup_store.errors`);
-``--debug`` shows the traceback instead.
+``--debug`` shows the traceback instead. This module holds the app, its global options and the
+commands that write (``init``, ``ingest``) or check; the others live beside it:
+:mod:`~dedup_store.cli_reports` (what the store holds), :mod:`~dedup_store.cli_review` (a
+reviewer's), :mod:`~dedup_store.cli_report`, :mod:`~dedup_store.cli_db`.
 
 The store, the database driver and numpy are imported inside the commands, so that ``--help``
 and ``--version`` answer at once.
@@ -20,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 from typer.core import TyperCommand
 
-from dedup_store import cli_review, cli_serve, config
+from dedup_store import cli_reports, cli_review, cli_serve, config
 from dedup_store.choices import HtmlMode, Scheme, SimhashWeights, VerifyMode
 from dedup_store.cli_app import (
     EXIT_INTERRUPTED,
@@ -90,9 +93,6 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(db_app, name="db")
-cli_review.register(app)
-app.command()(report)
-app.command()(cli_serve.serve)
 
 DocId = Annotated[str, typer.Argument(metavar="ID", help="A stored document id.")]
 MaxBytes = Annotated[
@@ -528,7 +528,7 @@ def check(
                 "matches": len(matches),
             }
         )
-        out.rows(matches, _MATCH_COLUMNS, title="matches")
+        out.rows(matches, cli_reports.MATCH_COLUMNS, title="matches")
 
 
 def _text_to_check(text: str | None, file: str | None) -> str:
@@ -555,148 +555,10 @@ def _text_to_check(text: str | None, file: str | None) -> str:
     return record.text
 
 
-_MATCH_COLUMNS = [
-    "external_id", "method", "jaccard", "meta_score", "score", "containment", "hamming",
-]  # fmt: skip
-
-
-@app.command()
-def similar(
-    ctx: typer.Context,
-    doc_id: DocId,
-    limit: Annotated[int | None, typer.Option(min=0, help="Show at most this many.")] = None,
-    offset: Annotated[int, typer.Option(min=0, help="Skip this many best ones first.")] = 0,
-    fmt: FormatOption = OutputFormat.table,
-) -> None:
-    """List the documents that match a stored document, best first (exact copies answer as
-    their whole group)."""
-    with settings_of(ctx).store() as store:
-        matches = store.similar(doc_id, limit=limit, offset=offset)
-    Output(fmt).rows((m.to_dict() for m in matches), _MATCH_COLUMNS, title=f"similar to {doc_id}")
-
-
-@app.command()
-def cluster(
-    ctx: typer.Context,
-    doc_id: DocId,
-    fmt: FormatOption = OutputFormat.table,
-) -> None:
-    """Show the cluster of a stored document: representative and members."""
-    with settings_of(ctx).store() as store:
-        found = store.cluster(doc_id)
-    Output(fmt).record(found.to_dict(), title=f"cluster {found.cluster_id}")
-
-
-_CLUSTER_COLUMNS = ["cluster_id", "size", "canonical", "members"]
-
-MinSimilarity = Annotated[
-    float | None,
-    typer.Option(
-        min=0.0,
-        max=1.0,
-        help="Only matches of at least this score (a stricter level than the store's).",
-    ),
-]
-
-
-@app.command()
-def clusters(
-    ctx: typer.Context,
-    min_size: Annotated[int, typer.Option(min=1, help="Only clusters this large.")] = 2,
-    min_similarity: MinSimilarity = None,
-    fmt: FormatOption = OutputFormat.table,
-) -> None:
-    """List the clusters of duplicates, oldest first, with each one's canonical document.
-
-    With --min-similarity, the clusters the stored matches of at least that score make.
-    """
-    with settings_of(ctx).store() as store:
-        found = store.clusters(min_size, min_similarity=min_similarity)
-        count = Output(fmt).rows((c.to_dict() for c in found), _CLUSTER_COLUMNS, title="clusters")
-    _note_empty(fmt, count, f"no clusters with at least {min_size} documents")
-
-
-_PAIR_COLUMNS = [
-    "a", "b", "method", "jaccard", "meta_score", "score", "containment", "hamming", "verdict",
-]  # fmt: skip
-
-
-@app.command()
-def pairs(
-    ctx: typer.Context,
-    min_similarity: MinSimilarity = None,
-    pending: Annotated[
-        bool,
-        typer.Option(
-            "--pending",
-            help="Only pairs without a verdict (exact copies aside), the most doubtful first.",
-        ),
-    ] = False,
-    expand: Annotated[
-        bool, typer.Option("--expand", help="Also every pair implied by exact copies.")
-    ] = False,
-    fmt: FormatOption = OutputFormat.table,
-) -> None:
-    """List every duplicate pair with its method, scores and verdict.
-
-    In each pair, a is the older document.
-    """
-    if pending and expand:
-        raise typer.BadParameter("lists stored pairs: drop --expand", param_hint="--pending")
-    columns = [*_PAIR_COLUMNS, "via_exact_of"] if expand else _PAIR_COLUMNS
-    with settings_of(ctx).store() as store:
-        found = (
-            p.to_dict()
-            for p in store.pairs(min_similarity=min_similarity, expand=expand, pending=pending)
-        )
-        if not expand:  # every stored pair is its own
-            found = ({k: v for k, v in p.items() if k != "via_exact_of"} for p in found)
-        count = Output(fmt).rows(found, columns, title="duplicate pairs")
-    _note_empty(fmt, count, "no duplicate pairs")
-
-
-@app.command()
-def stats(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
-    """Show counts over the whole store and its parameters."""
-    with settings_of(ctx).store() as store:
-        found = store.stats()
-    Output(fmt).record(found.to_dict(), title="store statistics")
-
-
-@app.command()
-def delete(
-    ctx: typer.Context,
-    doc_ids: Annotated[list[str], typer.Argument(metavar="ID", help="Stored document ids.")],
-    fmt: FormatOption = OutputFormat.table,
-) -> None:
-    """Delete documents and split the clusters they held together.
-
-    All or nothing: an unknown id is an error and deletes nothing.
-    """
-    with settings_of(ctx).store() as store:
-        deleted = store.delete(doc_ids)
-    Output(fmt).record({"deleted": deleted})
-
-
-_EXPORT_COLUMNS = [
-    "id", "cluster_id", "representative", "created_at", "match", "method", "jaccard",
-    "meta_score", "score",
-]  # fmt: skip
-
-
-@app.command()
-def export(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
-    """Write every document with its cluster and metadata.
-
-    Use --format jsonl (or csv) to write a file.
-    """
-    with settings_of(ctx).store() as store:
-        Output(fmt).rows(store.export(), _EXPORT_COLUMNS, title="documents")
-
-
-def _note_empty(fmt: OutputFormat, count: int, message: str) -> None:
-    if count == 0 and fmt is OutputFormat.table:
-        typer.echo(message, err=True)
+cli_reports.register(app)
+cli_review.register(app)
+app.command()(report)
+app.command()(cli_serve.serve)
 
 
 def main() -> None:

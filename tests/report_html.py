@@ -8,17 +8,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-CHROMIUM = "/usr/bin/chromium"
-#: The machine's network is closed, and the browser must not try it.
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from benchmarks.report import CHROMIUM as CHROMIUM
+from benchmarks.report import CHROMIUM_ARGS as CHROMIUM_ARGS
+
 _BLOCK = re.compile(r'<script type="application/json" id="([\w-]+)">(.*?)</script>', re.S)
 
 

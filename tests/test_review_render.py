@@ -101,3 +101,10 @@ def test_json_has_every_run_and_can_shorten_equal_ones() -> None:
     assert first["b_text"] == first["a_text"].upper()
     assert first["elided_words"] == 46 and first["a_words"] == 50
     assert short["runs"][1] == full["runs"][1]
+
+
+def test_a_truncated_alignment_says_so_at_its_end() -> None:
+    alignment = align_texts("one two three four five", "one two three six seven", max_words=3)
+    text = alignment_text(alignment)
+    assert text.plain == "one two three … only the first words were aligned …"
+    assert styled(text, ELIDED_STYLE) == [" … only the first words were aligned …"]

@@ -1,8 +1,10 @@
-"""The pure fingerprinting core: canonical text, shingles, MinHash, SimHash, block keys.
+"""The pure fingerprinting core: canonical text, shingles, MinHash, SimHash, block keys, and
+the word-level alignment that shows why two documents match.
 
 Nothing here touches a database.
 """
 
+from dedup_store.core.align import Alignment, Run, align_texts
 from dedup_store.core.canonical import canonical_tokens, canonicalize, html_to_text, looks_like_html
 from dedup_store.core.fingerprint import (
     FeatureWeights,
@@ -19,10 +21,13 @@ from dedup_store.core.validation import DEFAULT_MAX_BYTES, validate_text
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "Alignment",
     "FeatureWeights",
     "Fingerprint",
     "FingerprintBatch",
     "FingerprintParams",
+    "Run",
+    "align_texts",
     "band_keys",
     "block_keys",
     "block_masks",

@@ -211,12 +211,14 @@ def text_words(text: str) -> Words:
 def _spans(classes: npt.NDArray[np.uint8]) -> tuple[list[int], list[int]]:
     """Word starts and ends from the class of each character: runs of word characters, and
     each CJK character alone."""
-    word = classes == WORD_KIND
-    cjk = classes == CJK_KIND
-    before = np.concatenate(([False], word[:-1]))
-    after = np.concatenate((word[1:], [False]))
-    starts = np.flatnonzero(cjk | (word & ~before))
-    ends = np.flatnonzero(cjk | (word & ~after)) + 1
+    edges = np.diff((classes == WORD_KIND).view(np.int8), prepend=0, append=0)
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    cjk = np.flatnonzero(classes == CJK_KIND)
+    if len(cjk):
+        # a CJK character lies outside every word run: put in order apart, starts and ends
+        # still pair up
+        starts = np.insert(starts, np.searchsorted(starts, cjk), cjk)
+        ends = np.insert(ends, np.searchsorted(ends, cjk + 1), cjk + 1)
     return starts.tolist(), ends.tolist()
 
 

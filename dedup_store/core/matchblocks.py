@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 I64 = npt.NDArray[np.int64]
+U32 = npt.NDArray[np.uint32]
 #: A block: ``(a position, b position, length)``.
 Block = tuple[int, int, int]
 
@@ -30,8 +31,8 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)
 def matching_blocks(a: I64, b: I64, n: int, repeats: int) -> list[Block]:
     """The heaviest chain of blocks of matching ``n``-grams of ``a`` and ``b``.
 
-    Blocks are verified token by token, so a collision of the 64-bit n-gram hashes never makes
-    a block of tokens that differ (such a block is left out).
+    Blocks are verified token by token, so a collision of the 32-bit n-gram hashes (a few among
+    a million n-grams) never makes a block of tokens that differ: at worst an anchor is lost.
 
     Args:
         a: token ids of the first sequence.
@@ -51,20 +52,19 @@ def matching_blocks(a: I64, b: I64, n: int, repeats: int) -> list[Block]:
     return [block for block in blocks if _same(a, b, block)]
 
 
-def ngram_hashes(ids: I64, n: int) -> npt.NDArray[np.uint64]:
-    """A 64-bit hash of each ``n``-gram of ``ids`` (the ids themselves for ``n`` = 1)."""
+def ngram_hashes(ids: I64, n: int) -> U32:
+    """A 32-bit hash of each ``n``-gram of ``ids`` (they sort twice as fast as 64-bit ones)."""
     count = len(ids) - n + 1
     words = ids.astype(np.uint64)
     hashes = words[:count].copy()
     for k in range(1, n):
         hashes *= _MIX
         hashes += words[k : k + count]
-    return hashes
+    hashes ^= hashes >> np.uint64(32)
+    return hashes.astype(np.uint32)
 
 
-def _paired(
-    hashes_a: npt.NDArray[np.uint64], hashes_b: npt.NDArray[np.uint64], repeats: int
-) -> tuple[I64, I64]:
+def _paired(hashes_a: U32, hashes_b: U32, repeats: int) -> tuple[I64, I64]:
     """Positions ``(i, j)`` of the paired occurrences, ``i`` increasing."""
     order_a = np.argsort(hashes_a, kind="stable")
     order_b = np.argsort(hashes_b, kind="stable")
@@ -83,7 +83,7 @@ def _paired(
     return i, partner[i]
 
 
-def _groups(ordered: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.uint64], I64, I64]:
+def _groups(ordered: U32) -> tuple[U32, I64, I64]:
     """Distinct values of a sorted array, where each starts, and how often each occurs."""
     first = np.ones(len(ordered), dtype=bool)
     first[1:] = ordered[1:] != ordered[:-1]

@@ -75,7 +75,7 @@ def test_any_budget_still_covers_both_sequences(a: list[int], b: list[int], budg
 def test_hash_collisions_never_make_unequal_tokens_equal(monkeypatch: pytest.MonkeyPatch) -> None:
     # every n-gram hashes to one of two values: most pairs are false, and verified away
     monkeypatch.setattr(
-        matchblocks, "ngram_hashes", lambda ids, n: (ids[: len(ids) - n + 1] % 2).astype(np.uint64)
+        matchblocks, "ngram_hashes", lambda ids, n: (ids[: len(ids) - n + 1] % 2).astype(np.uint32)
     )
     rng = random.Random(3)
     a = [rng.randrange(50) for _ in range(3000)]

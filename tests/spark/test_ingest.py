@@ -274,7 +274,7 @@ def test_verdicts_hold_through_a_spark_load(
         vetoed = bridge(store.pairs(), stored_clusters(store))
         store.review(vetoed.a, vetoed.b, "not_duplicate")
         store.delete([vetoed.b])
-    again = [d for d in docs if d.id == vetoed.b]
+    again = [d for d in docs if d[0] == vetoed.b]
     ingest_records(again, database_url, schema, spark=spark)
     with DedupStore(engine, schema=schema) as store:
         assert store.cluster(vetoed.a).cluster_id != store.cluster(vetoed.b).cluster_id
