@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
@@ -431,10 +432,15 @@ def test_metrics_count_requests_and_the_store(client: httpx.Client, loaded: Dedu
 
 
 def test_access_logs_are_json_lines(client: httpx.Client, server: Server) -> None:
-    client.get("/stats", headers={"X-Request-ID": "trace-42"})
-    lines = server.log_lines()
-    access = [line for line in lines if line["logger"] == "dedup_store.access"]
-    found = [line for line in access if line["request_id"] == "trace-42"]
+    answer = client.get("/stats", headers={"X-Request-ID": "trace-42"})
+    assert answer.headers["x-request-id"] == "trace-42"
+    found: list[dict] = []
+    deadline = time.monotonic() + 10
+    while not found and time.monotonic() < deadline:  # logged once the answer is sent
+        lines = server.log_lines()
+        access = [line for line in lines if line["logger"] == "dedup_store.access"]
+        found = [line for line in access if line["request_id"] == "trace-42"]
+        time.sleep(0.05)
     assert len(found) == 1
     assert found[0]["route"] == "/stats" and found[0]["status"] == 200
     assert found[0]["ms"] > 0 and found[0]["bytes_out"] > 0
