@@ -4,10 +4,11 @@ a request id, metrics and the access log."""
 from __future__ import annotations
 
 import hmac
+import itertools
 import json
 import logging
+import secrets
 import time
-import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -25,6 +26,10 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
 
 _access = logging.getLogger(ACCESS)
+#: Request ids made here: this process's random prefix and a count (``os.urandom`` for each
+#: request, as ``uuid4`` does, is a system call).
+_PROCESS = secrets.token_hex(4)
+_numbers = itertools.count(1)
 
 
 class Guard:
@@ -55,7 +60,7 @@ class Guard:
         started = time.perf_counter()
         headers = dict(scope.get("headers") or [])
         request_id = headers.get(b"x-request-id", b"").decode("latin-1")[:64]
-        request_id = request_id or uuid.uuid4().hex[:16]
+        request_id = request_id or f"{_PROCESS}-{next(_numbers):x}"
         seen = {"status": 500, "out": 0, "in": 0}
 
         async def sending(message: Message) -> None:
