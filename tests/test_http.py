@@ -354,6 +354,8 @@ def test_ids_with_slashes_spaces_and_other_scripts_are_addressed(client: httpx.C
     assert client.post("/documents", json={"id": doc_id, "text": text}).status_code == 201
     path = "/documents/" + quote(doc_id, safe="/")
     assert client.get(f"{path}/cluster").json()["members"] == [doc_id]
+    encoded = "/documents/" + quote(doc_id, safe="")  # its slashes encoded too: the same id
+    assert client.get(f"{encoded}/similar").json()["items"] == []
     assert client.delete(path).json() == {"deleted": 1}
 
 
