@@ -99,9 +99,9 @@ async def batch(
     """Add the documents of a JSON Lines body (one record a line, as ``dedup-store ingest``
     reads them), answering each line once its batch has committed.
 
-    With ``on_error=stop`` (the default) a bad record ends the request: the batches before it
-    are stored, its own batch is not (as ``ingest --on-error stop``). With
-    ``reject_duplicates`` each document is added in a transaction of its own.
+    With ``on_error=stop`` (the default) a bad record ends the request: the lines before it are
+    stored and answered, nothing after it is read; ``on_error=skip`` answers it and goes on.
+    With ``reject_duplicates`` each document is added in a transaction of its own.
     """
     state = served(request)
     check_options(update, reject_duplicates)
