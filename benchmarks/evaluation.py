@@ -12,8 +12,6 @@ import itertools
 from collections.abc import Callable
 from typing import Protocol
 
-import sqlalchemy as sa
-
 PairSet = set[tuple[int, int]]
 
 
@@ -90,19 +88,6 @@ def containment_row(
     return evaluate(
         name, tau, found, truth.containment_pairs(tau), lambda p: truth.score(*p)[1] >= tau, seconds
     )
-
-
-def sqlalchemy_url(url: str) -> str:
-    """``url`` with the psycopg 3 driver named, as SQLAlchemy needs it."""
-    if url.startswith("postgresql://"):
-        return "postgresql+psycopg://" + url.removeprefix("postgresql://")
-    return url
-
-
-def drop_schema(engine: sa.Engine, schema: str) -> None:
-    """Drop ``schema`` and everything in it, if it exists."""
-    with engine.begin() as conn:
-        conn.execute(sa.text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
 
 
 Scores = tuple[str, float, float, int]

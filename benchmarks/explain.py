@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import multiprocessing
-import os
 import random
 import re
 import time
@@ -41,6 +40,7 @@ from queue import Empty
 
 import sqlalchemy as sa
 
+from benchmarks.common import add_seed, add_url, drop_schema
 from benchmarks.quality_corpus import read_text
 from benchmarks.realtext_corpus import MAN_PAGES, MAN_SECTIONS, man_pages, rendered
 from dedup_store.core.align import align_texts, text_words
@@ -198,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Parse options, build the documents, print one line per pair."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--size", type=int, default=2_000_000, help="characters per document")
-    parser.add_argument("--seed", type=int, default=1, help="seed of the edits and man pages")
+    add_seed(parser, 1, "seed of the edits and man pages")
     parser.add_argument("--word-rate", type=float, default=0.01, help="share of words edited")
     parser.add_argument("--moves", type=int, default=10, help="paragraphs moved")
     parser.add_argument("--deleted", type=float, default=0.02, help="share of paragraphs cut")
@@ -217,11 +217,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="also run difflib with its default autojunk heuristic on the whole documents, "
         "for at most this many seconds (it takes minutes; default: not run)",
     )
-    parser.add_argument(
-        "--url",
-        default=os.environ.get("DEDUP_STORE_TEST_URL", ""),
-        help="a PostgreSQL URL: also time DedupStore.explain of the copyright pair stored there "
+    add_url(
+        parser,
+        "a PostgreSQL URL: also time DedupStore.explain of the copyright pair stored there "
         "(in a schema of its own, dropped after)",
+        fallback="",
     )
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
@@ -284,8 +284,7 @@ def explain_in_store(url: str, text_a: str, text_b: str, repeat: int) -> str:
             "runs"
         )
     finally:
-        with engine.begin() as conn:
-            conn.execute(sa.text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+        drop_schema(engine, schema)
         engine.dispose()
 
 

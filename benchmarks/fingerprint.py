@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.common import add_seed
 from benchmarks.synthetic import Corpus
 from dedup_store.config import ENV_KERNELS
 from dedup_store.core import FingerprintParams, canonical_tokens, fingerprint_batch, kernels
@@ -165,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--long-docs", type=int, default=0, help="documents of ~600 words (default: --docs / 5)"
     )
-    parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic text")
+    add_seed(parser, 1, "seed of the synthetic text")
     parser.add_argument(
         "--languages",
         default="en",

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import glob
-import os
 import time
 from collections.abc import Sequence
 
 import numpy as np
 import sqlalchemy as sa
 
-from benchmarks.evaluation import drop_schema, sqlalchemy_url
+from benchmarks.common import add_url, scratch_schema, sqlalchemy_url
 from dedup_store import DedupStore, FingerprintParams
 
 COPYRIGHT = "/usr/share/doc/*/copyright"
@@ -79,8 +78,7 @@ def run(url: str, count: int, most: int) -> None:
     probed: dict[int, set[str]] = {}
     for limit in (50, 0):
         schema = f"bench_hot_buckets_{limit}"
-        drop_schema(engine, schema)
-        try:
+        with scratch_schema(engine, schema):
             params = FingerprintParams(hot_key_limit=limit)
             with DedupStore(url, params, schema=schema) as store:
                 start = time.perf_counter()
@@ -97,8 +95,6 @@ def run(url: str, count: int, most: int) -> None:
             hot = _count(engine, schema, "hot_keys")
             secondary = _count(engine, schema, "secondary_keys")
             figures[limit] = (count / seconds, min(checks), hot, secondary)
-        finally:
-            drop_schema(engine, schema)
     engine.dispose()
     k = FingerprintParams().simhash_k
     similar = {p for p, (jaccard, _) in found[0].items() if jaccard >= 0.8}
@@ -118,10 +114,7 @@ def run(url: str, count: int, most: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--url",
-        default=os.environ.get("DEDUP_STORE_TEST_URL", "postgresql://postgres@127.0.0.1:5432/test"),
-    )
+    add_url(parser, None)
     parser.add_argument("--counts", default="500,2000")
     parser.add_argument("--max-edits", type=int, default=12)
     args = parser.parse_args(argv)

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import argparse
 import glob
-import os
 import time
 from collections.abc import Sequence
 
 import sqlalchemy as sa
 
-from benchmarks.evaluation import drop_schema, sqlalchemy_url
+from benchmarks.common import add_url, scratch_schema, sqlalchemy_url
 from dedup_store import DedupStore
 
 COPYRIGHT = "/usr/share/doc/*/copyright"
@@ -55,15 +54,12 @@ def copies(url: str, counts: Sequence[int], texts: list[str]) -> None:
             ),
         ):
             schema = "bench_hot_inputs"
-            drop_schema(engine, schema)
-            try:
+            with scratch_schema(engine, schema):
                 with DedupStore(url, schema=schema) as store:
                     start = time.perf_counter()
                     store.ingest((f"d{i}", t) for i, t in enumerate(docs))
                     seconds = time.perf_counter() - start
                 documents, edges, samples = _rows(engine, schema)
-            finally:
-                drop_schema(engine, schema)
             print(
                 f"| {label} | {k:,} | {seconds:.2f} | {k / seconds:,.0f} | {documents:,} "
                 f"| {edges:,} | {samples:,} |"
@@ -75,7 +71,6 @@ def huge(url: str, texts: list[str], size: int) -> None:
     """``check`` and ``add`` of one ~``size``-byte document against the copyright store."""
     engine = sa.create_engine(url)
     schema = "bench_hot_inputs_huge"
-    drop_schema(engine, schema)
     body = ""
     for text in texts:
         if len(body) >= size:
@@ -83,7 +78,7 @@ def huge(url: str, texts: list[str], size: int) -> None:
         body += text + "\n\n"
     body = body[:size]
     try:
-        with DedupStore(url, schema=schema) as store:
+        with scratch_schema(engine, schema), DedupStore(url, schema=schema) as store:
             store.ingest((f"t{i}", t) for i, t in enumerate(texts))
             times = []
             for _ in range(3):
@@ -99,16 +94,12 @@ def huge(url: str, texts: list[str], size: int) -> None:
             f"({len(result.matches)} matches); add {added:.2f} s"
         )
     finally:
-        drop_schema(engine, schema)
         engine.dispose()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--url",
-        default=os.environ.get("DEDUP_STORE_TEST_URL", "postgresql://postgres@127.0.0.1:5432/test"),
-    )
+    add_url(parser, None)
     parser.add_argument("--copies", default="1000,2000,4000")
     parser.add_argument("--huge-bytes", type=int, default=2 * 2**20)
     args = parser.parse_args(argv)

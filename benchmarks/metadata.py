@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import glob
-import os
 import random
 import re
 import time
@@ -28,7 +27,7 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 
-from benchmarks.evaluation import drop_schema, sqlalchemy_url
+from benchmarks.common import add_seed, add_url, scratch_schema, sqlalchemy_url
 from dedup_store import DedupStore, Document, FingerprintParams
 from dedup_store.core import fingerprint_batch
 from dedup_store.core.metadata import meta_members, meta_signatures
@@ -94,9 +93,8 @@ def run(
     method of every stored edge."""
     engine = sa.create_engine(url)
     schema = "bench_metadata"
-    drop_schema(engine, schema)
     try:
-        with DedupStore(url, params, schema=schema) as store:
+        with scratch_schema(engine, schema), DedupStore(url, params, schema=schema) as store:
             started = time.perf_counter()
             store.ingest(docs, bulk=False)
             seconds = time.perf_counter() - started
@@ -110,7 +108,6 @@ def run(
             methods = {frozenset((p.a, p.b)): p.method.value for p in store.pairs()}
         return seconds, together, methods
     finally:
-        drop_schema(engine, schema)
         engine.dispose()
 
 
@@ -171,14 +168,11 @@ def _mean(values: list[float]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--url",
-        default=os.environ.get("DEDUP_STORE_TEST_URL", "postgresql://postgres@127.0.0.1:5432/test"),
-    )
+    add_url(parser, None)
     parser.add_argument("--products", type=int, default=60)
     parser.add_argument("--articles", type=int, default=40, help="per edit rate")
     parser.add_argument("--words", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=3)
+    add_seed(parser, 3)
     args = parser.parse_args(argv)
     url = sqlalchemy_url(args.url)
     docs, kinds = corpus(args.products, args.articles, args.words, args.seed)

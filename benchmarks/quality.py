@@ -27,15 +27,14 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import sqlalchemy as sa
 
+from benchmarks.common import add_seed, add_url, scratch_schema, sqlalchemy_url
 from benchmarks.evaluation import (
     HEADER,
     PairSet,
     Row,
     containment_row,
-    drop_schema,
     expand_exact_groups,
     jaccard_row,
-    sqlalchemy_url,
 )
 from benchmarks.fingerprint import cjk_runs
 from benchmarks.quality_corpus import CorpusDoc, build_corpus
@@ -316,21 +315,25 @@ def run_store(
 
     schema = f"quality_{name}".replace(".", "").replace("-", "_").lower()
     engine = sa.create_engine(sqlalchemy_url(url))
-    drop_schema(engine, schema)
     index = {d.id: i for i, d in enumerate(docs)}
     try:
-        start = time.perf_counter()
-        with DedupStore(engine, params, schema=schema) as store:
-            store.add_many([(d.id, d.text) for d in docs], batch_size=batch_size)
-            pairs = {}
-            for pair in store.pairs():
-                i, j = sorted((index[pair.a], index[pair.b]))
-                pairs[(i, j)] = (str(pair.method), pair.jaccard, pair.containment, pair.hamming)
-            pairs = expand_exact_groups(pairs)
-        seconds = time.perf_counter() - start
-        total, shingles = _storage(engine, schema)
+        with scratch_schema(engine, schema):
+            start = time.perf_counter()
+            with DedupStore(engine, params, schema=schema) as store:
+                store.add_many([(d.id, d.text) for d in docs], batch_size=batch_size)
+                pairs = {}
+                for pair in store.pairs():
+                    i, j = sorted((index[pair.a], index[pair.b]))
+                    pairs[(i, j)] = (
+                        str(pair.method),
+                        pair.jaccard,
+                        pair.containment,
+                        pair.hamming,
+                    )
+                pairs = expand_exact_groups(pairs)
+            seconds = time.perf_counter() - start
+            total, shingles = _storage(engine, schema)
     finally:
-        drop_schema(engine, schema)
         engine.dispose()
     return StoreRun(name, params, pairs, seconds, total, shingles)
 
@@ -525,11 +528,10 @@ def _ints(text: str) -> list[int]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line entry point."""
-    import os
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=3000, help="documents in the corpus")
-    parser.add_argument("--seed", type=int, default=7, help="seed of the corpus")
+    add_seed(parser, 7, "seed of the corpus")
     parser.add_argument(
         "--shingle-sizes",
         type=_ints,
@@ -543,11 +545,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=[0.7, 0.9, 0.95, 0.98],
         help="false_negative_weight values for the band-candidate sweep (empty to skip)",
     )
-    parser.add_argument(
-        "--url",
-        default=os.environ.get("DEDUP_STORE_TEST_URL", "postgresql://postgres@127.0.0.1:5432/test"),
-        help="PostgreSQL URL (a fresh schema per configuration, dropped after); "
-        "empty to skip the store",
+    add_url(
+        parser,
+        "PostgreSQL URL (a fresh schema per configuration, dropped after); empty to skip the store",
     )
     run(parser.parse_args(argv))
 

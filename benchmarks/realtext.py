@@ -39,13 +39,12 @@ import numpy as np
 import sqlalchemy as sa
 
 from benchmarks import realtext_corpus as rc
+from benchmarks.common import add_seed, add_url, scratch_schema, sqlalchemy_url
 from benchmarks.evaluation import (
     PairSet,
     Row,
-    drop_schema,
     evaluate,
     expand_exact_groups,
-    sqlalchemy_url,
 )
 from benchmarks.fingerprint import peer_input
 from benchmarks.quality import relation
@@ -63,7 +62,6 @@ COMPONENT_JACCARD = 0.5
 WORST = 5
 SHOWN_MEMBERS = 10
 HUBS = 3
-DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
 PairScores = dict[tuple[int, int], tuple[str, float, float, int]]
 
 
@@ -131,17 +129,15 @@ def run_store(
     clusters back, drop the schema."""
     schema = f"realtext_{os.getpid()}"
     engine = sa.create_engine(sqlalchemy_url(url))
-    drop_schema(engine, schema)
     index = {d.id: i for i, d in enumerate(docs)}
     try:
-        with DedupStore(engine, params, schema=schema) as store:
+        with scratch_schema(engine, schema), DedupStore(engine, params, schema=schema) as store:
             start = time.perf_counter()
             store.ingest([(d.id, d.text) for d in docs])
             seconds = time.perf_counter() - start
             pairs = _store_pairs(store, index)
             clusters = [[index[m] for m in c.members] for c in store.clusters()]
     finally:
-        drop_schema(engine, schema)
         engine.dispose()
     found = {t: {p for p, (_, j, _, _) in pairs.items() if j >= t} for t in THRESHOLDS}
     clusters.sort(key=lambda c: (-len(c), c[0]))
@@ -503,7 +499,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         f"{rc.MAN_PAGES} pages, the seeded corpus {rc.SEEDED_DOCS} "
         "documents unless limited)",
     )
-    parser.add_argument("--seed", type=int, default=7, help="seed of the samples and edits")
+    add_seed(parser, 7, "seed of the samples and edits")
     parser.add_argument(
         "--extra-text",
         type=Path,
@@ -512,10 +508,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="a text file added to the sources of the seeded corpus "
         "(repeatable; e.g. articles in Russian or Chinese)",
     )
-    parser.add_argument(
-        "--url",
-        default=os.environ.get("DEDUP_STORE_TEST_URL", DEFAULT_URL),
-        help="PostgreSQL URL (a fresh schema per run, dropped after); empty to skip the store",
+    add_url(
+        parser, "PostgreSQL URL (a fresh schema per run, dropped after); empty to skip the store"
     )
     parser.add_argument(
         "--simhash-weights",

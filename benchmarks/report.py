@@ -25,13 +25,12 @@ from typing import Literal
 
 import sqlalchemy as sa
 
+from benchmarks.common import add_seed, add_url, drop_schema
 from benchmarks.ingest_corpus import IngestCorpus
 from dedup_store import DedupStore
 from dedup_store.config import normalize_url
-from dedup_store.db.names import quote
 from dedup_store.report import ReportSummary
 
-DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
 CHROMIUM = "/usr/bin/chromium"
 #: The machine's network is closed, and the browser must not try it.
 CHROMIUM_ARGS = [
@@ -119,7 +118,7 @@ def run(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as workdir:
         for docs in args.docs:
             schema = f"bench_report_{os.getpid()}"
-            drop(engine, schema)
+            drop_schema(engine, schema)
             try:
                 load_seconds, member = load(args.url, schema, args, docs)
                 out = Path(workdir) / f"report-{docs}.html"
@@ -140,19 +139,14 @@ def run(args: argparse.Namespace) -> None:
                     kept = args.keep_report / out.name
                     kept.write_bytes(out.read_bytes())
             finally:
-                drop(engine, schema)
+                drop_schema(engine, schema)
     engine.dispose()
-
-
-def drop(engine: sa.Engine, schema: str) -> None:
-    with engine.begin() as conn:
-        conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {quote(schema)} CASCADE"))
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     add = parser.add_argument
-    add("--url", default=os.environ.get("DEDUP_STORE_TEST_URL", DEFAULT_URL), help="database")
+    add_url(parser, "database")
     add(
         "--docs",
         type=lambda v: [int(x) for x in v.split(",")],
@@ -162,7 +156,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--words", type=int, default=120, help="mean words per document (default 120)")
     add("--dup-rate", type=float, default=0.17, help="share of edited copies (default 0.17)")
     add("--edit-rate", type=float, default=0.02, help="share of a copy's words replaced")
-    add("--seed", type=int, default=1, help="corpus seed")
+    add_seed(parser, 1, "corpus seed")
     add("--max-bytes", type=int, default=None, help="the report's byte budget (default 64 MiB)")
     add(
         "--workers",

@@ -42,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from benchmarks import realtext_corpus as rc
+from benchmarks.common import add_seed
 from benchmarks.fingerprint import peer_input
 from benchmarks.realtext import Corpus, prepare
 from benchmarks.realtext_report import table
@@ -208,7 +209,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", default="copyright,man,seeded", help="comma-separated")
     parser.add_argument("--limit", type=int, default=None, help="documents per corpus")
-    parser.add_argument("--seed", type=int, default=7)
+    add_seed(parser, 7)
     parser.add_argument("--k", type=int, default=3, help="Hamming distance of a match")
     parser.add_argument("--batch-size", type=int, default=2000, help="documents per batch")
     parser.add_argument("--extra-text", type=Path, action="append", default=[])

@@ -24,20 +24,18 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import sqlalchemy as sa
 
-from benchmarks.evaluation import drop_schema, sqlalchemy_url
+from benchmarks.common import add_seed, add_store_options, add_url, drop_schema, sqlalchemy_url
 from benchmarks.ingest import load, percentile, revision
 from benchmarks.ingest_corpus import IngestCorpus
 from dedup_store import DedupStore, Document
 from dedup_store.db import migrate
 
-DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
 #: The id of the planted group's first document, and the prefixes of its copies and edits.
 PLANTED, COPY, EDIT = "planted", "copy-", "edit-"
 
@@ -185,14 +183,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--warm-up", type=int, default=20, help="untimed calls before each series")
     add("--batch-size", type=int, default=5000, help="DedupStore.ingest batch size")
     add("--workers", type=int, default=1, help="DedupStore.ingest fingerprinting processes")
-    add("--seed", type=int, default=1, help="seed of the corpus and the queries")
-    add(
-        "--url",
-        default=os.environ.get("DEDUP_STORE_TEST_URL", DEFAULT_URL),
-        help="PostgreSQL URL (default $DEDUP_STORE_TEST_URL or %(default)s)",
+    add_seed(parser, 1, "seed of the corpus and the queries")
+    add_url(parser)
+    add_store_options(
+        parser,
+        schema=("bench_similar", "the store's schema"),
+        keep="keep the store in --schema afterwards",
     )
-    add("--schema", default="bench_similar", help="the store's schema")
-    add("--keep", action="store_true", help="keep the store in --schema afterwards")
     add("--reuse", action="store_true", help="time the store --keep left in --schema (kept)")
     add("--count-pairs", action="store_true", help="also time counting the pair views")
     return parser.parse_args(argv)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 import uuid
 from collections.abc import Sequence
@@ -23,11 +22,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from benchmarks.common import add_seed, add_store_options, add_url, drop_schema
 from benchmarks.ingest_corpus import IngestCorpus
 from dedup_store import DedupStore
 from dedup_store.config import normalize_url
-
-DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -36,21 +34,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add = parser.add_argument
     add("--documents", type=int, default=100_000, help="documents to load (%(default)s)")
     add("--words", type=int, default=40, help="mean words per document (%(default)s)")
-    add("--seed", type=int, default=1, help="corpus seed (%(default)s)")
+    add_seed(parser, 1, "corpus seed (%(default)s)")
     add("--batch-size", type=int, default=2000, help="batch size of both runs (%(default)s)")
     add("--master", default="local[2]", help="Spark master (%(default)s)")
     add("--driver-memory", default="4g", help="Spark driver heap (%(default)s)")
-    add(
-        "--url",
-        default=os.environ.get("DEDUP_STORE_TEST_URL", DEFAULT_URL),
-        help="PostgreSQL URL (default $DEDUP_STORE_TEST_URL or %(default)s)",
-    )
+    add_url(parser)
     add(
         "--spark-components",
         action="store_true",
         help="connected components by Spark rounds, not on the driver (any edge count)",
     )
-    add("--keep", action="store_true", help="keep the two schemas")
+    add_store_options(parser, keep="keep the two schemas")
     add("--json", action="store_true", help="print the figures as JSON")
     return parser.parse_args(argv)
 
@@ -102,9 +96,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         local_counts, spark_counts = counts(engine, local_schema), counts(engine, spark_schema)
     finally:
         if not args.keep:
-            with engine.begin() as conn:
-                for schema in (local_schema, spark_schema):
-                    conn.execute(sa.text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+            for schema in (local_schema, spark_schema):
+                drop_schema(engine, schema)
         engine.dispose()
     return {
         "documents": args.documents,
