@@ -31,8 +31,8 @@ import numpy as np
 import sqlalchemy as sa
 
 from benchmarks.common import add_seed, add_store_options, add_url, drop_schema, sqlalchemy_url
-from benchmarks.ingest import load, percentile, revision
 from benchmarks.ingest_corpus import IngestCorpus
+from benchmarks.ingest_report import load, percentile, revision
 from dedup_store import DedupStore, Document
 from dedup_store.db import migrate
 
