@@ -53,20 +53,11 @@ import psutil
 import psycopg
 from sqlalchemy.engine import make_url
 
+from benchmarks.common import add_seed, add_store_options, add_url, conninfo, drop_schema
 from benchmarks.ingest_corpus import IngestCorpus
-from benchmarks.load import (
-    DEFAULT_URL,
-    EDITED_SOURCES,
-    Op,
-    TextMaker,
-    added_ids,
-    build,
-    drop_schema,
-    make_workload,
-    percentile,
-    server_settings,
-)
-from benchmarks.load_profile import conninfo
+from benchmarks.load import added_ids, build, server_settings
+from benchmarks.load_report import percentile
+from benchmarks.load_workload import EDITED_SOURCES, Op, TextMaker, make_workload
 from dedup_store import DedupStore
 from dedup_store.server.settings import APPLICATION_NAME
 
@@ -460,11 +451,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--words", type=int, default=40, help="mean words per document")
     add("--dup-rate", type=float, default=0.2, help="share of the corpus that are edited copies")
     add("--batch-size", type=int, default=5000, help="batch size of the load")
-    add("--seed", type=int, default=1, help="seed of the corpus and of every text")
-    add("--url", default=os.environ.get("DEDUP_STORE_TEST_URL", DEFAULT_URL), help="PostgreSQL URL")
-    add("--schema", default=f"bench_http_{os.getpid()}", help="schema of the store")
-    add("--reuse", action="store_true", help="use the store a --keep run left in --schema")
-    add("--keep", action="store_true", help="keep the store afterwards")
+    add_seed(parser, 1, "seed of the corpus and of every text")
+    add_url(parser, "PostgreSQL URL")
+    add_store_options(
+        parser,
+        schema=(f"bench_http_{os.getpid()}", "schema of the store"),
+        reuse="use the store a --keep run left in --schema",
+        keep="keep the store afterwards",
+    )
     add("--clients", type=int, default=16, help="concurrent clients")
     add("--client-processes", type=int, default=4, help="processes the HTTP clients run in")
     add("--ops", type=int, default=1000, help="operations per client (check:add = 4:1)")

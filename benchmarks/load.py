@@ -28,134 +28,27 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
-import multiprocessing
 import os
-import queue
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import psycopg
 from psycopg import sql
 
-from benchmarks.ingest_corpus import Indices, IngestCorpus, read_documents
-from benchmarks.load_profile import WaitSampler, conninfo, profile_adds, with_application_name
+from benchmarks.common import add_seed, add_store_options, add_url, conninfo, drop_schema
+from benchmarks.ingest_corpus import IngestCorpus, read_documents
+from benchmarks.load_clients import LoadRun, load_run, single_client
+from benchmarks.load_profile import profile_adds
+from benchmarks.load_report import Replay, figures, print_report
+from benchmarks.load_workload import ADD_PREFIX, EDITED_SOURCES, TextMaker, Workload, make_workload
 from dedup_store import DedupStore, StoreNotInitializedError
 
-DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
-#: Every document the benchmark adds has an id starting with this (the corpus ids start with d).
-ADD_PREFIX = "load-"
-ADD_EVERY = 5
-"""One operation in ``ADD_EVERY`` is an ``add``, the others are ``check`` calls (4:1)."""
-SHARED_EVERY = 5
-"""One ``add`` in ``SHARED_EVERY`` of every client is a copy of a document shared by all."""
-WARM_UP_CHECKS = 50
-WARM_UP_ADDS = 10
-EDITED_SOURCES = 5000
-SHOWN_ERRORS = 5
-Op = tuple[str, str, str]
-"""``(kind, id, text)``: ``kind`` is ``check`` (``id`` empty) or ``add``."""
-
-
-# -- workload ---------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class Workload:
-    """Every text of a run, prepared before any timer starts.
-
-    Attributes:
-        warm_checks: untimed ``check`` texts (new documents).
-        warm_adds: untimed ``add`` records of the single client.
-        single: the single client's ``(check text, (add id, add text))`` rounds.
-        clients: each client's operations.
-        profile: ``add`` records for ``--profile``.
-    """
-
-    warm_checks: list[str]
-    warm_adds: list[tuple[str, str]]
-    single: list[tuple[str, tuple[str, str]]]
-    clients: list[list[Op]]
-    profile: list[tuple[str, str]]
-
-    def texts(self) -> dict[str, str]:
-        """``{id: text}`` of every document the run may add."""
-        records = [*self.warm_adds, *(add for _, add in self.single), *self.profile]
-        records += [(i, t) for ops in self.clients for kind, i, t in ops if kind == "add"]
-        return dict(records)
-
-
-class TextMaker:
-    """New documents and edited copies, from the corpus' vocabulary and a separate stream."""
-
-    def __init__(self, corpus: IngestCorpus, sources: Sequence[Indices], seed: int) -> None:
-        self.corpus = corpus
-        self.sources = sources
-        self.rng = np.random.default_rng([seed, 11])
-
-    def new_indices(self) -> Indices:
-        """Word indices of a new document, as long as the corpus' documents."""
-        length = int(self.rng.integers(self.corpus.low, self.corpus.high + 1))
-        return self.corpus.draw(length, self.rng)
-
-    def new(self) -> str:
-        """A new document."""
-        return self.corpus.text(self.new_indices())
-
-    def edited(self, indices: Indices | None = None) -> str:
-        """An edited copy of ``indices``, by default of a random stored document."""
-        if indices is None:
-            indices = self.sources[int(self.rng.integers(len(self.sources)))]
-        return self.corpus.text(self.corpus.edit(indices, self.rng))
-
-    def mixed(self) -> str:
-        """A new document or an edited copy of a stored one, with even odds."""
-        return self.new() if self.rng.random() < 0.5 else self.edited()
-
-
-def make_workload(maker: TextMaker, args: argparse.Namespace) -> Workload:
-    """The texts of every phase, ids ``load-w-*``, ``load-s-*``, ``load-p-*``, ``load-c<k>-*``."""
-    warm_adds = [(f"{ADD_PREFIX}w-{i:05d}", maker.mixed()) for i in range(WARM_UP_ADDS)]
-    single = [
-        (maker.mixed(), (f"{ADD_PREFIX}s-{i:05d}", maker.mixed())) for i in range(args.single)
-    ]
-    profile = [(f"{ADD_PREFIX}p-{i:05d}", maker.mixed()) for i in range(args.profile)]
-    adds = -(-args.ops // ADD_EVERY)
-    shared = [maker.new_indices() for _ in range(-(-adds // SHARED_EVERY))]
-    clients: list[list[Op]] = []
-    for client in range(args.clients):
-        ops: list[Op] = []
-        for i in range(args.ops):
-            slot = i // ADD_EVERY
-            if i % ADD_EVERY != ADD_EVERY - 1:
-                ops.append(("check", "", maker.mixed()))
-            elif slot % SHARED_EVERY == 0:
-                group = slot // SHARED_EVERY
-                own = client == group % args.clients
-                text = maker.corpus.text(shared[group]) if own else maker.edited(shared[group])
-                ops.append(("add", f"{ADD_PREFIX}c{client}-{slot:05d}", text))
-            else:
-                ops.append(("add", f"{ADD_PREFIX}c{client}-{slot:05d}", maker.mixed()))
-        clients.append(ops)
-    return Workload(
-        [maker.new() for _ in range(WARM_UP_CHECKS)], warm_adds, single, clients, profile
-    )
-
-
 # -- the benchmark's own SQL ------------------------------------------------------------------
-
-
-def drop_schema(url: str, schema: str) -> None:
-    """Drop a schema of the benchmark and everything in it."""
-    with psycopg.connect(conninfo(url), autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
 def added_ids(url: str, schema: str) -> list[str]:
@@ -217,331 +110,13 @@ def cluster_sets(url: str, schema: str) -> set[frozenset[str]]:
         return {frozenset(c.members) for c in store.clusters(min_size=2)}
 
 
-# -- single client ----------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class Latencies:
-    """Milliseconds per call, by kind."""
-
-    check: list[float] = dataclasses.field(default_factory=list)
-    add: list[float] = dataclasses.field(default_factory=list)
-
-    def of(self, kind: str) -> list[float]:
-        """The list of ``kind`` (``check`` or ``add``)."""
-        return self.check if kind == "check" else self.add
-
-
-def single_client(url: str, schema: str, workload: Workload) -> Latencies:
-    """Time alternate ``check`` and ``add`` calls of one client."""
-    timed = Latencies()
-    with DedupStore(url, schema=schema, create=False) as store:
-        for text in workload.warm_checks:
-            store.check(text)
-        for external_id, text in workload.warm_adds:
-            store.add(external_id, text)
-        for check_text, (external_id, text) in workload.single:
-            started = time.perf_counter()
-            store.check(check_text)
-            middle = time.perf_counter()
-            store.add(external_id, text)
-            timed.check.append((middle - started) * 1000)
-            timed.add.append((time.perf_counter() - middle) * 1000)
-    return timed
-
-
-# -- concurrent clients -----------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class ClientResult:
-    """What one client process did.
-
-    Attributes:
-        index: the client's number.
-        started, ended: ``time.monotonic()`` at the common start and at its last operation.
-        latencies: milliseconds of each operation that succeeded.
-        errors: one line per operation that raised.
-        statuses: ``{id: status}`` of every successful ``add``.
-    """
-
-    index: int
-    started: float = 0.0
-    ended: float = 0.0
-    latencies: Latencies = dataclasses.field(default_factory=Latencies)
-    errors: list[str] = dataclasses.field(default_factory=list)
-    statuses: dict[str, str] = dataclasses.field(default_factory=dict)
-
-
-def client(
-    index: int,
-    url: str,
-    schema: str,
-    ops: list[Op],
-    warm: list[str],
-    seconds: float,
-    barrier: Any,
-    results: Any,
-) -> None:
-    """One client process: open the store, wait for the others, run ``ops`` until the deadline."""
-    result = ClientResult(index)
-    try:
-        with DedupStore(url, schema=schema, create=False) as store:
-            for text in warm:
-                store.check(text)
-            barrier.wait()
-            result.started = time.monotonic()
-            run_ops(store, ops, result.started + seconds, result)
-            result.ended = time.monotonic()
-    except BaseException as e:
-        barrier.abort()
-        result.errors.append(f"client {index}: {type(e).__name__}: {e}")
-    results.put(result)
-
-
-def run_ops(store: DedupStore, ops: list[Op], deadline: float, result: ClientResult) -> None:
-    """Run ``ops`` in order until they are done or ``deadline`` (monotonic) has passed."""
-    for kind, external_id, text in ops:
-        if time.monotonic() >= deadline:
-            return
-        started = time.perf_counter()
-        try:
-            if kind == "check":
-                store.check(text)
-            else:
-                result.statuses[external_id] = str(store.add(external_id, text).status)
-        except Exception as e:
-            result.errors.append(f"{kind} {external_id or text[:30]!r}: {type(e).__name__}: {e}")
-            continue
-        result.latencies.of(kind).append((time.perf_counter() - started) * 1000)
-
-
-@dataclasses.dataclass
-class LoadRun:
-    """What the clients did together.
-
-    Attributes:
-        results: each client's result.
-        seconds: wall time from the common start to the last client's last operation.
-        states: mean number of client connections in each state
-            (:class:`~benchmarks.load_profile.WaitSampler`).
-    """
-
-    results: list[ClientResult]
-    seconds: float
-    states: dict[str, float]
-
-    def latencies(self, kind: str) -> list[float]:
-        """Milliseconds of every successful ``kind`` operation of every client."""
-        return [ms for r in self.results for ms in r.latencies.of(kind)]
-
-    def errors(self) -> list[str]:
-        """Every error, client by client."""
-        return [e for r in self.results for e in r.errors]
-
-    def statuses(self) -> dict[str, str]:
-        """``{id: status}`` of every successful ``add``."""
-        return {k: v for r in self.results for k, v in r.statuses.items()}
-
-
-def load_run(url: str, schema: str, workload: Workload, seconds: float) -> LoadRun:
-    """Start one process per client, release them together, collect their results."""
-    context = multiprocessing.get_context("spawn")
-    clients = len(workload.clients)
-    barrier = context.Barrier(clients + 1)
-    results = context.Queue()
-    processes = [
-        context.Process(
-            target=client,
-            args=(
-                k,
-                with_application_name(url),
-                schema,
-                ops,
-                workload.warm_checks[:10],
-                seconds,
-                barrier,
-                results,
-            ),
-        )
-        for k, ops in enumerate(workload.clients)
-    ]
-    for process in processes:
-        process.start()
-    sampler = WaitSampler(url)
-    with contextlib.suppress(threading.BrokenBarrierError):  # a client failed: see its result
-        barrier.wait(timeout=300)
-    sampler.start()
-    collected: list[ClientResult] = []
-    while len(collected) < clients:
-        try:
-            collected.append(results.get(timeout=seconds + 300))
-        except queue.Empty:
-            break
-    states = sampler.stop()
-    for process in processes:
-        process.join(timeout=60)
-    ran = [r for r in collected if r.ended > 0]
-    wall = max(r.ended for r in ran) - min(r.started for r in ran) if ran else 0.0
-    return LoadRun(sorted(collected, key=lambda r: r.index), wall, states)
-
-
 # -- replay -----------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class Replay:
-    """The serial replay of the committed adds and the comparison of the clusters."""
-
-    adds: int
-    statuses: dict[str, str]
-    clusters: int
-    replayed_clusters: int
-    differing: int
 
 
 def replay(url: str, schema: str, order: list[str], texts: dict[str, str]) -> dict[str, str]:
     """Add ``order``'s documents one by one; returns ``{id: status}``."""
     with DedupStore(url, schema=schema, create=False) as store:
         return {i: str(store.add(i, texts[i]).status) for i in order}
-
-
-# -- figures ----------------------------------------------------------------------------------
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """The ``q``-th percentile (0-100), or ``None`` without values."""
-    return float(np.percentile(np.asarray(values), q)) if values else None
-
-
-def figures(single: Latencies, run: LoadRun, check: Replay | None) -> dict[str, Any]:
-    """Every measure of the run, by name (milliseconds unless the name says otherwise)."""
-    done = len(run.latencies("check")) + len(run.latencies("add"))
-    out: dict[str, Any] = {
-        "single_check_ms": {f"p{q}": percentile(single.check, q) for q in (50, 90, 99)},
-        "single_add_ms": {f"p{q}": percentile(single.add, q) for q in (50, 90, 99)},
-        "load_operations": done,
-        "load_seconds": run.seconds,
-        "load_operations_per_second": done / run.seconds if run.seconds else 0.0,
-        "load_check_ms": {f"p{q}": percentile(run.latencies("check"), q) for q in (50, 99)},
-        "load_add_ms": {f"p{q}": percentile(run.latencies("add"), q) for q in (50, 99)},
-        "load_checks": len(run.latencies("check")),
-        "load_adds": len(run.latencies("add")),
-        "load_errors": len(run.errors()),
-        "load_connection_states": run.states,
-    }
-    check_p50, add_p50 = out["single_check_ms"]["p50"], out["single_add_ms"]["p50"]
-    out["single_add_over_check_p50"] = add_p50 / check_p50 if check_p50 and add_p50 else None
-    if check is not None:
-        out["replay"] = {k: v for k, v in dataclasses.asdict(check).items() if k != "statuses"}
-        out["clusters_equal"] = check.differing == 0
-    return out
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.1f}"
-
-
-def table(f: dict[str, Any], clients: int) -> list[tuple[str, str, str, str]]:
-    """``(measure, value, target, verdict)`` rows."""
-
-    def verdict(ok: bool | None) -> str:
-        return "-" if ok is None else ("ok" if ok else "MISSED")
-
-    single_c, single_a = f["single_check_ms"], f["single_add_ms"]
-    load_c, load_a = f["load_check_ms"], f["load_add_ms"]
-    ratio = f["single_add_over_check_p50"]
-    done = f["load_operations"] + f["load_errors"]
-    rows = [
-        (
-            "single client: check p50 / p90 / p99 ms",
-            " / ".join(_ms(single_c[k]) for k in ("p50", "p90", "p99")),
-            "",
-            "",
-        ),
-        (
-            "single client: add p50 / p90 / p99 ms",
-            " / ".join(_ms(single_a[k]) for k in ("p50", "p90", "p99")),
-            "",
-            "",
-        ),
-        (
-            "single client: add p50 / check p50",
-            "-" if ratio is None else f"{ratio:.1f}x",
-            "<= 2x",
-            verdict(None if ratio is None else ratio <= 2),
-        ),
-        (
-            f"{clients} clients: operations/s",
-            f"{f['load_operations_per_second']:,.0f}",
-            ">= 1,000",
-            verdict(f["load_operations_per_second"] >= 1000 if done else None),
-        ),
-        (
-            f"{clients} clients: check p50 / p99 ms",
-            f"{_ms(load_c['p50'])} / {_ms(load_c['p99'])}",
-            "",
-            "",
-        ),
-        (
-            f"{clients} clients: add p50 / p99 ms",
-            f"{_ms(load_a['p50'])} / {_ms(load_a['p99'])}",
-            "p99 <= 50",
-            verdict(None if load_a["p99"] is None else load_a["p99"] <= 50),
-        ),
-        (
-            f"{clients} clients: errors",
-            f"{f['load_errors']:,}",
-            "0",
-            verdict(f["load_errors"] == 0 if done else None),
-        ),
-    ]
-    if "replay" in f:
-        r = f["replay"]
-        rows.append(
-            (
-                "clusters equal to a serial replay",
-                f"{'equal' if f['clusters_equal'] else 'NOT equal'} ({r['differing']:,} of "
-                f"{r['clusters']:,} / {r['replayed_clusters']:,} differ)",
-                "equal",
-                verdict(f["clusters_equal"]),
-            )
-        )
-    return rows
-
-
-def print_report(
-    f: dict[str, Any], args: argparse.Namespace, phases: dict[str, float], run: LoadRun
-) -> None:
-    """The figures as a table, the phases' durations and the first errors."""
-    rows = table(f, args.clients)
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    print(f"\n{'measure':<{widths[0]}}  {'value':>{widths[1]}}  {'target':<{widths[2]}}  ")
-    for measure, value, target, verdict in rows:
-        print(f"{measure:<{widths[0]}}  {value:>{widths[1]}}  {target:<{widths[2]}}  {verdict}")
-    print(
-        f"\nload: {f['load_checks']:,} checks and {f['load_adds']:,} adds in "
-        f"{f['load_seconds']:.1f} s (--ops {args.ops:,} per client, --seconds {args.seconds:g})"
-    )
-    if "replay" in f:
-        print(
-            f"replay: {f['replay']['adds']:,} adds; statuses differing from the load run: "
-            f"{f['statuses_differing']:,}"
-        )
-    states = ", ".join(f"{name} {mean:.2f}" for name, mean in f["load_connection_states"].items())
-    if states:
-        print(f"client connections in each state during the load (mean of samples): {states}")
-    m = f["machine"]
-    print(
-        f"machine: {m['cores']} cores, load average (1 min) {m['load_before']:.2f} before the "
-        f"load run, {m['load_after']:.2f} after"
-    )
-    print("phases: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items()))
-    errors = run.errors()
-    for line in errors[:SHOWN_ERRORS]:
-        print(f"error: {line[:300]}")
-    if len(errors) > SHOWN_ERRORS:
-        print(f"... and {len(errors) - SHOWN_ERRORS:,} more errors")
 
 
 # -- main -------------------------------------------------------------------------------------
@@ -570,23 +145,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--words", type=int, default=40, help="mean words per document (±25%%)")
     add("--dup-rate", type=float, default=0.2, help="share of the corpus that are edited copies")
     add("--batch-size", type=int, default=5000, help="DedupStore.ingest batch size")
-    add("--seed", type=int, default=1, help="seed of the corpus and of every text")
-    add(
-        "--url",
-        default=os.environ.get("DEDUP_STORE_TEST_URL", DEFAULT_URL),
-        help="PostgreSQL URL (default $DEDUP_STORE_TEST_URL or %(default)s)",
+    add_seed(parser, 1, "seed of the corpus and of every text")
+    add_url(parser)
+    add_store_options(
+        parser,
+        schema=(
+            f"bench_load_{os.getpid()}",
+            "schema of the store (the replay uses <schema>_replay)",
+        ),
+        reuse="use the stores kept in --schema by an earlier --keep run (its adds are deleted)",
+        keep="keep both schemas afterwards",
     )
-    add(
-        "--schema",
-        default=f"bench_load_{os.getpid()}",
-        help="schema of the store (the replay uses <schema>_replay)",
-    )
-    add(
-        "--reuse",
-        action="store_true",
-        help="use the stores kept in --schema by an earlier --keep run (its adds are deleted)",
-    )
-    add("--keep", action="store_true", help="keep both schemas afterwards")
     add("--single", type=int, default=500, help="check and add calls of the single client")
     add("--clients", type=int, default=8, help="concurrent client processes")
     add("--ops", type=int, default=2500, help="operations per client (check:add = 4:1)")

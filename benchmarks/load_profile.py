@@ -36,6 +36,7 @@ import psycopg
 from psycopg import sql
 from sqlalchemy import Engine, event
 
+from benchmarks.common import conninfo
 from dedup_store import DedupStore
 
 CLIENT_APP = "dedup_store_load_client"
@@ -61,11 +62,6 @@ FRAMES = (
     ("COMMIT", "Connection.commit", None),
     ("return to the pool", "_ConnectionFairy._checkin", None),
 )
-
-
-def conninfo(url: str) -> str:
-    """``url`` as libpq accepts it (without a SQLAlchemy driver name)."""
-    return url.replace("postgresql+psycopg://", "postgresql://", 1)
 
 
 def label(statement: str) -> str:
