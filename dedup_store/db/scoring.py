@@ -11,7 +11,8 @@ document; ``y`` the new one or the query). Scores are computed in the database:
 
 A pair becomes a match by the first method that accepts it: ``exact`` (same canonical text),
 ``minhash`` (Jaccard >= threshold), ``simhash`` (Hamming <= k and Jaccard >= the SimHash floor),
-``containment`` (containment >= the containment threshold, when that index is on).
+``containment`` (containment >= the containment threshold, when that index is on). The rule is
+stated once, in :mod:`dedup_store.core.matchrule`; the ``CASE`` here is written from it.
 
 :func:`merging_methods` names the methods whose matches merge clusters: every method but
 ``containment`` (an excerpt is reported, not merged) unless the store's params say otherwise.
@@ -32,6 +33,8 @@ from sqlalchemy import Connection, TextClause, text
 
 from dedup_store.core.arrays import I64, U32, U64, distinct, merged_segments
 from dedup_store.core.fingerprint import Fingerprint
+from dedup_store.core.matchrule import META_BAR, RULE, Rule, could_match
+from dedup_store.core.matchrule import merging_methods as merging_methods
 from dedup_store.core.overlap import intersection_sizes
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.simhash import hamming_many
@@ -74,6 +77,46 @@ _META_AGREEMENT = (
 )
 
 
+def rule_sql(rule: Rule, score: str = "score") -> str:
+    """The SQL condition of one method's :class:`~dedup_store.core.matchrule.Rule` over the
+    columns of :data:`~dedup_store.core.matchrule.SCORES`, its parameters bound by name;
+    ``score`` names the column read as the combined score."""
+    tests = [] if rule.enabled_by is None else [f":{rule.enabled_by} > 0"]
+    tests += rule.flags
+    tests += [
+        f"{score if bar.score == 'score' else bar.score} {bar.op} :{bar.param}" for bar in rule.bars
+    ]
+    return " AND ".join(tests) or "true"
+
+
+def method_case_sql() -> str:
+    """The ``CASE`` that names the method accepting a pair (``NULL``: none), written from
+    :data:`~dedup_store.core.matchrule.RULE`; it reads the column ``by_content``
+    (:func:`by_content_sql`)."""
+    veto = f"WHEN by_content AND meta_score IS NOT NULL AND score < :{META_BAR} THEN NULL"
+    decided = [f"WHEN {rule_sql(rule)} THEN '{method.value}'" for method, rule in RULE.items()]
+    return "\n".join(["CASE", veto, *decided, "END"])
+
+
+def by_content_sql() -> str:
+    """Whether a content method accepts a pair on its content alone (``score`` read as
+    ``jaccard``)."""
+    content = [f"({rule_sql(rule, 'jaccard')})" for rule in RULE.values() if rule.content]
+    return " OR ".join(content)
+
+
+_METHOD_CASE = method_case_sql()
+_BY_CONTENT = by_content_sql()
+#: The parameters the rule's SQL binds by their names.
+_RULE_PARAMETERS = tuple(
+    dict.fromkeys(
+        [META_BAR]
+        + [rule.enabled_by for rule in RULE.values() if rule.enabled_by is not None]
+        + [bar.param for rule in RULE.values() for bar in rule.bars]
+    )
+)
+
+
 def scored_pairs_sql(pairs_from: str, intersection: str = EXACT_INTERSECTION) -> str:
     """A query of ``(a, b, hamming, jaccard, containment, meta_score, score, method)`` over
     candidate pairs.
@@ -96,18 +139,11 @@ def scored_pairs_sql(pairs_from: str, intersection: str = EXACT_INTERSECTION) ->
     """
     return f"""
     SELECT a, b, hamming, jaccard, containment, meta_score, score,
-           CASE WHEN by_content AND meta_score IS NOT NULL AND score < :tau THEN NULL
-                WHEN same THEN 'exact'
-                WHEN score >= :tau THEN 'minhash'
-                WHEN hamming <= :simhash_k AND jaccard >= :simhash_min_jaccard THEN 'simhash'
-                WHEN :containment > 0 AND sampled AND containment >= :containment
-                    THEN 'containment'
-           END AS method
+           {_METHOD_CASE} AS method
     FROM (
     SELECT a, b, same, hamming, jaccard, containment, meta_score, sampled,
            {combined_score_sql("jaccard", "meta_score", ":meta_weight")} AS score,
-           same OR jaccard >= :tau OR (hamming <= :simhash_k AND jaccard >= :simhash_min_jaccard)
-               AS by_content
+           {_BY_CONTENT} AS by_content
     FROM (
         SELECT a, b, same, hamming, sampled, meta_score,
                CASE WHEN same THEN 1.0 ELSE inter / nullif(nx + ny - inter, 0) END AS jaccard,
@@ -162,20 +198,11 @@ def fetch_document(s: str, alias: str, id_expression: str) -> str:
     )
 
 
-def merging_methods(params: FingerprintParams) -> frozenset[str]:
-    """The methods whose matches merge clusters under ``params``."""
-    methods = {"exact", "minhash", "simhash", "containment"}
-    return frozenset(methods if params.containment_merges else methods - {"containment"})
-
-
 def score_parameters(params: FingerprintParams) -> dict[str, Any]:
     """Bind parameters used by :func:`scored_pairs_sql`."""
     return {
-        "tau": params.threshold,
-        "simhash_k": params.simhash_k,
-        "simhash_min_jaccard": params.simhash_min_jaccard,
+        **{name: getattr(params, name) for name in _RULE_PARAMETERS},
         "min_ratio": params.lowest_jaccard,
-        "containment": params.containment,
         "exact_mode": params.verify == "exact",
         "meta_weight": params.meta_weight,
     }
@@ -449,9 +476,8 @@ def batch_intersections(
     x, y = a_sizes[wanted], b_sizes[wanted]
     jaccard = inter / np.maximum(x + y - inter, 1)
     containment = inter / np.maximum(np.minimum(x, y), 1)
-    excerpt = candidates.sampled[wanted] & (params.containment > 0)
     possible = np.zeros(count, dtype=bool)
-    possible[wanted] = (jaccard >= min_jaccard) | (excerpt & (containment >= params.containment))
+    possible[wanted] = could_match(params, jaccard, containment, candidates.sampled[wanted])
     return result, possible
 
 

@@ -408,7 +408,7 @@ def _load(
             seconds["verify"] = time.perf_counter() - clock
 
             clock = time.perf_counter()
-            merging = sorted(merging_methods(params))
+            merging = sorted(method.value for method in merging_methods(params))
             clusters, stored_mapping, labels = _clusters(
                 conn, schema, edges, stored, merging, first, driver_components
             )
