@@ -391,18 +391,10 @@ def ingest(
         settings.store(create=True, **_limit(max_bytes)) as store,
         IngestProgress(not quiet) as progress,
     ):
-        if engine is Engine.spark and store.params.uses_meta:
-            raise typer.BadParameter(
-                "cannot load a store with meta_fields "
-                f"{','.join(store.params.meta_fields)} (it scores pairs by their metadata sets)",
-                param_hint="--engine spark",
-            )
-        if engine is Engine.spark and store.params.weighted:
-            raise typer.BadParameter(
-                f"cannot load a store with simhash_weights {store.params.simhash_weights} "
-                "(it weighs SimHashes with document frequencies kept in SQL)",
-                param_hint="--engine spark",
-            )
+        if engine is Engine.spark:
+            from dedup_store.spark.ingest import require_spark_params
+
+            require_spark_params(store.params)  # before the input is read
         repeats = RepeatedIds(progress.warn, update=update)
         records = read_inputs(
             paths,

@@ -64,6 +64,12 @@ class EmptyDocumentError(InvalidDocumentError):
     document and nothing else meaningfully.
     """
 
+    #: What every empty document is told, whichever way it came in.
+    MESSAGE = "document is empty after canonicalization (no words left)"
+
+    def __init__(self, message: str = MESSAGE) -> None:
+        super().__init__(message)
+
 
 class InputFormatError(DedupStoreError, ValueError):
     """A malformed input record; names the file and line it came from."""

@@ -373,7 +373,7 @@ class DedupStore(Reviewing):
             validate_meta(meta)
         batch = fingerprint_valid_texts([validate_text(text, self.max_bytes)], self.params)
         if batch.empty_index:
-            raise EmptyDocumentError("document is empty after canonicalization (no words left)")
+            raise EmptyDocumentError()
         fp = self._weighted(batch) if self.params.weighted else batch.row(0)
         fp, signature = with_meta(fp, meta)
         statement = scoring.check_statement(self.schema, fp, self._hot_slots(fp), signature)
