@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         Method,
         Pair,
         RecordError,
+        Scores,
         Stats,
         Status,
     )
@@ -89,6 +90,7 @@ _HOMES = {
         "Method",
         "Pair",
         "RecordError",
+        "Scores",
         "Stats",
         "Status",
     ),
@@ -126,6 +128,7 @@ __all__ = [
     "ReportSummary",
     "Review",
     "SchemaOutdatedError",
+    "Scores",
     "SparkError",
     "Stats",
     "Status",
