@@ -290,26 +290,40 @@ def _check_statement(
 ) -> TextClause:
     """The statement of :func:`check_statement` (built once: it is long and parsed for binds).
 
-    Its matches, and a row of id -1 for each hot slot of the query whose secondary keys were
-    not sent (:func:`~dedup_store.db.hot.touched_sql`; its kind in ``hamming``, its slot in
-    ``cluster_id``): run it again with them.
+    Its matches, the columns of :class:`~dedup_store.results.MatchRow` but ``new_id``, then
+    ``hot_kind`` and ``hot_slot`` (``NULL``); and a row of its own for each hot slot of the
+    query whose secondary keys were not sent (:func:`~dedup_store.db.hot.touched_sql`), with
+    only ``hot_kind`` and ``hot_slot``: run it again with them.
     """
     s = qualified(schema)
     lookups = found_sql(schema, band_count, block_count, hot_limit, secondary)
     matches = matches_sql(schema, band_count, block_count, hot_limit, secondary, "found")
     return text(f"""
         WITH found AS MATERIALIZED ({lookups})
-        SELECT * FROM ({matches}) m
+        SELECT m.*, NULL::integer AS hot_kind, NULL::integer AS hot_slot FROM ({matches}) m
         UNION ALL
-        SELECT DISTINCT -1::bigint, NULL::text, t.slot::bigint, NULL::text, NULL::float8,
-               NULL::float8, t.kind::integer, NULL::float8, NULL::float8
+        SELECT DISTINCT NULL::bigint, NULL::text, NULL::bigint, NULL::text, NULL::float8,
+               NULL::float8, NULL::integer, NULL::float8, NULL::float8, t.kind::integer,
+               t.slot::integer
         FROM ({hot.touched_sql(s, secondary, hot_limit)}) t
     """)
 
 
+#: The columns of a match in a row of the statement of :func:`check_statement`; the hot slot
+#: columns follow.
+CHECK_MATCH_COLUMNS = 9
+
+
 def touched_slots(rows: Iterable[Sequence[Any]]) -> list[tuple[int, int]]:
-    """``(kind, slot)`` of the rows of id -1 of the statement of :func:`check_statement`."""
-    return [(int(row[6]), int(row[2])) for row in rows if row[0] == -1]
+    """``(kind, slot)`` of the hot slot rows of the statement of :func:`check_statement`."""
+    at = CHECK_MATCH_COLUMNS
+    return [(int(row[at]), int(row[at + 1])) for row in rows if row[at] is not None]
+
+
+def check_matches(rows: Iterable[Sequence[Any]]) -> list[MatchRow]:
+    """The matches among the rows of the statement of :func:`check_statement`."""
+    at = CHECK_MATCH_COLUMNS
+    return [MatchRow(*row[:at]) for row in rows if row[at] is None]
 
 
 def fingerprint_parameters(
@@ -421,16 +435,14 @@ def store_verified(conn: Connection, schema: str, parameters: Mapping[str, Any])
                 WHERE method IS NOT NULL
                 ON CONFLICT DO NOTHING
                 RETURNING a, b, method, jaccard, containment, hamming, meta_score)
-        SELECT ins.*, {combined_score_sql("ins.jaccard", "ins.meta_score", ":meta_weight")},
+        SELECT ins.a AS doc_id, ins.b AS new_id, ins.method, ins.jaccard, ins.containment,
+               ins.hamming, ins.meta_score,
+               {combined_score_sql("ins.jaccard", "ins.meta_score", ":meta_weight")} AS score,
                d.external_id, d.cluster_id
         FROM ins JOIN {s}.documents d ON d.id = ins.a
     """
-    return [
-        MatchRow(a, external_id, cluster_id, method, jaccard, containment, hamming, meta, score, b)
-        for a, b, method, jaccard, containment, hamming, meta, score, external_id, cluster_id in (
-            conn.execute(text(statement), parameters)
-        )
-    ]
+    result = conn.execute(text(statement), parameters)
+    return [MatchRow(**row._mapping) for row in result]  # columns named as its fields
 
 
 def batch_intersections(
