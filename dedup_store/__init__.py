@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         SparkError,
         StoreNotInitializedError,
         UnknownDocumentError,
+        UnsupportedServerError,
     )
     from dedup_store.report.model import ReportSummary
     from dedup_store.results import (
@@ -79,6 +80,7 @@ _HOMES = {
         "SparkError",
         "StoreNotInitializedError",
         "UnknownDocumentError",
+        "UnsupportedServerError",
     ),
     "dedup_store.results": (
         "AddResult",
@@ -134,6 +136,7 @@ __all__ = [
     "Status",
     "StoreNotInitializedError",
     "UnknownDocumentError",
+    "UnsupportedServerError",
     "Verdict",
     "__version__",
     "canonicalize",
