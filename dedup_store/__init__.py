@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         SparkError,
         StoreNotInitializedError,
         UnknownDocumentError,
+        UnsupportedServerError,
     )
     from dedup_store.report.model import ReportSummary
     from dedup_store.results import (
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
         Method,
         Pair,
         RecordError,
+        Scores,
         Stats,
         Status,
     )
@@ -78,6 +80,7 @@ _HOMES = {
         "SparkError",
         "StoreNotInitializedError",
         "UnknownDocumentError",
+        "UnsupportedServerError",
     ),
     "dedup_store.results": (
         "AddResult",
@@ -89,6 +92,7 @@ _HOMES = {
         "Method",
         "Pair",
         "RecordError",
+        "Scores",
         "Stats",
         "Status",
     ),
@@ -126,11 +130,13 @@ __all__ = [
     "ReportSummary",
     "Review",
     "SchemaOutdatedError",
+    "Scores",
     "SparkError",
     "Stats",
     "Status",
     "StoreNotInitializedError",
     "UnknownDocumentError",
+    "UnsupportedServerError",
     "Verdict",
     "__version__",
     "canonicalize",

@@ -14,6 +14,7 @@ and ``--version`` answer at once.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import os
 import time
@@ -153,6 +154,14 @@ def _param(text: str, *flags: str) -> Any:
     return typer.Option(*flags, help=f"{text}.", show_default=False)
 
 
+#: The fingerprint parameters ``init`` has no option for: a new store takes their defaults
+#: (``canonical_version``: the newest canonicalization). Every other one is an option of the
+#: same name, which :func:`init` reads by the parameters' field names.
+NO_INIT_OPTION = (
+    "false_negative_weight", "max_excerpt_keys", "winnow_window", "seed", "canonical_version"
+)  # fmt: skip
+
+
 class _InitCommand(TyperCommand):
     """``init``, whose help quotes the default fingerprint parameters.
 
@@ -248,30 +257,17 @@ def init(
     The options are the fingerprint parameters of a new store. An existing store keeps its
     parameters: giving different ones is an error that names them.
     """
-    given = {
-        "shingle_size": shingle_size,
-        "cjk_shingle_size": cjk_shingle_size,
-        "num_perm": num_perm,
-        "scheme": scheme,
-        "threshold": threshold,
-        "simhash_k": simhash_k,
-        "simhash_blocks": simhash_blocks,
-        "containment": containment,
-        "containment_merges": containment_merges,
-        "simhash_min_jaccard": simhash_min_jaccard,
-        "simhash_weights": simhash_weights,
-        "hot_key_limit": hot_key_limit,
-        "verify": verify,
-        "stopwords": stopwords,
-        "stem": stem,
-        "html": html,
-        "meta_fields": None if meta_fields is None else field_names(meta_fields),
-        "meta_weight": meta_weight,
-    }
     from dedup_store.core.params import FingerprintParams
     from dedup_store.db import migrate
 
-    chosen = {k: v for k, v in given.items() if v is not None}
+    # the options named as the parameters' fields: ctx.params has each one given
+    chosen = {
+        field.name: ctx.params[field.name]
+        for field in dataclasses.fields(FingerprintParams)
+        if ctx.params.get(field.name) is not None
+    }
+    if meta_fields is not None:
+        chosen["meta_fields"] = field_names(meta_fields)
     FingerprintParams.from_dict(chosen)  # out-of-range values fail before anything is made
     settings = settings_of(ctx)
     migrate.upgrade(settings.resolve(), settings.schema)
@@ -391,18 +387,10 @@ def ingest(
         settings.store(create=True, **_limit(max_bytes)) as store,
         IngestProgress(not quiet) as progress,
     ):
-        if engine is Engine.spark and store.params.uses_meta:
-            raise typer.BadParameter(
-                "cannot load a store with meta_fields "
-                f"{','.join(store.params.meta_fields)} (it scores pairs by their metadata sets)",
-                param_hint="--engine spark",
-            )
-        if engine is Engine.spark and store.params.weighted:
-            raise typer.BadParameter(
-                f"cannot load a store with simhash_weights {store.params.simhash_weights} "
-                "(it weighs SimHashes with document frequencies kept in SQL)",
-                param_hint="--engine spark",
-            )
+        if engine is Engine.spark:
+            from dedup_store.spark.ingest import require_spark_params
+
+            require_spark_params(store.params)  # before the input is read
         repeats = RepeatedIds(progress.warn, update=update)
         records = read_inputs(
             paths,

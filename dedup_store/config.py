@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_SCHEMA",
-    "ENV_DATA_DIR",
     "ENV_KERNELS",
     "ENV_SCHEMA",
     "ENV_URL",
@@ -45,7 +44,6 @@ __all__ = [
 
 ENV_URL = "DEDUP_STORE_URL"
 ENV_SCHEMA = "DEDUP_STORE_SCHEMA"
-ENV_DATA_DIR = "DEDUP_STORE_DATA_DIR"
 #: Set to ``reference`` to run the reference kernels instead of the compiled ones.
 ENV_KERNELS = "DEDUP_STORE_KERNELS"
 DEFAULT_SCHEMA = "dedup"

@@ -64,6 +64,12 @@ class EmptyDocumentError(InvalidDocumentError):
     document and nothing else meaningfully.
     """
 
+    #: What every empty document is told, whichever way it came in.
+    MESSAGE = "document is empty after canonicalization (no words left)"
+
+    def __init__(self, message: str = MESSAGE) -> None:
+        super().__init__(message)
+
 
 class InputFormatError(DedupStoreError, ValueError):
     """A malformed input record; names the file and line it came from."""
@@ -122,6 +128,29 @@ class DatabaseError(DedupStoreError):
 
     exit_code = 7
     sqlstate: str | None = None
+
+
+class UnsupportedServerError(DatabaseError):
+    """A PostgreSQL server older than the store's SQL needs (``bit_count``: PostgreSQL 14).
+
+    Attributes:
+        server_version: the server's ``server_version_num`` (``130011`` for 13.11).
+        minimum: the oldest ``server_version_num`` the store runs on.
+    """
+
+    def __init__(self, server_version: int, minimum: int) -> None:
+        self.server_version = server_version
+        self.minimum = minimum
+        super().__init__(
+            f"PostgreSQL {_release(server_version)} is too old: dedup_store needs PostgreSQL "
+            f"{minimum // 10000} or newer (server_version_num {server_version} < {minimum})"
+        )
+
+
+def _release(version_num: int) -> str:
+    """``server_version_num`` as PostgreSQL writes its release (``13.11``, ``9.6.24``)."""
+    major, rest = divmod(version_num, 10000)
+    return f"{major}.{rest}" if major >= 10 else f"{major}.{rest // 100}.{rest % 100}"
 
 
 class OwnerRequiredError(DatabaseError):

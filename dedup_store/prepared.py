@@ -248,11 +248,12 @@ def prepare_batch(
     positions = sorted(chosen.values())
     batch = fingerprint_valid_texts([documents[p].text for p in positions], params)
     empty = {positions[row] for row in batch.empty_index}
-    message = "document is empty after canonicalization (no words left)"
     errors.extend(
         (
             p,
-            record_error(documents[p], message, None if first is None else first + p),
+            record_error(
+                documents[p], EmptyDocumentError.MESSAGE, None if first is None else first + p
+            ),
             EmptyDocumentError,
         )
         for p in empty

@@ -90,13 +90,11 @@ class Document:
 
 
 @dataclasses.dataclass(frozen=True)
-class Match:
-    """A stored document that matches another one.
+class Scores:
+    """The scores of a verified pair of documents, shared by :class:`Match`, :class:`Pair` and
+    :class:`MatchRow`: each is the fields that name its pair, then these.
 
     Attributes:
-        external_id: the matching document's id.
-        method: the first method that verified the pair (exact before minhash before simhash
-            before containment).
         jaccard: Jaccard similarity of the shingle sets (exact or estimated, per the store's
             ``verify`` mode).
         containment: share of the smaller document's shingles inside the larger one.
@@ -107,13 +105,32 @@ class Match:
             meta_score``, or ``jaccard`` without a ``meta_score``.
     """
 
-    external_id: str
-    method: Method
     jaccard: float
     containment: float
     hamming: int
     meta_score: float | None
     score: float
+
+
+# A dataclass's fields are its bases' in reverse order of the MRO, then its own: a class
+# ``C(Scores, Head)`` has the fields of ``Head``, then the scores, then those of ``C``.
+
+
+@dataclasses.dataclass(frozen=True)
+class _Matched:
+    external_id: str
+    method: Method
+
+
+@dataclasses.dataclass(frozen=True)
+class Match(Scores, _Matched):
+    """A stored document that matches another one, with the :class:`Scores` of the pair.
+
+    Attributes:
+        external_id: the matching document's id.
+        method: the first method that verified the pair (exact before minhash before simhash
+            before containment).
+    """
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -241,20 +258,20 @@ class CheckResult:
 
 
 @dataclasses.dataclass(frozen=True)
-class MatchRow:
-    """A verified match as the store's statements return it: stored document ``doc_id``
-    matched ``new_id`` (the document a batch added; ``None`` for ``check`` and ``similar``).
-    """
-
+class _Found:
     doc_id: int
     external_id: str
     cluster_id: int
     method: str
-    jaccard: float
-    containment: float
-    hamming: int
-    meta_score: float | None
-    score: float
+
+
+@dataclasses.dataclass(frozen=True)
+class MatchRow(Scores, _Found):
+    """A verified match as the store's statements return it, columns named as its fields:
+    stored document ``doc_id`` (of ``cluster_id``) matched ``new_id`` (the document a batch
+    added; ``None`` for ``check`` and ``similar``) by ``method``, with the :class:`Scores`.
+    """
+
     new_id: int | None = None
 
     @property
@@ -404,11 +421,19 @@ class Cluster:
 
 
 @dataclasses.dataclass(frozen=True)
-class Pair:
-    """A stored match edge between two documents (``a`` is the older one).
+class _Ends:
+    a: str
+    b: str
+    method: Method
+
+
+@dataclasses.dataclass(frozen=True)
+class Pair(Scores, _Ends):
+    """A stored match edge between two documents (``a`` is the older one), with the
+    :class:`Scores` of its ``method``'s verdict.
 
     Attributes:
-        meta_score, score: as in :class:`Match`.
+        found_at: when the edge was stored.
         excerpt: for an excerpt match (method ``containment``), the id of the smaller document,
             the one contained in the other; ``None`` for other methods.
         verdict: a reviewer's verdict on the pair (``duplicate``, ``not_duplicate``); ``None``
@@ -418,14 +443,6 @@ class Pair:
             ``found_at`` of the best stored edge between the two documents' exact groups).
     """
 
-    a: str
-    b: str
-    method: Method
-    jaccard: float
-    containment: float
-    hamming: int
-    meta_score: float | None
-    score: float
     found_at: dt.datetime
     excerpt: str | None = None
     verdict: str | None = None

@@ -53,7 +53,6 @@ from dedup_store.results import (
     Document,
     IngestSummary,
     Match,
-    MatchRow,
     Method,
     Pair,
     Stats,
@@ -373,7 +372,7 @@ class DedupStore(Reviewing):
             validate_meta(meta)
         batch = fingerprint_valid_texts([validate_text(text, self.max_bytes)], self.params)
         if batch.empty_index:
-            raise EmptyDocumentError("document is empty after canonicalization (no words left)")
+            raise EmptyDocumentError()
         fp = self._weighted(batch) if self.params.weighted else batch.row(0)
         fp, signature = with_meta(fp, meta)
         statement = scoring.check_statement(self.schema, fp, self._hot_slots(fp), signature)
@@ -382,7 +381,7 @@ class DedupStore(Reviewing):
         if touched:  # it owns hot keys not met before: again with every slot's secondary keys
             self._hot_keys.learn(fp, touched)
             found = self._check_rows(*scoring.check_statement(self.schema, fp, None, signature))
-        rows = [MatchRow(*row) for row in found if row[0] >= 0]
+        rows = scoring.check_matches(found)
         merging = merging_methods(self.params)
         status = Status.of((r.method for r in rows), merging)
         return CheckResult(status, sorted_matches(rows), joined_cluster(rows, merging))
@@ -507,10 +506,8 @@ class DedupStore(Reviewing):
             rows = reports.pair_rows(
                 conn, self.schema, self.params, min_similarity, pending, expand
             )
-            for row in rows:
-                a, b, method, jaccard, containment, hamming, meta, score, found_at, *rest = row
-                scores = (jaccard, containment, hamming, meta, score)
-                yield Pair(a, b, Method(method), *scores, found_at, *rest)
+            for row in rows:  # columns named as Pair's fields
+                yield Pair(**{**row._mapping, "method": Method(row.method)})
 
     def export(self) -> Iterator[dict[str, Any]]:
         """Every document with its cluster, its metadata, and the scores of its best match

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -175,3 +176,16 @@ def test_a_parameter_mismatch_names_the_way_out(cli: CliHelper) -> None:
         "differ (num_perm: 96 != 128, threshold: 0.8 != 0.7); open it with the stored "
         "parameters (omit them), or use another --schema\n"
     )
+
+
+def test_every_fingerprint_parameter_is_an_init_option_or_left_out_by_name() -> None:
+    from typer.main import get_command
+
+    from dedup_store import FingerprintParams
+    from dedup_store.cli import NO_INIT_OPTION, app
+
+    init = get_command(app).commands["init"]  # type: ignore[attr-defined]
+    options = {param.name for param in init.params}
+    fields = {field.name for field in dataclasses.fields(FingerprintParams)}
+    assert fields - options == set(NO_INIT_OPTION)
+    assert options - fields == {"keep_text", "canonical", "fmt"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import psycopg
@@ -141,3 +142,10 @@ def test_schema_name(monkeypatch: pytest.MonkeyPatch) -> None:
     assert config.schema_name("explicit") == "explicit"
     with pytest.raises(InvalidNameError, match="invalid schema name"):
         config.schema_name('bad"name')
+
+
+def test_config_and_the_embedded_server_import_each_other_one_way() -> None:
+    # config.resolve_url starts the embedded server; the server's module needs nothing of config
+    tree = ast.parse(Path(embedded.__file__).read_text())
+    modules = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert "dedup_store.config" not in modules

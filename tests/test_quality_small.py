@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import random
 
 import pytest
@@ -20,7 +19,6 @@ from benchmarks.quality_corpus import (
 )
 from dedup_store.core import FingerprintParams, canonical_tokens, fingerprint_batch
 
-URL = os.environ.get("DEDUP_STORE_TEST_URL", "postgresql://postgres@127.0.0.1:5432/test")
 SIZE = 240
 PARAMS = FingerprintParams()
 
@@ -123,8 +121,10 @@ def test_datasketch_rows_are_measured(truth: quality.Truth) -> None:
 
 
 @pytest.mark.db
-def test_store_finds_what_brute_force_finds(docs: list[CorpusDoc], truth: quality.Truth) -> None:
-    run = quality.run_store(URL, "test_small", PARAMS, docs)
+def test_store_finds_what_brute_force_finds(
+    docs: list[CorpusDoc], truth: quality.Truth, database_url: str
+) -> None:
+    run = quality.run_store(database_url, "test_small", PARAMS, docs)
     jaccard, containment = quality.store_rows([run], truth, docs)
     (row,) = jaccard
     assert row.truth > 20
@@ -141,11 +141,13 @@ def test_store_finds_what_brute_force_finds(docs: list[CorpusDoc], truth: qualit
 
 
 @pytest.mark.db
-def test_simhash_block_schemes_find_the_same_pairs(docs: list[CorpusDoc]) -> None:
+def test_simhash_block_schemes_find_the_same_pairs(
+    docs: list[CorpusDoc], database_url: str
+) -> None:
     found = []
     for blocks in (4, 5):
         params = dataclasses.replace(PARAMS, threshold=1.0, containment=0.0, simhash_blocks=blocks)
-        run = quality.run_store(URL, f"test_simhash_{blocks}", params, docs)
+        run = quality.run_store(database_url, f"test_simhash_{blocks}", params, docs)
         found.append(quality.store_pairs(run, ("simhash", "minhash", "exact")))
         assert all(run.pairs[p][3] <= 3 for p in quality.store_pairs(run, ("simhash",)))
     assert found[0] == found[1] and len(found[0]) > 10

@@ -226,7 +226,7 @@ def fingerprint(
     """
     batch = fingerprint_batch([text], params, weights, frequencies)
     if batch.empty_index:
-        raise EmptyDocumentError("document is empty after canonicalization (no words left)")
+        raise EmptyDocumentError()
     return batch.row(0)
 
 

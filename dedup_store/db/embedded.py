@@ -51,7 +51,6 @@ from typing import Any
 import platformdirs
 import psutil
 
-from dedup_store.config import ENV_DATA_DIR
 from dedup_store.db import tuning
 from dedup_store.errors import DatabaseError
 
@@ -111,6 +110,10 @@ class _Postmaster:
     port: int
     socket_dir: Path | None
     status: str
+
+
+#: Where the embedded server keeps its data, when set (:func:`data_dir`).
+ENV_DATA_DIR = "DEDUP_STORE_DATA_DIR"
 
 
 def data_dir() -> Path:

@@ -20,13 +20,16 @@ from sqlalchemy import Connection, Engine, create_engine, event, exc, text
 
 from dedup_store.config import normalize_url, redact
 from dedup_store.db.names import validate_schema
-from dedup_store.errors import DatabaseError
+from dedup_store.errors import DatabaseError, UnsupportedServerError
 
 Bind = str | Engine | Connection
 T = TypeVar("T")
 
 _RETRY_SQLSTATES = {"40001", "40P01"}  # serialization_failure, deadlock_detected
 MAX_ATTEMPTS = 8
+#: The oldest PostgreSQL the store's SQL runs on, as ``server_version_num`` (``bit_count``
+#: came with 14).
+MIN_SERVER_VERSION = 140000
 
 
 class Database:
@@ -44,6 +47,7 @@ class Database:
         self.connection: Connection | None = bind if isinstance(bind, Connection) else None
         self.engine: Engine | None
         self._read_engine: Engine | None = None
+        self._server_checked = False
         if isinstance(bind, str):
             try:
                 sized = {} if pool_size is None else {"pool_size": pool_size}
@@ -90,11 +94,26 @@ class Database:
     def _transaction(self) -> Iterator[Connection]:
         if self.connection is not None:
             with self.connection.begin_nested():
+                self._check_server(self.connection)
                 yield self.connection
             return
         assert self.engine is not None
         with self.engine.begin() as conn:
+            self._check_server(conn)
             yield conn
+
+    def _check_server(self, conn: Connection) -> None:
+        """Refuse a server older than :data:`MIN_SERVER_VERSION`, on the first transaction (a
+        store opens, a migration runs).
+
+        Raises:
+            UnsupportedServerError: naming the server's version and the minimum.
+        """
+        if not self._server_checked:
+            version = server_version_num(conn)
+            if version < MIN_SERVER_VERSION:
+                raise UnsupportedServerError(version, MIN_SERVER_VERSION)
+            self._server_checked = True
 
     def error(self, e: BaseException) -> DatabaseError:
         """``e`` as a :class:`DatabaseError` naming the database (without its password)."""
@@ -203,6 +222,14 @@ class Database:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def server_version_num(conn: Connection) -> int:
+    """The ``server_version_num`` of the server of ``conn``, from the version SQLAlchemy reads
+    once per engine when it first connects (no statement of ours)."""
+    version = [int(part) for part in (conn.dialect.server_version_info or ())][:2]
+    major, minor = (*version, 0, 0)[:2]
+    return major * 10000 + (minor if major >= 10 else minor * 100)
 
 
 def _configure(dbapi_connection: Any, _record: Any) -> None:

@@ -89,8 +89,8 @@ def similar_statement(schema: str) -> str:
                    b.hamming, b.meta_score, b.score
             FROM outside b JOIN {s}.documents o ON o.exact_of = b.grp
         )
-        SELECT id, external_id, cluster_id, method, jaccard, containment, hamming, meta_score,
-               score
+        SELECT id AS doc_id, external_id, cluster_id, method, jaccard, containment, hamming,
+               meta_score, score
         FROM answers
         ORDER BY {METHOD_RANK.format("method")}, score DESC, external_id COLLATE "C"
         LIMIT :limit OFFSET :offset
@@ -114,7 +114,8 @@ def similar_rows(
         "limit": limit,
         "offset": offset,
     }
-    rows = [MatchRow(*row) for row in conn.execute(text(similar_statement(schema)), parameters)]
+    found = conn.execute(text(similar_statement(schema)), parameters)
+    rows = [MatchRow(**row._mapping) for row in found]
     if not rows and not _exists(conn, schema, external_id):
         return None
     return rows

@@ -37,7 +37,7 @@ def validate_schema(name: object) -> str:
         if len(shown) > 80:
             shown = shown[:77] + "..."
         raise InvalidNameError(
-            f"invalid schema name {shown}: use letters, digits and _ "
+            f"invalid schema name {shown}: use ASCII letters, digits and _ "
             "(not a digit first), at most 63 characters"
         )
     if _RESERVED.fullmatch(name):

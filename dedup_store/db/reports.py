@@ -116,8 +116,9 @@ def pair_rows(
     copies, the most doubtful first; with ``expand``, every pair the edges imply through exact
     groups instead (the view ``duplicate_pairs_expanded``).
 
-    Rows ``(a, b, method, jaccard, containment, hamming, meta_score, score, found_at, excerpt,
-    verdict, via_exact_of)``.
+    Rows of columns named as the fields of :class:`~dedup_store.results.Pair`: ``a, b, method,
+    jaccard, containment, hamming, meta_score, score, found_at, excerpt, verdict,
+    via_exact_of``.
     """
     where = ["score >= :min_similarity"] if min_similarity is not None else []
     if pending:
@@ -128,7 +129,7 @@ def pair_rows(
     result = conn.execute(
         text(
             "SELECT a, b, method, jaccard, containment, hamming, meta_score, score, found_at, "
-            f"excerpt, verdict, {via} FROM {qualified(schema, view)} "
+            f"excerpt, verdict, {via} AS via_exact_of FROM {qualified(schema, view)} "
             f"{'WHERE ' + ' AND '.join(where) if where else ''} "
             f"ORDER BY {_DOUBT_ORDER if pending else 'a_doc_id, b_doc_id'}"
         ),

@@ -11,7 +11,8 @@ document; ``y`` the new one or the query). Scores are computed in the database:
 
 A pair becomes a match by the first method that accepts it: ``exact`` (same canonical text),
 ``minhash`` (Jaccard >= threshold), ``simhash`` (Hamming <= k and Jaccard >= the SimHash floor),
-``containment`` (containment >= the containment threshold, when that index is on).
+``containment`` (containment >= the containment threshold, when that index is on). The rule is
+stated once, in :mod:`dedup_store.core.matchrule`; the ``CASE`` here is written from it.
 
 :func:`merging_methods` names the methods whose matches merge clusters: every method but
 ``containment`` (an excerpt is reported, not merged) unless the store's params say otherwise.
@@ -32,6 +33,8 @@ from sqlalchemy import Connection, TextClause, text
 
 from dedup_store.core.arrays import I64, U32, U64, distinct, merged_segments
 from dedup_store.core.fingerprint import Fingerprint
+from dedup_store.core.matchrule import META_BAR, RULE, Rule, could_match
+from dedup_store.core.matchrule import merging_methods as merging_methods
 from dedup_store.core.overlap import intersection_sizes
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.simhash import hamming_many
@@ -74,6 +77,46 @@ _META_AGREEMENT = (
 )
 
 
+def rule_sql(rule: Rule, score: str = "score") -> str:
+    """The SQL condition of one method's :class:`~dedup_store.core.matchrule.Rule` over the
+    columns of :data:`~dedup_store.core.matchrule.SCORES`, its parameters bound by name;
+    ``score`` names the column read as the combined score."""
+    tests = [] if rule.enabled_by is None else [f":{rule.enabled_by} > 0"]
+    tests += rule.flags
+    tests += [
+        f"{score if bar.score == 'score' else bar.score} {bar.op} :{bar.param}" for bar in rule.bars
+    ]
+    return " AND ".join(tests) or "true"
+
+
+def method_case_sql() -> str:
+    """The ``CASE`` that names the method accepting a pair (``NULL``: none), written from
+    :data:`~dedup_store.core.matchrule.RULE`; it reads the column ``by_content``
+    (:func:`by_content_sql`)."""
+    veto = f"WHEN by_content AND meta_score IS NOT NULL AND score < :{META_BAR} THEN NULL"
+    decided = [f"WHEN {rule_sql(rule)} THEN '{method.value}'" for method, rule in RULE.items()]
+    return "\n".join(["CASE", veto, *decided, "END"])
+
+
+def by_content_sql() -> str:
+    """Whether a content method accepts a pair on its content alone (``score`` read as
+    ``jaccard``)."""
+    content = [f"({rule_sql(rule, 'jaccard')})" for rule in RULE.values() if rule.content]
+    return " OR ".join(content)
+
+
+_METHOD_CASE = method_case_sql()
+_BY_CONTENT = by_content_sql()
+#: The parameters the rule's SQL binds by their names.
+_RULE_PARAMETERS = tuple(
+    dict.fromkeys(
+        [META_BAR]
+        + [rule.enabled_by for rule in RULE.values() if rule.enabled_by is not None]
+        + [bar.param for rule in RULE.values() for bar in rule.bars]
+    )
+)
+
+
 def scored_pairs_sql(pairs_from: str, intersection: str = EXACT_INTERSECTION) -> str:
     """A query of ``(a, b, hamming, jaccard, containment, meta_score, score, method)`` over
     candidate pairs.
@@ -96,18 +139,11 @@ def scored_pairs_sql(pairs_from: str, intersection: str = EXACT_INTERSECTION) ->
     """
     return f"""
     SELECT a, b, hamming, jaccard, containment, meta_score, score,
-           CASE WHEN by_content AND meta_score IS NOT NULL AND score < :tau THEN NULL
-                WHEN same THEN 'exact'
-                WHEN score >= :tau THEN 'minhash'
-                WHEN hamming <= :simhash_k AND jaccard >= :simhash_min_jaccard THEN 'simhash'
-                WHEN :containment > 0 AND sampled AND containment >= :containment
-                    THEN 'containment'
-           END AS method
+           {_METHOD_CASE} AS method
     FROM (
     SELECT a, b, same, hamming, jaccard, containment, meta_score, sampled,
            {combined_score_sql("jaccard", "meta_score", ":meta_weight")} AS score,
-           same OR jaccard >= :tau OR (hamming <= :simhash_k AND jaccard >= :simhash_min_jaccard)
-               AS by_content
+           {_BY_CONTENT} AS by_content
     FROM (
         SELECT a, b, same, hamming, sampled, meta_score,
                CASE WHEN same THEN 1.0 ELSE inter / nullif(nx + ny - inter, 0) END AS jaccard,
@@ -162,20 +198,11 @@ def fetch_document(s: str, alias: str, id_expression: str) -> str:
     )
 
 
-def merging_methods(params: FingerprintParams) -> frozenset[str]:
-    """The methods whose matches merge clusters under ``params``."""
-    methods = {"exact", "minhash", "simhash", "containment"}
-    return frozenset(methods if params.containment_merges else methods - {"containment"})
-
-
 def score_parameters(params: FingerprintParams) -> dict[str, Any]:
     """Bind parameters used by :func:`scored_pairs_sql`."""
     return {
-        "tau": params.threshold,
-        "simhash_k": params.simhash_k,
-        "simhash_min_jaccard": params.simhash_min_jaccard,
+        **{name: getattr(params, name) for name in _RULE_PARAMETERS},
         "min_ratio": params.lowest_jaccard,
-        "containment": params.containment,
         "exact_mode": params.verify == "exact",
         "meta_weight": params.meta_weight,
     }
@@ -263,26 +290,40 @@ def _check_statement(
 ) -> TextClause:
     """The statement of :func:`check_statement` (built once: it is long and parsed for binds).
 
-    Its matches, and a row of id -1 for each hot slot of the query whose secondary keys were
-    not sent (:func:`~dedup_store.db.hot.touched_sql`; its kind in ``hamming``, its slot in
-    ``cluster_id``): run it again with them.
+    Its matches, the columns of :class:`~dedup_store.results.MatchRow` but ``new_id``, then
+    ``hot_kind`` and ``hot_slot`` (``NULL``); and a row of its own for each hot slot of the
+    query whose secondary keys were not sent (:func:`~dedup_store.db.hot.touched_sql`), with
+    only ``hot_kind`` and ``hot_slot``: run it again with them.
     """
     s = qualified(schema)
     lookups = found_sql(schema, band_count, block_count, hot_limit, secondary)
     matches = matches_sql(schema, band_count, block_count, hot_limit, secondary, "found")
     return text(f"""
         WITH found AS MATERIALIZED ({lookups})
-        SELECT * FROM ({matches}) m
+        SELECT m.*, NULL::integer AS hot_kind, NULL::integer AS hot_slot FROM ({matches}) m
         UNION ALL
-        SELECT DISTINCT -1::bigint, NULL::text, t.slot::bigint, NULL::text, NULL::float8,
-               NULL::float8, t.kind::integer, NULL::float8, NULL::float8
+        SELECT DISTINCT NULL::bigint, NULL::text, NULL::bigint, NULL::text, NULL::float8,
+               NULL::float8, NULL::integer, NULL::float8, NULL::float8, t.kind::integer,
+               t.slot::integer
         FROM ({hot.touched_sql(s, secondary, hot_limit)}) t
     """)
 
 
+#: The columns of a match in a row of the statement of :func:`check_statement`; the hot slot
+#: columns follow.
+CHECK_MATCH_COLUMNS = 9
+
+
 def touched_slots(rows: Iterable[Sequence[Any]]) -> list[tuple[int, int]]:
-    """``(kind, slot)`` of the rows of id -1 of the statement of :func:`check_statement`."""
-    return [(int(row[6]), int(row[2])) for row in rows if row[0] == -1]
+    """``(kind, slot)`` of the hot slot rows of the statement of :func:`check_statement`."""
+    at = CHECK_MATCH_COLUMNS
+    return [(int(row[at]), int(row[at + 1])) for row in rows if row[at] is not None]
+
+
+def check_matches(rows: Iterable[Sequence[Any]]) -> list[MatchRow]:
+    """The matches among the rows of the statement of :func:`check_statement`."""
+    at = CHECK_MATCH_COLUMNS
+    return [MatchRow(*row[:at]) for row in rows if row[at] is None]
 
 
 def fingerprint_parameters(
@@ -394,16 +435,14 @@ def store_verified(conn: Connection, schema: str, parameters: Mapping[str, Any])
                 WHERE method IS NOT NULL
                 ON CONFLICT DO NOTHING
                 RETURNING a, b, method, jaccard, containment, hamming, meta_score)
-        SELECT ins.*, {combined_score_sql("ins.jaccard", "ins.meta_score", ":meta_weight")},
+        SELECT ins.a AS doc_id, ins.b AS new_id, ins.method, ins.jaccard, ins.containment,
+               ins.hamming, ins.meta_score,
+               {combined_score_sql("ins.jaccard", "ins.meta_score", ":meta_weight")} AS score,
                d.external_id, d.cluster_id
         FROM ins JOIN {s}.documents d ON d.id = ins.a
     """
-    return [
-        MatchRow(a, external_id, cluster_id, method, jaccard, containment, hamming, meta, score, b)
-        for a, b, method, jaccard, containment, hamming, meta, score, external_id, cluster_id in (
-            conn.execute(text(statement), parameters)
-        )
-    ]
+    result = conn.execute(text(statement), parameters)
+    return [MatchRow(**row._mapping) for row in result]  # columns named as its fields
 
 
 def batch_intersections(
@@ -449,9 +488,8 @@ def batch_intersections(
     x, y = a_sizes[wanted], b_sizes[wanted]
     jaccard = inter / np.maximum(x + y - inter, 1)
     containment = inter / np.maximum(np.minimum(x, y), 1)
-    excerpt = candidates.sampled[wanted] & (params.containment > 0)
     possible = np.zeros(count, dtype=bool)
-    possible[wanted] = (jaccard >= min_jaccard) | (excerpt & (containment >= params.containment))
+    possible[wanted] = could_match(params, jaccard, containment, candidates.sampled[wanted])
     return result, possible
 
 

@@ -58,7 +58,6 @@ DRIVER_COMPONENTS = 2_000_000
 STAGES = (
     "prepare", "fingerprint", "group", "verify", "components", "write", "publish", "indexes"
 )  # fmt: skip
-EMPTY_MESSAGE = "document is empty after canonicalization (no words left)"
 _LOAD_COLUMNS = "seq bigint, batch bigint, external_id string, text string, meta string"
 
 
@@ -315,7 +314,8 @@ class _Target:
 
 
 def require_spark_params(params: FingerprintParams) -> FingerprintParams:
-    """``params``, when a Spark load can write a store made with them.
+    """``params``, when a Spark load can write a store made with them: the one statement of
+    what a Spark load cannot do, for the library and ``ingest --engine spark`` alike.
 
     Raises:
         InvalidParamsError: the store weighs its SimHash features with document frequencies
@@ -323,18 +323,16 @@ def require_spark_params(params: FingerprintParams) -> FingerprintParams:
             compute, or scores metadata sets (``meta_fields``), which it does not sign.
     """
     if params.uses_meta:
-        raise InvalidParamsError(
-            f"a Spark load cannot write a store with meta_fields {list(params.meta_fields)}"
-            " (metadata sets are signed and scored by the local engine only): ingest it"
-            " with the local engine"
-        )
-    if params.weighted:
-        raise InvalidParamsError(
-            f"a Spark load cannot write a store with simhash_weights {params.simhash_weights!r}"
-            " (its SimHashes are weighed by document frequencies kept in SQL): ingest it"
-            " with the local engine"
-        )
-    return params
+        refused = f"meta_fields {','.join(params.meta_fields)}"
+        why = "its metadata sets are signed and scored by the local engine only"
+    elif params.weighted:
+        refused = f"simhash_weights {params.simhash_weights}"
+        why = "its SimHashes are weighed with document frequencies kept in SQL"
+    else:
+        return params
+    raise InvalidParamsError(
+        f"a Spark load cannot write a store with {refused} ({why}): ingest it with the local engine"
+    )
 
 
 def _load(
@@ -408,7 +406,7 @@ def _load(
             seconds["verify"] = time.perf_counter() - clock
 
             clock = time.perf_counter()
-            merging = sorted(merging_methods(params))
+            merging = sorted(method.value for method in merging_methods(params))
             clusters, stored_mapping, labels = _clusters(
                 conn, schema, edges, stored, merging, first, driver_components
             )
@@ -454,9 +452,9 @@ def _errors(prepared: _Prepared, empty: np.ndarray) -> list[tuple[int, RecordErr
     for seq in empty.tolist():
         if seq < len(prepared.places):
             doc, number = prepared.places[seq]
-            found.append((number, record_error(doc, EMPTY_MESSAGE, number)))
+            found.append((number, record_error(doc, EmptyDocumentError.MESSAGE, number)))
         else:  # pragma: no cover - a DataFrame load keeps no places
-            found.append((seq, RecordError(None, None, None, EMPTY_MESSAGE)))
+            found.append((seq, RecordError(None, None, None, EmptyDocumentError.MESSAGE)))
     found.sort(key=lambda item: item[0])
     return found
 

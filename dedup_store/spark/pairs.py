@@ -24,8 +24,10 @@ import numpy as np
 import pyarrow as pa
 
 from dedup_store.core.arrays import I64
+from dedup_store.core.matchrule import METHODS, NO_MATCH, decide
 from dedup_store.core.overlap import intersection_sizes
 from dedup_store.core.params import FingerprintParams
+from dedup_store.core.simhash import hamming_many
 from dedup_store.db.encoding import BAND, BLOCK, SAMPLE
 from dedup_store.spark import secondary
 
@@ -204,8 +206,9 @@ def score_batch(batch: pa.RecordBatch, params: FingerprintParams) -> pa.RecordBa
 
     Input columns: ``a, b, block_only, sampled`` and, for ``x`` (document ``a``) and ``y``
     (document ``b``), ``*_hash, *_simhash, *_count, *_shingles`` (and ``*_signature`` when
-    ``params.verify`` is ``estimate``). The scores and the method are those of
-    :func:`dedup_store.db.scoring.scored_pairs_sql`, computed with the same float64 operations.
+    ``params.verify`` is ``estimate``). The scores are those of
+    :func:`dedup_store.db.scoring.scored_pairs_sql`, computed with the same float64 operations,
+    and the method that of the rule both apply (:func:`dedup_store.core.matchrule.decide`).
     """
     a = batch.column("a").to_numpy().astype(np.int64)
     b = batch.column("b").to_numpy().astype(np.int64)
@@ -214,7 +217,7 @@ def score_batch(batch: pa.RecordBatch, params: FingerprintParams) -> pa.RecordBa
     sampled = np.asarray(batch.column("sampled").to_pylist(), dtype=bool)
     x_simhash = batch.column("x_simhash").to_numpy().astype(np.int64)
     y_simhash = batch.column("y_simhash").to_numpy().astype(np.int64)
-    hamming = _popcount((x_simhash ^ y_simhash).view(np.uint64))
+    hamming = hamming_many(x_simhash.view(np.uint64), y_simhash.view(np.uint64))
     same = np.array(
         [
             p == q
@@ -247,63 +250,26 @@ def score_batch(batch: pa.RecordBatch, params: FingerprintParams) -> pa.RecordBa
         containment = np.where(small == 0, np.nan, inter / small)
     jaccard = np.where(same, 1.0, jaccard)
     containment = np.where(same, 1.0, containment)
-    methods: list[str | None] = []
-    for i in range(n):
-        methods.append(
-            _method(
-                bool(same[i]),
-                float(jaccard[i]),
-                int(hamming[i]),
-                bool(sampled[i]),
-                float(containment[i]),
-                params,
-            )
-            if keep[i]
-            else None
-        )
-    chosen = np.array([m is not None for m in methods], dtype=bool)
+    scores = {
+        "same": same,
+        "jaccard": jaccard,
+        "containment": containment,
+        "hamming": hamming,
+        "sampled": sampled,
+    }
+    codes = np.where(keep, decide(params, scores), NO_MATCH)
+    chosen = codes != NO_MATCH
     return pa.RecordBatch.from_arrays(
         [
             pa.array(a[chosen], pa.int64()),
             pa.array(b[chosen], pa.int64()),
-            pa.array([m for m in methods if m is not None], pa.string()),
+            pa.array([METHODS[code].value for code in codes[chosen].tolist()], pa.string()),
             pa.array(jaccard[chosen], pa.float64()),
             pa.array(containment[chosen], pa.float64()),
             pa.array(hamming[chosen].astype(np.int16), pa.int16()),
         ],
         names=["a", "b", "method", "jaccard", "containment", "hamming"],
     )
-
-
-def _method(
-    same: bool,
-    jaccard: float,
-    hamming: int,
-    sampled: bool,
-    containment: float,
-    params: FingerprintParams,
-) -> str | None:
-    """The scoring statement's CASE (a NaN score, SQL's NULL, compares false)."""
-    if same:
-        return "exact"
-    if jaccard >= params.threshold:
-        return "minhash"
-    if hamming <= params.simhash_k and jaccard >= params.simhash_min_jaccard:
-        return "simhash"
-    if params.containment > 0 and sampled and containment >= params.containment:
-        return "containment"
-    return None
-
-
-def _popcount(values: Any) -> Any:
-    """Set bits of each uint64."""
-    counts = np.zeros(len(values), dtype=np.int64)
-    for shift in range(0, 64, 8):
-        counts += _BYTE_BITS[((values >> np.uint64(shift)) & np.uint64(0xFF)).astype(np.int64)]
-    return counts
-
-
-_BYTE_BITS = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
 
 
 def _intersections(batch: pa.RecordBatch, rows: Any) -> Any:

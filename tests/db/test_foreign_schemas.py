@@ -40,7 +40,7 @@ def test_one_validator_one_message_one_exit_code(database_url: str, name: str) -
 
 @pytest.mark.parametrize("name", NOT_PLAIN)
 def test_a_name_outside_letters_digits_and_underscore_is_refused(name: str) -> None:
-    with pytest.raises(InvalidNameError, match="use letters, digits and _"):
+    with pytest.raises(InvalidNameError, match="use ASCII letters, digits and _"):
         validate_schema(name)
 
 

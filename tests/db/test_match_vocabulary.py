@@ -7,6 +7,7 @@ import re
 from sqlalchemy import Engine, text
 
 from dedup_store import DedupStore, FingerprintParams, Method
+from dedup_store.core.matchrule import RULE
 from dedup_store.db.scoring import merging_methods, scored_pairs_sql
 from dedup_store.results import MatchRow, sorted_matches
 
@@ -34,8 +35,12 @@ def test_the_edges_table_accepts_exactly_the_enums_methods(engine: Engine, schem
 
 
 def test_merging_methods_are_methods() -> None:
-    for params in (FingerprintParams(), FingerprintParams(containment_merges=True)):
-        assert merging_methods(params) <= {m.value for m in Method}
+    assert merging_methods(FingerprintParams()) == {Method.EXACT, Method.MINHASH, Method.SIMHASH}
+    assert merging_methods(FingerprintParams(containment_merges=True)) == set(Method)
+
+
+def test_the_rule_names_every_method_in_the_enums_order() -> None:
+    assert list(RULE) == list(Method)
 
 
 def test_matches_are_listed_by_method_then_by_decreasing_jaccard() -> None:
