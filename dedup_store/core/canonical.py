@@ -32,11 +32,10 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from importlib import resources
+from typing import TYPE_CHECKING
 
 import numpy as np
 import regex
-import snowballstemmer
-from selectolax.lexbor import LexborHTMLParser
 
 from dedup_store.core import kernels
 from dedup_store.core.arrays import I64, U64
@@ -44,6 +43,9 @@ from dedup_store.core.params import FingerprintParams
 from dedup_store.core.scripts import CJK_CHAR, script_tokens, starts_cjk
 from dedup_store.core.scripts import has_cjk as has_cjk
 from dedup_store.core.scripts import is_cjk as is_cjk
+
+if TYPE_CHECKING:
+    import snowballstemmer
 
 _WORD = re.compile(r"[^\W_]+")
 # ASCII fast path: capitals to small letters, everything but letters and digits to a space.
@@ -87,6 +89,8 @@ def html_to_text(markup: str) -> str:
     Scripts, styles, the ``<head>`` and comments are dropped, entities decoded, and block elements
     become line breaks so that words of adjacent blocks never run together.
     """
+    from selectolax.lexbor import LexborHTMLParser  # loaded for the first HTML document
+
     tree = LexborHTMLParser(markup)
     for node in tree.css(_DROPPED_ELEMENTS):
         node.decompose()
@@ -117,6 +121,8 @@ def _cjk_stopword_pattern() -> re.Pattern[str]:
 
 @lru_cache(maxsize=2)
 def _stemmer(language: str) -> snowballstemmer.stemmer:
+    import snowballstemmer  # loaded by the first store that stems
+
     return snowballstemmer.stemmer(language)
 
 
