@@ -40,7 +40,8 @@ import regex
 from dedup_store.core import kernels
 from dedup_store.core.arrays import I64, U64
 from dedup_store.core.params import FingerprintParams
-from dedup_store.core.scripts import CJK_CHAR, script_tokens, starts_cjk
+from dedup_store.core.reference import CJK_KIND
+from dedup_store.core.scripts import CJK_CHAR, script_runs, starts_cjk
 from dedup_store.core.scripts import has_cjk as has_cjk
 from dedup_store.core.scripts import is_cjk as is_cjk
 
@@ -53,6 +54,7 @@ _ASCII_TABLE = str.maketrans({i: chr(i).lower() if chr(i).isalnum() else " " for
 # The same for ASCII bytes (other bytes never occur where it is used).
 _ASCII_BYTES = bytes(ord(_ASCII_TABLE[i]) if i < 128 else ord(" ") for i in range(256))
 _ASCII_CODES = bytes(range(128))
+CJK_KIND_BYTE = bytes([CJK_KIND])
 #: The characters that are not letters or digits but whose case folding holds one (U+0345,
 #: COMBINING GREEK YPOGEGRAMMENI, folds to a small iota).
 FOLDS_INTO_A_WORD = "\u0345"
@@ -185,22 +187,30 @@ def _mixed_tokens(text: str, drop_stopwords: bool, join: bool) -> list[str]:
 
     With ``join``, CJK runs go on across separators (see the module docstring). CJK stop words
     are removed from each CJK run (a run left empty is no token); as no stop word holds a line
-    break, that is one substitution over the runs joined by line breaks.
+    break, that is one substitution over the runs joined by line breaks. The words between two
+    runs are filtered at once.
     """
-    pairs = script_tokens(text, join)
+    tokens, kinds = script_runs(text, join)
     if not drop_stopwords:
-        return [cjk or word for cjk, word in pairs]
-    runs = iter(_cjk_stopword_pattern().sub("", "\n".join(c for c, _ in pairs if c)).split("\n"))
-    stops = stopwords()
-    tokens: list[str] = []
-    for cjk, word in pairs:
-        if cjk:
-            run = next(runs)
-            if run:
-                tokens.append(run)
-        elif word not in stops:
-            tokens.append(word)
-    return tokens
+        return tokens
+    runs_at = []
+    at = kinds.find(CJK_KIND_BYTE)
+    while at >= 0:
+        runs_at.append(at)
+        at = kinds.find(CJK_KIND_BYTE, at + 1)
+    stop = stopwords().__contains__
+    if not runs_at:
+        return list(itertools.filterfalse(stop, tokens))
+    cleaned = _cjk_stopword_pattern().sub("", "\n".join([tokens[i] for i in runs_at]))
+    kept: list[str] = []
+    start = 0
+    for at, run in zip(runs_at, cleaned.split("\n"), strict=True):
+        kept.extend(itertools.filterfalse(stop, tokens[start:at]))
+        if run:
+            kept.append(run)
+        start = at + 1
+    kept.extend(itertools.filterfalse(stop, tokens[start:]))
+    return kept
 
 
 def _stem(tokens: list[str], cjk: Callable[[str], bool]) -> list[str]:
