@@ -1,8 +1,9 @@
-"""Fingerprinting throughput: dedup_store against datasketch and simhash, in one process.
+"""Fingerprinting throughput: dedup_store against datasketch, simhash and rensa, in one process.
 
 For batches of short (~40 words) and long (~600 words) seeded synthetic English documents, and
 with ``--languages en,ru,zh`` also Russian and Chinese ones (drawn from the sample articles in
-``examples/``; a Chinese "word" is two characters), it prints documents per second of:
+``examples/``; a Chinese "word" is two characters), or with ``--corpus copyright`` for the real
+long text of every ``/usr/share/doc/*/copyright`` file, it prints documents per second of:
 
 * ``ours, raw text``: :func:`dedup_store.core.fingerprint_batch` from the raw text (canonical
   text, shingles, MinHash, band keys, SimHash, block keys, excerpt keys, exact hash);
@@ -14,7 +15,11 @@ with ``--languages en,ru,zh`` also Russian and Chinese ones (drawn from the samp
   measured on its hashing alone;
 * ``simhash``: ``simhash.Simhash(features)`` on the same features as our SimHash (the canonical
   words and CJK character shingles, every occurrence weighing 1, that is term frequency); not
-  timed either: building them.
+  timed either: building them;
+* ``rensa``: ``rensa.RMinHash(num_perm, seed).update(shingles)`` and ``digest()`` per document
+  on ready shingles: the ``RENSA_NGRAM``-word n-grams of the lower-cased ``split()`` words, as
+  strings, built untimed (the digests alone: rensa's Rust against our whole fingerprint);
+* ``rensa, raw text``: the same with the shingles built from the raw text, timed.
 
 Each figure is the best of ``--repeat`` runs on one core (a single process, no threads), and the
 ratios are ours divided by the peer. Ours runs the compiled kernels when they are built, or with
@@ -40,6 +45,9 @@ from dedup_store.core.fingerprint import fingerprint_tokens
 from dedup_store.core.scripts import is_cjk, starts_cjk
 
 _SAMPLES = Path(__file__).resolve().parents[1] / "examples" / "articles"
+#: Words per shingle of rensa's ready shingles.
+RENSA_NGRAM = 5
+RENSA_SEED = 42
 
 
 def best_rates(runs: dict[str, Callable[[], Any]], count: int, repeat: int) -> dict[str, float]:
@@ -90,6 +98,24 @@ def peer_input(tokens: list[str], params: FingerprintParams) -> tuple[list[bytes
     return [s.encode("utf-8") for s in shingles], words + cjk
 
 
+def split_shingles(text: str, n: int = RENSA_NGRAM) -> list[str]:
+    """The ``n``-word shingles of the lower-cased ``split()`` words of ``text`` (rensa's input:
+    no canonical text, no stop words)."""
+    return word_shingles(text.lower().split(), n)
+
+
+def rensa_digests(shingles: Sequence[list[str]], num_perm: int) -> list[list[int]]:
+    """rensa's MinHash digest of each document's ready shingles."""
+    from rensa import RMinHash
+
+    digests = []
+    for doc in shingles:
+        minhash = RMinHash(num_perm=num_perm, seed=RENSA_SEED)
+        minhash.update(doc)
+        digests.append(minhash.digest())
+    return digests
+
+
 def measure(docs: list[str], params: FingerprintParams, repeat: int) -> dict[str, float]:
     """Docs/s of ours and of the peers on the same documents."""
     from datasketch import MinHash
@@ -97,11 +123,14 @@ def measure(docs: list[str], params: FingerprintParams, repeat: int) -> dict[str
 
     tokens = [canonical_tokens(doc, params) for doc in docs]
     shingles, features = zip(*(peer_input(t, params) for t in tokens), strict=True)
+    ready = [split_shingles(doc) for doc in docs]
     runs: dict[str, Callable[[], Any]] = {
         "ours, raw text": lambda: fingerprint_batch(docs, params),
         "ours, tokens": lambda: fingerprint_tokens(tokens, params),
         "datasketch": lambda: MinHash.bulk(shingles, num_perm=params.num_perm),
         "simhash": lambda: [Simhash(f) for f in features],
+        "rensa": lambda: rensa_digests(ready, params.num_perm),
+        "rensa, raw text": lambda: rensa_digests(list(map(split_shingles, docs)), params.num_perm),
     }
     return best_rates(runs, len(docs), repeat)
 
@@ -141,22 +170,32 @@ def corpus(language: str, seed: int) -> Corpus | SampledText:
     return SampledText(_SAMPLES / f"man-{language}.txt", language == "zh", seed)
 
 
-def render(rows: list[tuple[str, int, int, dict[str, float]]]) -> str:
+def render(rows: list[tuple[str, dict[str, float]]]) -> str:
     """A table of docs/s and ratios (ours / peer)."""
     lines = [
         f"{'documents':<27}{'ours raw':>11}{'ours tok':>11}{'datasketch':>12}{'simhash':>10}"
-        f"{'raw/ds':>9}{'tok/ds':>9}{'raw/sh':>9}{'raw/ds+sh':>11}",
+        f"{'rensa':>10}{'rensa raw':>11}{'raw/ds':>9}{'tok/ds':>9}{'raw/sh':>9}{'raw/ds+sh':>11}"
+        f"{'raw/rensa':>11}{'raw/rensa raw':>15}",
     ]
-    for label, _count, _words, rate in rows:
+    for label, rate in rows:
         both = 1.0 / (1.0 / rate["datasketch"] + 1.0 / rate["simhash"])
         raw = rate["ours, raw text"]
         lines.append(
             f"{label:<27}{raw:>11,.0f}{rate['ours, tokens']:>11,.0f}"
-            f"{rate['datasketch']:>12,.0f}{rate['simhash']:>10,.0f}"
+            f"{rate['datasketch']:>12,.0f}{rate['simhash']:>10,.0f}{rate['rensa']:>10,.0f}"
+            f"{rate['rensa, raw text']:>11,.0f}"
             f"{raw / rate['datasketch']:>8.1f}x{rate['ours, tokens'] / rate['datasketch']:>8.1f}x"
-            f"{raw / rate['simhash']:>8.1f}x{raw / both:>10.1f}x"
+            f"{raw / rate['simhash']:>8.1f}x{raw / both:>10.1f}x{raw / rate['rensa']:>10.2f}x"
+            f"{raw / rate['rensa, raw text']:>14.2f}x"
         )
     return "\n".join(lines)
+
+
+def copyright_texts() -> list[str]:
+    """The text of every ``/usr/share/doc/*/copyright`` file (the real-text corpus)."""
+    from benchmarks.realtext_corpus import copyright_docs
+
+    return [doc.text for doc in copyright_docs()]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -174,6 +213,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         "English), ru and zh (drawn from the Russian and Chinese sample articles "
         "in examples/)",
     )
+    parser.add_argument(
+        "--corpus",
+        choices=("synthetic", "copyright"),
+        default="synthetic",
+        help="synthetic documents of --languages, or every /usr/share/doc/*/copyright file",
+    )
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure (best is kept)")
     parser.add_argument(
         "--reference",
@@ -187,16 +232,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     params = FingerprintParams()
     sizes = [(args.docs, 40), (args.long_docs or max(1, args.docs // 5), 600)]
     rows = []
-    for language in args.languages.split(","):
+    if args.corpus == "copyright":
+        docs = copyright_texts()
+        rows.append((f"copyright ({len(docs)} files)", measure(docs, params, args.repeat)))
+    for language in args.languages.split(",") if args.corpus == "synthetic" else ():
         source = corpus(language, args.seed)
         for count, words in sizes:
             docs = source.documents(count, words)
             label = f"{count} x ~{words} words" + ("" if language == "en" else f" ({language})")
-            rows.append((label, count, words, measure(docs, params, args.repeat)))
+            rows.append((label, measure(docs, params, args.repeat)))
     print(
         f"params: num_perm={params.num_perm} shingle_size={params.shingle_size} "
         f"bands={params.bands} scheme={params.scheme}; one process, seed {args.seed}; "
-        f"kernels: {kernels.backend.name}"
+        f"kernels: {kernels.backend.name}; rensa on lower-cased split() {RENSA_NGRAM}-grams"
     )
     print(render(rows))
 

@@ -18,6 +18,9 @@ For each corpus of :mod:`benchmarks.realtext_corpus` (``copyright``, ``licenses`
    when their MinHash estimate reaches ``t``, and union-find over those at the store's threshold:
    end to end in memory (canonical tokens included), its docs/s, recall, precision and largest
    cluster.
+4. rensa end to end the same way: ``RMinHash`` digests of the same shingles, ``RMinHashLSH``
+   (its bands must divide ``num_perm``: the divisor whose S-curve errs least at ``t``, as
+   datasketch weighs the errors), candidates kept when their estimate reaches ``t``, union-find.
 
 Run ``python -m benchmarks.realtext --help``.
 """
@@ -178,6 +181,49 @@ def run_datasketch(docs: Sequence[CorpusDoc], params: FingerprintParams) -> list
         RunResult("datasketch (raw candidates)", seconds, raw, []),
         RunResult("datasketch (estimate >= t)", seconds, verified, clusters),
     ]
+
+
+def run_rensa(docs: Sequence[CorpusDoc], params: FingerprintParams) -> RunResult:
+    """rensa end to end at each threshold, as :func:`run_datasketch` (timed at the store's
+    threshold), on the same shingles."""
+    from rensa import RMinHash, RMinHashLSH
+
+    start = time.perf_counter()
+    sketches = []
+    for doc in docs:
+        sketch = RMinHash(num_perm=params.num_perm, seed=params.seed)
+        sketch.update(peer_input(canonical_tokens(doc.text, params), params)[0])
+        sketches.append(sketch)
+    prepared = time.perf_counter() - start
+    verified: dict[float, PairSet] = {}
+    seconds, clusters = prepared, []
+    for tau in THRESHOLDS:
+        start = time.perf_counter()
+        lsh = RMinHashLSH(tau, params.num_perm, rensa_bands(tau, params.num_perm))
+        for i, sketch in enumerate(sketches):
+            lsh.insert(i, sketch)
+        found = {(min(i, j), max(i, j)) for i, s in enumerate(sketches) for j in lsh.query(s)}
+        verified[tau] = {
+            (a, b) for a, b in found if a != b and sketches[a].jaccard(sketches[b]) >= tau
+        }
+        groups = union_find_clusters(len(docs), verified[tau])
+        if tau == params.threshold:
+            seconds, clusters = prepared + time.perf_counter() - start, groups
+    return RunResult("rensa (estimate >= t)", seconds, verified, clusters)
+
+
+def rensa_bands(tau: float, num_perm: int) -> int:
+    """The bands ``b`` dividing ``num_perm`` whose S-curve ``1 - (1 - s**r)**b`` has the least
+    false-positive plus false-negative area around ``tau`` (datasketch's weights, 0.5 each)."""
+    low, high = np.linspace(0.0, tau, 257), np.linspace(tau, 1.0, 257)
+
+    def error(b: int) -> float:
+        r = num_perm // b
+        fp = np.trapezoid(1.0 - (1.0 - low**r) ** b, low)
+        fn = np.trapezoid((1.0 - high**r) ** b, high)
+        return float(fp + fn)
+
+    return min((b for b in range(1, num_perm + 1) if num_perm % b == 0), key=error)
 
 
 def lsh_pairs(sketches: Sequence[Any], tau: float, num_perm: int) -> PairSet:
@@ -428,6 +474,8 @@ def benchmark(name: str, args: argparse.Namespace) -> dict[str, Any]:
         _progress(f"{name}: store ingest, threshold {LOW_THRESHOLD:g}: {runs[-1].seconds:.1f} s")
     peers = run_datasketch(corpus.docs, default)
     _progress(f"{name}: datasketch {peers[1].seconds:.1f} s")
+    peers.append(run_rensa(corpus.docs, default))
+    _progress(f"{name}: rensa {peers[2].seconds:.1f} s")
     return report(corpus, runs, peers, default, time.perf_counter() - started)
 
 
@@ -450,10 +498,10 @@ def report(
         "pairs_sharing_a_shingle": truth.sharing,
         "true_pairs": {f"{t:g}": len(truth.jaccard_pairs(t)) for t in THRESHOLDS},
         "true_excerpt_pairs": len(truth.containment_pairs(EXCERPT)),
-        "throughput": [throughput(corpus, r) for r in [*runs, peers[1]]],
+        "throughput": [throughput(corpus, r) for r in [*runs, *peers[1:]]],
         "quality": [_row(r) for r in quality_rows(corpus, everything)],
         "not_near": [row for r in runs for row in not_near(corpus, r)],
-        "largest_clusters": largest_clusters(corpus, [*runs, peers[1]]),
+        "largest_clusters": largest_clusters(corpus, [*runs, *peers[1:]]),
         "worst_pairs": [row for r in runs for row in worst_pairs(corpus, r, params)],
         "seconds": round(seconds, 1),
     }

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 _PEER = "datasketch (estimate >= t)"
+_PEERS = (("datasketch", _PEER), ("rensa", "rensa (estimate >= t)"))
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -68,13 +69,15 @@ def _title(r: dict[str, Any]) -> str:
 
 
 def _ratios(rows: Sequence[dict[str, Any]]) -> str:
-    peer = next((r for r in rows if r["run"] == _PEER), None)
-    if peer is None:
-        return ""
-    ratios = [
-        f"{r['run']}: {r['docs_per_s'] / peer['docs_per_s']:.2f}x" for r in rows if r is not peer
-    ]
-    return "docs/s, store / datasketch: " + ", ".join(ratios)
+    lines = []
+    for name, run in _PEERS:
+        peer = next((r for r in rows if r["run"] == run), None)
+        if peer is None:
+            continue
+        stores = [r for r in rows if r["run"].startswith("store")]
+        ratios = [f"{r['run']}: {r['docs_per_s'] / peer['docs_per_s']:.2f}x" for r in stores]
+        lines.append(f"docs/s, store / {name}: " + ", ".join(ratios))
+    return "\n\n".join(lines)
 
 
 def _quality(title: str, rows: Sequence[dict[str, Any]]) -> str:

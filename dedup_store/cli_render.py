@@ -1,8 +1,8 @@
 """Output of the command line interface: tables for people, JSON, JSON Lines and CSV for scripts.
 
 Tables are drawn with rich when standard output is a terminal and written as tab-separated text
-otherwise, which suits ``grep``, ``cut`` and ``sort``. JSON, JSON Lines and CSV stream row by row,
-so exporting a large store does not hold it in memory.
+otherwise, which suits ``grep``, ``cut`` and ``sort`` (rich is loaded only for a terminal). JSON,
+JSON Lines and CSV stream row by row, so exporting a large store does not hold it in memory.
 
 Ids and file names come from users: in tables and messages, characters that a terminal would act
 on (escape sequences, carriage returns, tabs, newlines, bidirectional overrides) are shown
@@ -14,26 +14,22 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import enum
+import functools
 import json
+import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain
-from typing import Annotated, Any, TextIO
+from typing import TYPE_CHECKING, Annotated, Any, TextIO
 
 import typer
-from rich.console import Console
-from rich.progress import (
-    Progress,
-    ProgressColumn,
-    SpinnerColumn,
-    Task,
-    TextColumn,
-    TimeElapsedColumn,
-)
-from rich.table import Table
-from rich.text import Text
 
 from dedup_store.results import AddResult, IngestSummary, RecordError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress, ProgressColumn
+    from rich.text import Text
 
 
 class OutputFormat(enum.StrEnum):
@@ -125,12 +121,18 @@ class Output:
     def __init__(self, fmt: OutputFormat = OutputFormat.table, out: TextIO | None = None) -> None:
         self.fmt = fmt
         self.out = out if out is not None else sys.stdout
-        self.console = Console(file=self.out, highlight=False, soft_wrap=False)
+
+    @functools.cached_property
+    def console(self) -> Console:
+        """The rich console of the output."""
+        from rich.console import Console
+
+        return Console(file=self.out, highlight=False, soft_wrap=False)
 
     @property
     def rich(self) -> bool:
         """Whether tables are drawn with rich (the output is a terminal)."""
-        return self.console.is_terminal
+        return may_be_terminal(self.out) and self.console.is_terminal
 
     def line(self, text: str = "") -> None:
         """Write one line of plain text."""
@@ -167,6 +169,9 @@ class Output:
 
     def _key_values(self, flat: Mapping[str, Any], title: str) -> None:
         if self.rich:
+            from rich.table import Table
+            from rich.text import Text
+
             table = Table(title=_title(title), show_header=False, box=None, pad_edge=False)
             table.add_column(style="bold")
             table.add_column()
@@ -219,6 +224,9 @@ class Output:
     def _rich_rows(
         self, rows: Iterable[Mapping[str, Any]], columns: Sequence[str], title: str
     ) -> int:
+        from rich.table import Table
+        from rich.text import Text
+
         table = Table(title=_title(title))
         for column in columns:
             table.add_column(column, overflow="fold")
@@ -262,14 +270,31 @@ def _stderr(message: str) -> None:
     typer.echo(escape(message, keep="\n"), err=True)
 
 
-class RateColumn(ProgressColumn):
-    """Documents per second since the start."""
+def may_be_terminal(stream: TextIO) -> bool:
+    """Whether rich may take ``stream`` for a terminal: it is one, or the environment tells rich
+    what to take it for (``TTY_COMPATIBLE``, ``FORCE_COLOR``). Otherwise rich, which takes a
+    while to load, need not be asked."""
+    if "TTY_COMPATIBLE" in os.environ or "FORCE_COLOR" in os.environ:
+        return True
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return isatty is not None and bool(isatty())
+    except ValueError:  # closed
+        return False
 
-    def render(self, task: Task) -> Text:
-        """The rate of ``task``."""
-        elapsed = task.elapsed or 0.0
-        rate = task.completed / elapsed if elapsed > 0 else 0.0
-        return Text(f"{rate:,.0f} docs/s", style="progress.data.speed")
+
+def _rate_column() -> ProgressColumn:
+    """A progress column of the documents per second since the start."""
+    from rich.progress import ProgressColumn, Task
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            elapsed = task.elapsed or 0.0
+            rate = task.completed / elapsed if elapsed > 0 else 0.0
+            return Text(f"{rate:,.0f} docs/s", style="progress.data.speed")
+
+    return RateColumn()
 
 
 class IngestProgress:
@@ -283,15 +308,24 @@ class IngestProgress:
     """
 
     def __init__(self, enabled: bool = True, console: Console | None = None) -> None:
-        self.console = console if console is not None else Console(stderr=True, highlight=False)
-        self.enabled = enabled and self.console.is_terminal
         self.stored = IngestSummary()
         self.reader_errors = 0
+        self.console = console
+        self._progress: Progress | None = None
+        if console is None and not may_be_terminal(sys.stderr):
+            self.enabled = False  # no progress line, and warnings written as they are
+            return
+        from rich.console import Console
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        if self.console is None:
+            self.console = Console(stderr=True, highlight=False)
+        self.enabled = enabled and self.console.is_terminal
         self._progress = Progress(
             SpinnerColumn(),
             TextColumn("[bold]{task.fields[phase]}"),
             TextColumn("{task.fields[fingerprinted]:,} fingerprinted, {task.completed:,} stored"),
-            RateColumn(),
+            _rate_column(),
             TimeElapsedColumn(),
             console=self.console,
             transient=True,
@@ -302,19 +336,23 @@ class IngestProgress:
         )
 
     def __enter__(self) -> IngestProgress:
-        self._progress.start()
+        if self._progress is not None:
+            self._progress.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._progress.stop()
+        if self._progress is not None:
+            self._progress.stop()
 
     def on_progress(self, fingerprinted: int, stored: int) -> None:
         """Show the numbers of documents fingerprinted and stored so far."""
-        self._progress.update(self._task, completed=stored, fingerprinted=fingerprinted)
+        if self._progress is not None:
+            self._progress.update(self._task, completed=stored, fingerprinted=fingerprinted)
 
     def on_phase(self, phase: str) -> None:
         """Show what the ingest does now (a bulk load's index build) in place of ``ingesting``."""
-        self._progress.update(self._task, phase=phase, refresh=True)
+        if self._progress is not None:
+            self._progress.update(self._task, phase=phase, refresh=True)
 
     def on_batch(self, results: Sequence[AddResult], errors: Sequence[RecordError]) -> None:
         """Count a stored batch (its results and its skipped records); report the skipped."""
@@ -332,9 +370,16 @@ class IngestProgress:
 
     def warn(self, message: str) -> None:
         """Print a line on standard error above the progress line (non-printables escaped)."""
+        if self.console is None:
+            _stderr(message)
+            return
+        from rich.text import Text
+
         self.console.print(Text(escape(message, keep="\n"), style="yellow"), soft_wrap=True)
 
 
 def _title(title: str) -> Text | None:
     """A table title as plain text (an id in it is neither markup nor a terminal command)."""
+    from rich.text import Text
+
     return Text(escape(title)) if title else None

@@ -94,7 +94,8 @@ class ProcessPreparer(Preparer):
 
     A spawned process takes most of a second to start (it imports numpy and this package), so
     the first batch is fingerprinted in the calling thread while the processes start: its
-    writing does not wait for them.
+    writing does not wait for them. A load of that one batch does not wait for them either: at
+    :meth:`close`, processes never given a batch are ended, started or not.
     """
 
     def __init__(self, settings: PrepareSettings, workers: int) -> None:
@@ -106,7 +107,7 @@ class ProcessPreparer(Preparer):
             initializer=_init_worker,
             initargs=(os.getpid(),),
         )
-        self._workers, self._started = workers, False
+        self._workers, self._started, self._sent = workers, False, False
 
     def submit(
         self, documents: list[Document], known: Mapping[str, int], first: int
@@ -117,6 +118,7 @@ class ProcessPreparer(Preparer):
                 self._pool.submit(_started)
             return super().submit(documents, known, first)
         columns = _columns(documents)
+        self._sent = True
         remote = self._pool.submit(prepare_detached, columns, dict(known), first, self.settings)
         local: Future[PreparedBatch] = Future()
 
@@ -133,7 +135,12 @@ class ProcessPreparer(Preparer):
         return local
 
     def close(self) -> None:
-        """End the processes (a batch being fingerprinted is finished first)."""
+        """End the processes (a batch being fingerprinted is finished first; processes that
+        were never given one are terminated, not waited for while they start)."""
+        if not self._sent:
+            processes: dict[int, Any] = getattr(self._pool, "_processes", None) or {}
+            for process in list(processes.values()):
+                process.terminate()
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 

@@ -63,6 +63,21 @@ def test_truth_equals_pairwise_intersections() -> None:
     assert (2, 3) in truth.containment_pairs(0.99)
 
 
+def test_rensa_end_to_end_finds_the_copies() -> None:
+    docs = [CorpusDoc(str(i), t, "base", None, "test") for i, t in enumerate(_texts()[:7])]
+    run = realtext.run_rensa(docs, PARAMS)
+    # the page and its HTML wrapping have the same shingles; unrelated texts are never paired
+    assert (4, 5) in run.found[0.9]
+    assert all(b - a == 1 and a % 2 == 0 for a, b in run.found[0.5])
+    assert [4, 5] in run.clusters
+
+
+@pytest.mark.parametrize(("tau", "bands"), [(0.5, 21), (0.8, 7), (0.9, 4)])
+def test_rensa_bands_divide_num_perm(tau: float, bands: int) -> None:
+    # datasketch's bands where they divide 84 (7 and 4); its 16 at 0.5 does not, 21 errs least
+    assert realtext.rensa_bands(tau, 84) == bands
+
+
 def test_components_largest_first() -> None:
     assert components(6, {(0, 1), (1, 2), (4, 5)}) == [[0, 1, 2], [4, 5], [3]]
     assert realtext.union_find_clusters(6, {(4, 5), (0, 1), (1, 2)}) == [[0, 1, 2], [4, 5]]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 from dedup_store import Document, FingerprintParams
 from dedup_store.core.validation import DEFAULT_MAX_BYTES
 from dedup_store.prepared import PreparedBatch
@@ -61,3 +63,17 @@ def test_worker_processes_prepare_what_the_calling_thread_prepares() -> None:
     # the shingles come back as the store keeps them, not as 64-bit hashes
     assert all(p.stored_shingles is not None for p in actual)
     assert all(len(p.batch.shingles) == 0 for p in actual[1:])
+
+
+def test_processes_given_no_batch_are_ended_without_waiting_for_them_to_start() -> None:
+    """A load of one batch (prepared in the calling thread) does not wait at its end for the
+    processes started meanwhile to finish importing."""
+    settings = PrepareSettings(FingerprintParams(), DEFAULT_MAX_BYTES, False, False)
+    batch = _batches()[0]
+    with preparer(settings, 1) as workers:
+        prepared = workers.submit(batch, {}, 0).result()
+        processes = list(workers._pool._processes.values())  # type: ignore[attr-defined]
+        assert processes, "the process starts with the first batch"
+    # terminated (a process waited for would have ended by itself, with exit code 0)
+    assert [p.exitcode for p in processes] == [-signal.SIGTERM]
+    assert len(prepared.errors) == 1

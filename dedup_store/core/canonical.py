@@ -32,24 +32,39 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from importlib import resources
+from typing import TYPE_CHECKING
 
 import numpy as np
 import regex
-import snowballstemmer
-from selectolax.lexbor import LexborHTMLParser
 
 from dedup_store.core import kernels
 from dedup_store.core.arrays import I64, U64
 from dedup_store.core.params import FingerprintParams
-from dedup_store.core.scripts import CJK_CHAR, script_tokens, starts_cjk
+from dedup_store.core.reference import CJK_KIND
+from dedup_store.core.scripts import CJK_CHAR, script_runs, starts_cjk
 from dedup_store.core.scripts import has_cjk as has_cjk
 from dedup_store.core.scripts import is_cjk as is_cjk
+
+if TYPE_CHECKING:
+    import snowballstemmer
 
 _WORD = re.compile(r"[^\W_]+")
 # ASCII fast path: capitals to small letters, everything but letters and digits to a space.
 _ASCII_TABLE = str.maketrans({i: chr(i).lower() if chr(i).isalnum() else " " for i in range(128)})
 # The same for ASCII bytes (other bytes never occur where it is used).
 _ASCII_BYTES = bytes(ord(_ASCII_TABLE[i]) if i < 128 else ord(" ") for i in range(256))
+_ASCII_CODES = bytes(range(128))
+CJK_KIND_BYTE = bytes([CJK_KIND])
+#: The characters that are not letters or digits but whose case folding holds one (U+0345,
+#: COMBINING GREEK YPOGEGRAMMENI, folds to a small iota).
+FOLDS_INTO_A_WORD = "\u0345"
+# Mostly ASCII text is folded in bytes (:func:`_folded_word_bytes`) when its non-ASCII
+# characters take at most one byte of UTF-8 in this many characters, and at most this many
+# distinct letters change.
+_NON_ASCII_SHARE = 8
+# characters of text at least in a piece normalized on its own (:func:`_nfkc`)
+_NFKC_PIECE = 4096
+_MOST_REPLACED = 48
 _CYRILLIC = regex.compile(r"\p{Cyrillic}")
 # bytes of text canonicalized per run (they stay in cache)
 _BYTES_PER_RUN = 1 << 17
@@ -76,6 +91,8 @@ def html_to_text(markup: str) -> str:
     Scripts, styles, the ``<head>`` and comments are dropped, entities decoded, and block elements
     become line breaks so that words of adjacent blocks never run together.
     """
+    from selectolax.lexbor import LexborHTMLParser  # loaded for the first HTML document
+
     tree = LexborHTMLParser(markup)
     for node in tree.css(_DROPPED_ELEMENTS):
         node.decompose()
@@ -106,6 +123,8 @@ def _cjk_stopword_pattern() -> re.Pattern[str]:
 
 @lru_cache(maxsize=2)
 def _stemmer(language: str) -> snowballstemmer.stemmer:
+    import snowballstemmer  # loaded by the first store that stems
+
     return snowballstemmer.stemmer(language)
 
 
@@ -142,7 +161,21 @@ def _nfkc(text: str) -> str:
     text = kernels.backend.fold_fullwidth(text)
     if unicodedata.is_normalized("NFKC", text):
         return text
-    return unicodedata.normalize("NFKC", text)
+    if len(text) <= _NFKC_PIECE:
+        return unicodedata.normalize("NFKC", text)
+    # A line break composes with nothing and nothing composes across it (it is a starter that
+    # no composition starts or ends with): the NFKC of a text is that of its pieces cut before
+    # line breaks, and in most texts seldom NFKC most pieces are normalized already.
+    pieces: list[str] = []
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start + _NFKC_PIECE)
+        end = len(text) if end < 0 else end
+        piece = text[start:end]
+        normalized = unicodedata.is_normalized("NFKC", piece)
+        pieces.append(piece if normalized else unicodedata.normalize("NFKC", piece))
+        start = end
+    return "".join(pieces)
 
 
 def _drop_stopwords(tokens: list[str]) -> list[str]:
@@ -154,22 +187,30 @@ def _mixed_tokens(text: str, drop_stopwords: bool, join: bool) -> list[str]:
 
     With ``join``, CJK runs go on across separators (see the module docstring). CJK stop words
     are removed from each CJK run (a run left empty is no token); as no stop word holds a line
-    break, that is one substitution over the runs joined by line breaks.
+    break, that is one substitution over the runs joined by line breaks. The words between two
+    runs are filtered at once.
     """
-    pairs = script_tokens(text, join)
+    tokens, kinds = script_runs(text, join)
     if not drop_stopwords:
-        return [cjk or word for cjk, word in pairs]
-    runs = iter(_cjk_stopword_pattern().sub("", "\n".join(c for c, _ in pairs if c)).split("\n"))
-    stops = stopwords()
-    tokens: list[str] = []
-    for cjk, word in pairs:
-        if cjk:
-            run = next(runs)
-            if run:
-                tokens.append(run)
-        elif word not in stops:
-            tokens.append(word)
-    return tokens
+        return tokens
+    runs_at = []
+    at = kinds.find(CJK_KIND_BYTE)
+    while at >= 0:
+        runs_at.append(at)
+        at = kinds.find(CJK_KIND_BYTE, at + 1)
+    stop = stopwords().__contains__
+    if not runs_at:
+        return list(itertools.filterfalse(stop, tokens))
+    cleaned = _cjk_stopword_pattern().sub("", "\n".join([tokens[i] for i in runs_at]))
+    kept: list[str] = []
+    start = 0
+    for at, run in zip(runs_at, cleaned.split("\n"), strict=True):
+        kept.extend(itertools.filterfalse(stop, tokens[start:at]))
+        if run:
+            kept.append(run)
+        start = at + 1
+    kept.extend(itertools.filterfalse(stop, tokens[start:]))
+    return kept
 
 
 def _stem(tokens: list[str], cjk: Callable[[str], bool]) -> list[str]:
@@ -276,10 +317,52 @@ def _word_bytes(text: str, params: FingerprintParams) -> bytes | None:
         text = html_to_text(text)
     if text.isascii():
         return text.encode("ascii").translate(_ASCII_BYTES)
-    text = _nfkc(text).casefold()
+    text = _nfkc(text)
+    folded = _folded_word_bytes(text)
+    if folded is not None:
+        return folded
+    text = text.casefold()
     if has_cjk(text):
         return None
     return kernels.backend.word_bytes(text)
+
+
+def _folded_word_bytes(text: str) -> bytes | None:
+    """``word_bytes(text.casefold())`` for mostly ASCII text without CJK text (NFKC already);
+    ``None`` for other text.
+
+    Case folding maps each character on its own, and so does the word kernel, which makes a
+    space of every character but letters and digits: of the word bytes of the text unfolded,
+    the ASCII letters are made small, and each of the few distinct other letters whose folding
+    differs is replaced by the word bytes of its folding, one pass each (no folding holds a
+    character that folding changes). The one character that is not a letter or digit but whose
+    folding holds one, U+0345, leaves the text to the general path. The distinct non-ASCII
+    characters are found in the text's UTF-8 bytes with the ASCII ones left out.
+    """
+    try:
+        others = text.encode("utf-8").translate(None, _ASCII_CODES)
+    except UnicodeEncodeError:  # a lone surrogate
+        return None
+    if len(others) * _NON_ASCII_SHARE > len(text):
+        return None
+    chars = set(others.decode("utf-8"))
+    if FOLDS_INTO_A_WORD in chars or has_cjk("".join(chars)):
+        return None
+    replaced = [(c.encode("utf-8"), _folded_char(c)) for c in chars if c.isalnum()]
+    replaced = [(char, folded) for char, folded in replaced if char != folded]
+    if len(replaced) > _MOST_REPLACED:
+        return None
+    words = kernels.backend.word_bytes(text).lower()
+    for char, folded in replaced:
+        words = words.replace(char, folded)
+    return words
+
+
+@lru_cache(maxsize=4096)
+def _folded_char(char: str) -> bytes:
+    """The word bytes of a character case folded: the UTF-8 of each letter or digit of its
+    folding, a space for anything else (as the word kernel makes them)."""
+    return "".join(c if c.isalnum() else " " for c in char.casefold()).encode("utf-8")
 
 
 def batch_runs(sizes: I64, limit: int) -> list[tuple[int, int]]:

@@ -25,7 +25,7 @@ import xxhash
 from dedup_store.config import ENV_KERNELS
 from dedup_store.core.arrays import I32, I64, U32, U64
 from dedup_store.core.mixing import COMBINE
-from dedup_store.core.reference import CJK_KIND, ReferenceBackend
+from dedup_store.core.reference import ReferenceBackend
 
 
 class Backend(Protocol):
@@ -42,10 +42,11 @@ class Backend(Protocol):
         """``text`` with characters whose NFKC form is one character possibly replaced by it
         (the NFKC form of the result is that of ``text``)."""
 
-    def script_tokens(self, text: str, classes: bytes, join: bool) -> list[tuple[str, str]]:
-        """``(run, "")`` for each CJK run and ``("", word)`` for each other word of ``text``, by
-        the class of every code point (``classes``: 2 CJK, 1 word, 0 separator); with ``join``,
-        a CJK run goes on across separators, which are left out of it, up to the next word."""
+    def script_tokens(self, text: str, classes: bytes, join: bool) -> tuple[list[str], bytes]:
+        """The CJK runs and other words of ``text`` in order, with one byte per token, its kind
+        (``CJK_KIND`` or ``WORD_KIND``), by the class of every code point (``classes``: 2 CJK,
+        1 word, 0 separator); with ``join``, a CJK run goes on across separators, which are left
+        out of it, up to the next word."""
 
     def canonical_words(
         self, body: bytes, sizes: I64, stop_words: frozenset[str] | None
@@ -116,9 +117,11 @@ class CompiledBackend:
         folded: str = self.module.fold_fullwidth(text)
         return folded
 
-    def script_tokens(self, text: str, classes: bytes, join: bool) -> list[tuple[str, str]]:
+    def script_tokens(self, text: str, classes: bytes, join: bool) -> tuple[list[str], bytes]:
+        tokens: list[str]
+        kinds: bytes
         tokens, kinds = self.module.script_tokens(text, classes, join)
-        return [(t, "") if k == CJK_KIND else ("", t) for t, k in zip(tokens, kinds, strict=True)]
+        return tokens, kinds
 
     def canonical_words(
         self, body: bytes, sizes: I64, stop_words: frozenset[str] | None

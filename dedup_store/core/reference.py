@@ -38,7 +38,7 @@ class ReferenceBackend:
         """``text`` unchanged (folding fullwidth forms first only saves time)."""
         return text
 
-    def script_tokens(self, text: str, classes: bytes, join: bool) -> list[tuple[str, str]]:
+    def script_tokens(self, text: str, classes: bytes, join: bool) -> tuple[list[str], bytes]:
         """The CJK runs and words of ``text``, character by character."""
         pairs: list[tuple[str, str]] = []
         run: list[str] = []
@@ -52,7 +52,8 @@ class ReferenceBackend:
                 _flush(pairs, run, run_kind)
                 run, run_kind = ([char], kind) if kind else ([], 0)
         _flush(pairs, run, run_kind)
-        return pairs
+        kinds = bytes(CJK_KIND if cjk else WORD_KIND for cjk, _ in pairs)
+        return [cjk or word for cjk, word in pairs], kinds
 
     def canonical_words(
         self, body: bytes, sizes: I64, stop_words: frozenset[str] | None

@@ -34,6 +34,13 @@ def script_tokens(text: str, join: bool = False) -> list[tuple[str, str]]:
     With ``join``, a CJK run goes on across separators, which are left out of it, up to the next
     word. One scan classifies each character by :func:`script_classes`.
     """
+    tokens, kinds = script_runs(text, join)
+    return [(t, "") if k == CJK_KIND else ("", t) for t, k in zip(tokens, kinds, strict=True)]
+
+
+def script_runs(text: str, join: bool = False) -> tuple[list[str], bytes]:
+    """The tokens of :func:`script_tokens` in order, and one byte per token: its kind,
+    ``CJK_KIND`` or ``WORD_KIND`` (no pair per token)."""
     return kernels.backend.script_tokens(text, script_classes(), join)
 
 

@@ -26,6 +26,8 @@ from dedup_store.core.scripts import has_cjk, is_cjk, starts_cjk
 
 # sort groups as rows of a padded array while that is at most this many times their size
 _PAD_LIMIT = 2
+# no Han, Hiragana or Katakana character lies below this one (U+2E80, the first CJK radical)
+_FIRST_CJK = "\u2e80"
 
 
 def hash_tokens(tokens: list[str]) -> U64:
@@ -93,10 +95,9 @@ def split_segments(
         if text.isascii() or not has_cjk(text):
             words.append((doc, tokens))
             continue
-        doc_words: list[str] = []
-        doc_runs: list[str] = []
-        for token in tokens:
-            (doc_runs if cjk(token) else doc_words).append(token)
+        # every CJK token starts at or above U+2E80: a comparison rules out most words
+        doc_runs = [t for t in tokens if t >= _FIRST_CJK and cjk(t)]
+        doc_words = [t for t in tokens if not (t >= _FIRST_CJK and cjk(t))]
         if join_cjk and doc_runs:
             doc_runs = ["".join(doc_runs)]
         runs.extend(doc_runs)

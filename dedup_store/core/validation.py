@@ -10,6 +10,10 @@ from dedup_store.errors import InvalidDocumentError
 
 #: Documents larger than this (UTF-8 bytes) are refused.
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+#: Batches of documents longer than this on average (characters) are checked one document at a
+#: time: a copy of their concatenation costs more than a call per document.
+_JOINED_MEAN_LENGTH = 1000
+_FIRST_FEW = 16
 
 
 def validate_text(text: object, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
@@ -40,8 +44,9 @@ def validate_text(text: object, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
 def validate_texts(texts: Sequence[object], max_bytes: int = DEFAULT_MAX_BYTES) -> None:
     """Check every text as :func:`validate_text` does.
 
-    A batch of strings whose concatenation is valid and at most ``max_bytes`` bytes is checked in
-    a few passes over that concatenation; otherwise text by text.
+    A batch of short strings whose concatenation is valid, none of them longer than a quarter of
+    ``max_bytes`` characters (or than ``max_bytes`` if all are ASCII), is checked in a few passes
+    over that concatenation; otherwise text by text.
 
     Raises:
         InvalidDocumentError: for the first invalid text, naming its position.
@@ -55,16 +60,25 @@ def validate_texts(texts: Sequence[object], max_bytes: int = DEFAULT_MAX_BYTES) 
 
 
 def _joined_valid(texts: Sequence[object], max_bytes: int) -> bool:
-    """Whether all ``texts`` are strings whose concatenation is valid and fits ``max_bytes``."""
+    """Whether all ``texts`` are short strings whose concatenation is valid and none of which
+    can be larger than ``max_bytes`` (a character is at most 4 bytes of UTF-8). Whether they
+    are short is judged by the first few."""
+    strings = cast("Sequence[str]", texts)
     try:
-        joined = "".join(cast("Sequence[str]", texts))
+        first = strings[:_FIRST_FEW]
+        if sum(map(len, first)) > _JOINED_MEAN_LENGTH * len(first):
+            return False
+        joined = "".join(strings)
     except TypeError:
         return False
     if "\x00" in joined:
         return False
-    if joined.isascii():
-        return len(joined) <= max_bytes
-    try:
-        return len(joined.encode("utf-8")) <= max_bytes
-    except UnicodeEncodeError:
-        return False
+    size = len(joined)
+    if not joined.isascii():
+        try:
+            size = len(joined.encode("utf-8"))
+        except UnicodeEncodeError:
+            return False
+    if size <= max_bytes:
+        return True
+    return (1 if joined.isascii() else 4) * max(map(len, strings)) <= max_bytes

@@ -3,6 +3,10 @@
 The migration scripts ship inside the package (``dedup_store.migrations``), so an installed wheel
 can create and upgrade stores. Migrations run on the store's connection, which may be a host
 application's connection inside its own transaction (as mlflow runs its migrations).
+
+Opening a store at this code's revision needs no Alembic: the head is the number of the newest
+migration script, and the store's revision is read from its version table; Alembic is imported
+to migrate, and to name a revision that is not this code's head.
 """
 
 from __future__ import annotations
@@ -11,24 +15,29 @@ import functools
 import re
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, inspect
+from sqlalchemy import Connection, text
 
 from dedup_store.db.ddl import DEFAULT_SCHEMA, VERSION_TABLE
 from dedup_store.db.engine import Bind, Database
+from dedup_store.db.names import qualified
 from dedup_store.errors import ForeignSchemaError, SchemaOutdatedError, StoreNotInitializedError
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 UPGRADE_HINT = "dedup-store db upgrade"
 #: How the revisions of dedup_store are named: ``0001``, ``0002``...
 _OUR_REVISION = re.compile(r"\d{4}")
+#: How their scripts are named: the revision, then words (``0013_expanded_pairs.py``).
+_SCRIPT = re.compile(r"(\d{4})_\w+\.py")
 
 
 def alembic_config(connection: Connection | None = None, schema: str = DEFAULT_SCHEMA) -> Config:
     """An Alembic configuration pointing at the packaged migrations."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(migrations_directory()))
     config.attributes["connection"] = connection
@@ -48,16 +57,19 @@ def migrations_directory() -> Path:
         raise
 
 
+@functools.cache
 def head() -> str:
-    """The newest revision this version of the code knows."""
-    revision = ScriptDirectory.from_config(alembic_config()).get_current_head()
-    assert revision is not None
-    return revision
+    """The newest revision this version of the code knows: the number of its newest migration
+    script (each revises the one numbered before it, as a test holds Alembic to)."""
+    names = (path.name for path in (migrations_directory() / "versions").iterdir())
+    return max(match.group(1) for match in map(_SCRIPT.fullmatch, names) if match)
 
 
 @functools.cache
 def revisions() -> frozenset[str]:
     """Every revision this version of the code knows."""
+    from alembic.script import ScriptDirectory
+
     script = ScriptDirectory.from_config(alembic_config())
     return frozenset(revision.revision for revision in script.walk_revisions())
 
@@ -69,14 +81,16 @@ def current_revision(connection: Connection, schema: str) -> str | None:
         ForeignSchemaError: the schema's version table holds another application's revision.
         SchemaOutdatedError: it holds a revision of a newer dedup_store.
     """
-    if not inspect(connection).has_table(VERSION_TABLE, schema=schema):
+    table = qualified(schema, VERSION_TABLE)
+    if not connection.execute(text("SELECT to_regclass(:t) IS NOT NULL"), {"t": table}).scalar():
         return None
-    context = MigrationContext.configure(
-        connection, opts={"version_table": VERSION_TABLE, "version_table_schema": schema}
+    heads: list[str] = sorted(
+        connection.execute(text(f"SELECT version_num FROM {table}")).scalars()
     )
-    heads = context.get_current_heads()
     if not heads:
         return None
+    if heads == [head()]:
+        return heads[0]
     if len(heads) == 1 and heads[0] in revisions():
         return heads[0]
     if len(heads) == 1 and _OUR_REVISION.fullmatch(heads[0]) and heads[0] > head():
@@ -97,6 +111,8 @@ def upgrade_connection(connection: Connection, schema: str, revision: str = "hea
     Raises:
         ForeignSchemaError: the schema holds another application's migrations.
     """
+    from alembic import command
+
     current_revision(connection, schema)
     command.upgrade(alembic_config(connection, schema), revision)
 
@@ -123,6 +139,8 @@ def upgrade(bind: Bind, schema: str = DEFAULT_SCHEMA, revision: str = "head") ->
 
 def downgrade(bind: Bind, schema: str = DEFAULT_SCHEMA, revision: str = "base") -> None:
     """Downgrade the store's schema to ``revision`` (``base`` drops every table)."""
+    from alembic import command
+
     with Database(bind, schema) as db, db.transaction() as conn:
         current_revision(conn, schema)
         command.downgrade(alembic_config(conn, schema), revision)

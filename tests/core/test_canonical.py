@@ -12,9 +12,11 @@ from dedup_store.core import (
     canonicalize,
     fingerprint,
     html_to_text,
+    kernels,
 )
-from dedup_store.core.canonical import canonical_batch
+from dedup_store.core.canonical import FOLDS_INTO_A_WORD, _word_bytes, canonical_batch
 from dedup_store.core.kernels import Backend
+from dedup_store.core.scripts import has_cjk
 
 PLAIN = FingerprintParams(stopwords=False)
 
@@ -181,3 +183,37 @@ def test_a_cjk_run_that_starts_below_u3040_is_shingled_by_characters() -> None:
     assert len(fingerprint(text, old).shingles) == 1 + 6 + 2
     stemmed = FingerprintParams(stopwords=False, stem=True)
     assert canonical_tokens(text, stemmed) == ["〇一九年河水整夜不断上涨到了早上"]
+
+
+def _word_bytes_unfolded(text: str) -> bytes | None:
+    """What the word bytes of a non-ASCII text are by definition: its NFKC case folded through
+    the word kernel; ``None`` for text with CJK characters."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return None if has_cjk(folded) else kernels.backend.word_bytes(folded)
+
+
+def test_only_u0345_folds_into_a_word() -> None:
+    # mostly ASCII text is folded after the word kernel has made spaces of all but letters and
+    # digits: that is only right if no other character folds into a letter or digit
+    found = [
+        chr(c)
+        for c in range(0x110000)
+        if not 0xD800 <= c <= 0xDFFF
+        and not chr(c).isalnum()
+        and any(f.isalnum() for f in chr(c).casefold())
+    ]
+    assert found == [FOLDS_INTO_A_WORD]
+
+
+def test_mostly_ascii_text_is_folded_as_the_general_path_folds_it(backend: Backend) -> None:
+    # every character of the Basic Multilingual Plane but surrogates and some above it, each in
+    # ASCII text, and a few at once (letters that fold to two, to a letter and a mark, capitals)
+    chars = [chr(c) for c in range(0x80, 0x10000) if not 0xD800 <= c <= 0xDFFF]
+    chars += [chr(c) for c in range(0x10000, 0x110000, 97)]
+    texts = [f"Plain ASCII text, with{c}one CHARACTER of another kind {c}" for c in chars]
+    texts += ["Straße İstanbul ŉ ΣΑΣ Ǆ ﬁ ½ Æsir ᏸ " * 40, "Naïve café\n" * 300 + "\u0345 ok"]
+    for text in texts:
+        expected = _word_bytes_unfolded(text)
+        actual = _word_bytes(text, PLAIN)
+        assert (actual is None) == (expected is None), ascii(text)
+        assert expected is None or (actual is not None and actual.split() == expected.split())

@@ -17,6 +17,7 @@ from dedup_store.core import (
 )
 from dedup_store.core.fingerprint import fingerprint_tokens
 from dedup_store.core.shingles import hash_tokens
+from dedup_store.core.validation import validate_texts
 from dedup_store.errors import EmptyDocumentError, InvalidDocumentError, ParamsMismatchError
 
 TEXT = (
@@ -46,9 +47,23 @@ def test_too_large_text_is_refused() -> None:
     assert validate_text("hell", max_bytes=4) == "hell"
 
 
-def test_batch_names_the_bad_document() -> None:
+@pytest.mark.parametrize("other", ["ascii", "ünïcode"])
+def test_the_size_limit_is_per_document_not_per_batch(other: str) -> None:
+    # together larger than the limit, each within it: accepted
+    validate_texts(["héllo", other, "abcdefgh"], max_bytes=10)
+    with pytest.raises(InvalidDocumentError, match=r"document 2: .*11 bytes, larger than the"):
+        validate_texts(["héllo", other, "ééééé_"], max_bytes=10)
+    with pytest.raises(InvalidDocumentError, match=r"document 1: .*11 bytes, larger than the"):
+        validate_texts([other, "abcdefghijk"], max_bytes=10)
+
+
+@pytest.mark.parametrize("length", [10, 5000], ids=["short", "long"])
+def test_batch_names_the_bad_document(length: int) -> None:
+    # short documents are checked joined, long ones one at a time
     with pytest.raises(InvalidDocumentError, match=r"document 1: .*NUL"):
-        fingerprint_batch(["fine", "bad\x00"])
+        fingerprint_batch(["fine " * length, "bad\x00" * length])
+    with pytest.raises(InvalidDocumentError, match=r"document 2: .*not valid UTF-8"):
+        validate_texts(["fine " * length, "é" * length, "bad \udcff" * length])
 
 
 def test_empty_document() -> None:

@@ -188,8 +188,12 @@ def test_nfkc_with_fullwidth_folding_is_nfkc(backend: Backend) -> None:
     texts = ["".join(RNG.choice(pool, size=int(RNG.integers(0, 40)))) for _ in range(3000)]
     texts += ["\uff21\u0301", "\u304b\u3099", "plain ascii", "déjà", ""]
     texts += [chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF]
+    # long texts, normalized in pieces cut before line breaks: marks and compatibility
+    # characters on either side of the cuts
+    lines = ["".join(RNG.choice(pool, size=int(RNG.integers(0, 300)))) for _ in range(600)]
+    texts += ["\n".join(lines), "x" * 5000 + "\n\u0301\uff21\n" * 2000, "a\u0308" * 9000]
     for text in texts:
-        assert _nfkc(text) == unicodedata.normalize("NFKC", text), ascii(text)
+        assert _nfkc(text) == unicodedata.normalize("NFKC", text), ascii(text[:80])
 
 
 def test_canonical_words_reject_sizes_beyond_the_body(backend: Backend) -> None:

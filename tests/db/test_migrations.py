@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, inspect, text
 
 from dedup_store import DedupStore, Document, SchemaOutdatedError, StoreNotInitializedError
@@ -53,6 +54,14 @@ def test_upgrade_downgrade_upgrade(engine: Engine, schema: str) -> None:
 def test_migrated_schema_equals_models(engine: Engine, schema: str) -> None:
     migrate.upgrade(engine, schema)
     assert _diff(engine, schema) == []
+
+
+def test_the_head_is_alembics_head_and_the_scripts_are_one_line() -> None:
+    # opening a store compares its revision with the newest script's number, not Alembic's
+    script = ScriptDirectory.from_config(migrate.alembic_config())
+    assert migrate.head() == script.get_current_head()
+    chain = [revision.revision for revision in script.walk_revisions()]
+    assert chain == [f"{n:04d}" for n in range(int(migrate.head()), 0, -1)]
 
 
 def test_open_without_store_and_create_false(engine: Engine, schema: str) -> None:
