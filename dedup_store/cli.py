@@ -190,6 +190,9 @@ def init(
         int | None, _param("Largest Hamming distance of matching SimHashes")
     ] = None,
     simhash_blocks: Annotated[int | None, _param("SimHash blocks, more than --simhash-k")] = None,
+    simhash_key_max_shingles: Annotated[
+        int | None, _param("Most shingles of a document with SimHash block keys, 0: no limit")
+    ] = None,
     containment: Annotated[
         float | None, _param("Containment threshold for excerpts, 0 turns it off")
     ] = None,
@@ -256,6 +259,7 @@ def init(
         "threshold": threshold,
         "simhash_k": simhash_k,
         "simhash_blocks": simhash_blocks,
+        "simhash_key_max_shingles": simhash_key_max_shingles,
         "containment": containment,
         "containment_merges": containment_merges,
         "simhash_min_jaccard": simhash_min_jaccard,
