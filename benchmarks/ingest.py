@@ -142,6 +142,13 @@ def _store_options(parser: argparse.ArgumentParser) -> None:
         default=FingerprintParams.simhash_blocks,
         help="the store's SimHash blocks (default %(default)s)",
     )
+    add(
+        "--simhash-key-max-shingles",
+        type=int,
+        default=FingerprintParams.simhash_key_max_shingles,
+        help="the store's longest document with SimHash block keys (0: no limit; default "
+        "%(default)s)",
+    )
     add_seed(parser, 1, "seed of the corpus and the queries")
     add_url(parser)
     add(
@@ -185,7 +192,9 @@ def _measure_options(parser: argparse.ArgumentParser) -> None:
 def store_params(args: argparse.Namespace) -> FingerprintParams:
     """The parameters of the stores the run makes."""
     return FingerprintParams(
-        simhash_weights=args.simhash_weights, simhash_blocks=args.simhash_blocks
+        simhash_weights=args.simhash_weights,
+        simhash_blocks=args.simhash_blocks,
+        simhash_key_max_shingles=args.simhash_key_max_shingles,
     )
 
 
@@ -200,7 +209,7 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
         f"params (num_perm {params.num_perm}, bands {params.bands}, shingle "
         f"{params.shingle_size}, verify {params.verify}, simhash_weights "
         f"{params.simhash_weights}, simhash_k {params.simhash_k} of {params.simhash_blocks} "
-        f"blocks); schema {schema}"
+        f"blocks, block keys up to {params.simhash_key_max_shingles} shingles); schema {schema}"
     )
     print(f"revision {revision()}; start: {load()}")
     corpus = IngestCorpus(args.seed, args.words, args.dup_rate, args.edit_rate)
@@ -250,8 +259,9 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
                         store, generated.path, args.batch_size, span, False, args.workers
                     )
                 print_ingest("append", appended, generated, read_seconds)
+                ids, simhashes, counts = stored_simhashes(engine, schema)
                 print_neighbours(
-                    neighbours(*stored_simhashes(engine, schema), last_loaded, params), params
+                    neighbours(ids, simhashes, last_loaded, params, shingle_counts=counts), params
                 )
             print(f"after ingest: {load()}")
             phases, notes = check_phases(store, engine, queries, corpus, args.analyze)

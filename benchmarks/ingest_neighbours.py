@@ -25,7 +25,7 @@ import sqlalchemy as sa
 
 from dedup_store.core import FingerprintParams
 from dedup_store.core.arrays import I64, U64
-from dedup_store.core.simhash import block_keys
+from dedup_store.core.fingerprint import document_block_keys
 from dedup_store.db.names import qualified
 
 #: Random pairs of documents whose Hamming distance is averaged.
@@ -60,28 +60,38 @@ class Neighbours:
     count: int
 
 
-def stored_simhashes(engine: sa.Engine, schema: str) -> tuple[I64, U64]:
-    """The ids and SimHashes of the store's first documents, in id order."""
+def stored_simhashes(engine: sa.Engine, schema: str) -> tuple[I64, U64, I64]:
+    """The ids, SimHashes and shingle counts of the store's first documents, in id order."""
     documents = qualified(schema, "documents")
     with engine.connect() as conn:
-        ids, values = conn.execute(
+        ids, values, counts = conn.execute(
             sa.text(
                 "SELECT coalesce(array_agg(id ORDER BY id), '{}'), "
-                f"coalesce(array_agg(simhash ORDER BY id), '{{}}') FROM {documents} "
+                "coalesce(array_agg(simhash ORDER BY id), '{}'), "
+                f"coalesce(array_agg(shingle_count ORDER BY id), '{{}}') FROM {documents} "
                 "WHERE exact_of IS NULL"
             )
         ).one()
-    return np.array(ids, dtype=np.int64), np.array(values, dtype=np.int64).view(np.uint64)
+    simhashes = np.array(values, dtype=np.int64).view(np.uint64)
+    return np.array(ids, dtype=np.int64), simhashes, np.array(counts, dtype=np.int64)
 
 
 def neighbours(
-    ids: I64, simhashes: U64, last_loaded: int, params: FingerprintParams, seed: int = 1
+    ids: I64,
+    simhashes: U64,
+    last_loaded: int,
+    params: FingerprintParams,
+    seed: int = 1,
+    shingle_counts: I64 | None = None,
 ) -> Neighbours:
     """:class:`Neighbours` of the store whose first documents are ``ids`` (ascending) with
-    ``simhashes``, those after ``last_loaded`` appended."""
+    ``simhashes`` (and ``shingle_counts``; ``None``: none too long for block keys), those after
+    ``last_loaded`` appended."""
     appended = int(len(ids) - np.searchsorted(ids, last_loaded, side="right"))
     count = min(appended, len(ids) - appended)
-    keys = block_keys(simhashes, params.simhash_blocks, params.simhash_k)
+    if shingle_counts is None:
+        shingle_counts = np.zeros(len(ids), dtype=np.int64)
+    keys = document_block_keys(simhashes, shingle_counts, params)
     limit = params.hot_key_limit
     start = np.zeros((2, count), dtype=np.int64)
     late = np.zeros((2, count), dtype=np.int64)

@@ -459,7 +459,9 @@ def benchmark(name: str, args: argparse.Namespace) -> dict[str, Any]:
     corpus = prepare(name, args.limit, args.seed, args.extra_text)
     _progress(f"{name}: {len(corpus.docs)} documents, truth in {corpus.truth.seconds:.1f} s")
     default = FingerprintParams(
-        simhash_weights=args.simhash_weights, simhash_blocks=args.simhash_blocks
+        simhash_weights=args.simhash_weights,
+        simhash_blocks=args.simhash_blocks,
+        simhash_key_max_shingles=args.simhash_key_max_shingles,
     )
     runs: list[RunResult] = []
     if args.url:
@@ -570,6 +572,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=int,
         default=FingerprintParams.simhash_blocks,
         help="the stores' SimHash blocks (default %(default)s)",
+    )
+    parser.add_argument(
+        "--simhash-key-max-shingles",
+        type=int,
+        default=FingerprintParams.simhash_key_max_shingles,
+        help="the stores' longest document with SimHash block keys (0: no limit; default "
+        "%(default)s)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     args = parser.parse_args(argv)

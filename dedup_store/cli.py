@@ -199,6 +199,9 @@ def init(
         int | None, _param("Largest Hamming distance of matching SimHashes")
     ] = None,
     simhash_blocks: Annotated[int | None, _param("SimHash blocks, more than --simhash-k")] = None,
+    simhash_key_max_shingles: Annotated[
+        int | None, _param("Most shingles of a document with SimHash block keys, 0: no limit")
+    ] = None,
     containment: Annotated[
         float | None, _param("Containment threshold for excerpts, 0 turns it off")
     ] = None,

@@ -29,10 +29,10 @@ from dedup_store.core.shingles import (
     unique_per_document,
 )
 from dedup_store.core.simhash import (
-    block_keys,
     hamming,
     simhash_batch,
     simhash_integer_weighted,
+    stored_block_keys,
 )
 from dedup_store.core.validation import validate_texts
 from dedup_store.core.weights import DocumentFrequencies, FeatureIndex, feature_weights
@@ -274,8 +274,20 @@ def reweighted(
     index = batch.feature_index or feature_index(batch)
     weights = feature_weights(params, index, frequencies or DocumentFrequencies.empty(), rows)
     simhashes = simhash_integer_weighted(index.values.view(np.uint64), index.offsets, weights)
-    keys = block_keys(simhashes, params.simhash_blocks, params.simhash_k)
+    keys = document_block_keys(simhashes, batch.shingle_counts, params)
     return dataclasses.replace(batch, simhashes=simhashes, block_keys=keys, feature_index=index)
+
+
+def document_block_keys(simhashes: U64, shingle_counts: I64, params: FingerprintParams) -> I64:
+    """The block keys of documents with ``simhashes`` and ``shingle_counts`` (distinct
+    shingles) under ``params``
+    (:func:`~dedup_store.core.simhash.stored_block_keys`): with the excerpt index off, every
+    document's SimHash is looked up by block keys, as nothing else finds a long document's
+    near-duplicates below ``threshold``."""
+    longest = params.simhash_key_max_shingles if params.containment > 0 else 0
+    return stored_block_keys(
+        simhashes, shingle_counts, params.simhash_blocks, params.simhash_k, longest
+    )
 
 
 def fingerprint_valid_texts(
@@ -433,7 +445,11 @@ def _assemble(
     for each run of rows."""
     parts = [
         _fingerprint_rows(
-            last - first, *segments(first, last), params, weights, canonical[first:last]
+            last - first,
+            *segments(first, last),
+            params,
+            weights,
+            canonical[first:last],
         )
         for first, last in batch_runs(token_counts, _TOKENS_PER_CHUNK)
     ]
@@ -486,7 +502,7 @@ def _fingerprint_rows(
         signatures=signatures,
         band_keys=band_keys(signatures, params),
         simhashes=simhashes,
-        block_keys=block_keys(simhashes, params.simhash_blocks, params.simhash_k),
+        block_keys=document_block_keys(simhashes, np.diff(shingle_offsets), params),
         sample_keys=sample_keys,
         sample_offsets=sample_offsets,
         features=features[0],

@@ -18,8 +18,8 @@ from dedup_store.errors import InvalidParamsError, ParamsMismatchError
 
 BRODER_SUPER_SHINGLES = 6
 #: The format of :meth:`FingerprintParams.to_json` (3 added ``canonical_version``, 4
-#: ``simhash_weights``, ``meta_fields`` and ``meta_weight``).
-PARAMS_FORMAT = 4
+#: ``simhash_weights``, ``meta_fields`` and ``meta_weight``, 5 ``simhash_key_max_shingles``).
+PARAMS_FORMAT = 5
 #: The canonicalization of new fingerprints (see :mod:`dedup_store.core.canonical`).
 CANONICAL_VERSION = 2
 #: Values of parameters that stores written with an older format did not record: they keep
@@ -32,9 +32,16 @@ LEGACY_VALUES: dict[int, dict[str, Any]] = {
         "max_excerpt_keys": 0,
         "canonical_version": 1,
         "simhash_weights": "count",
+        "simhash_key_max_shingles": 0,
     },
-    2: {"canonical_version": 1, "max_excerpt_keys": 0, "simhash_weights": "count"},
-    3: {"simhash_weights": "count"},
+    2: {
+        "canonical_version": 1,
+        "max_excerpt_keys": 0,
+        "simhash_weights": "count",
+        "simhash_key_max_shingles": 0,
+    },
+    3: {"simhash_weights": "count", "simhash_key_max_shingles": 0},
+    4: {"simhash_key_max_shingles": 0},
 }
 #: The longest name of a metadata field (:attr:`FingerprintParams.meta_fields`).
 MAX_META_FIELD = 100
@@ -61,6 +68,14 @@ class FingerprintParams:
             frequency in the store, kept in SQL) or ``tfidf-length`` (that times a normal
             curve over the feature's length in UTF-8 bytes, mean 4.51, standard deviation
             2.207, 1 at its peak); see :mod:`dedup_store.core.weights`.
+        simhash_key_max_shingles: The most distinct shingles a document may have for its
+            SimHash to be looked up by block keys (``0``: no limit; with ``containment`` 0,
+            every document is). A longer document's block key slots hold keys of its whole
+            SimHash, which meet only an equal SimHash: the SimHashes of long texts agree in
+            most bits, so their block keys meet ever more unrelated documents as a store
+            grows, while the MinHash bands and the excerpt keys find their near-duplicates.
+            Its SimHash is still stored, and a pair those keys find still matches within
+            ``simhash_k``.
         simhash_min_jaccard: Jaccard similarity a pair within ``simhash_k`` must also reach to
             match (SimHash alone lets shared boilerplate decide).
         containment: Containment threshold for excerpts (share of the smaller document inside the
@@ -109,6 +124,7 @@ class FingerprintParams:
     simhash_k: int = 3
     simhash_blocks: int = 5
     simhash_min_jaccard: float = 0.3
+    simhash_key_max_shingles: int = 200
     simhash_weights: SimhashWeights = "count"
     containment: float = 0.8
     containment_merges: bool = False
@@ -131,6 +147,7 @@ class FingerprintParams:
         _check_int(self, "simhash_k", 0, 16)
         _check_int(self, "simhash_blocks", 2, 16)
         _check_int(self, "winnow_window", 1, 1024)
+        _check_int(self, "simhash_key_max_shingles", 0, 2**31 - 1)
         _check_int(self, "hot_key_limit", 0, 100_000)
         _check_int(self, "max_excerpt_keys", 0, 1_000_000)
         _check_int(self, "seed", 0, 2**63 - 1)

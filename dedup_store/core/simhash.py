@@ -9,6 +9,10 @@ Block keys (Manku et al.): split the 64 bits into ``m`` blocks; if two fingerpri
 most ``k`` bits, at least ``m - k`` blocks are identical. Every combination of ``m - k`` blocks
 becomes one key (the masked bits hashed together with the combination's number), so two
 fingerprints within distance ``k`` always share at least one key.
+
+A document of more than ``simhash_key_max_shingles`` distinct shingles gets instead, in every
+slot, a key of its whole SimHash (:func:`stored_block_keys`): through its block keys it meets
+only documents of an equal SimHash.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ _DOCS_PER_CHUNK = 1 << 12
 _BYTE_DIGITS_FROM = 224
 _UNPACK_UP_TO = 512
 _COMBO_SALT = 0xD6E8FEB86659FD93
+_WHOLE_SALT = 0x8CB92BA72F3D8DD7
 # bit 0 of each 16-bit lane of a uint64, and the most a lane can count
 _LANE_BITS = np.uint64(0x0001_0001_0001_0001)
 _LANE_MAX = 0xFFFF
@@ -225,3 +230,25 @@ def _block_key_constants(blocks: int, k: int) -> tuple[U64, U64]:
     masks = np.array(block_masks(blocks, k), dtype=np.uint64)
     salts = [((combo + 1) * _COMBO_SALT) & MASK64 for combo in range(len(masks))]
     return masks[None, :], np.array(salts, dtype=np.uint64)[None, :]
+
+
+def stored_block_keys(
+    simhashes: U64, shingle_counts: I64, blocks: int, k: int, max_shingles: int
+) -> I64:
+    """The block keys a store keeps of each SimHash, shape ``(n_docs, C(blocks, blocks - k))``:
+    :func:`block_keys` for documents of at most ``max_shingles`` distinct shingles (``0``:
+    all), and for longer ones a key of the whole SimHash in every slot (:func:`whole_keys`)."""
+    keys = block_keys(simhashes, blocks, k)
+    if max_shingles:
+        long = shingle_counts > max_shingles
+        if long.any():
+            keys[long] = whole_keys(simhashes[long], keys.shape[1])
+    return keys
+
+
+def whole_keys(simhashes: U64, slots: int) -> I64:
+    """A key of each whole SimHash per slot, shape ``(n_docs, slots)``: two documents share one
+    when their SimHashes are equal (a :func:`block_keys` key, hashed otherwise, equals one by
+    a 64-bit accident only)."""
+    salts = (np.arange(1, slots + 1, dtype=np.uint64) * np.uint64(_WHOLE_SALT))[None, :]
+    return as_int64(mix64(mix64(simhashes[:, None] ^ salts) ^ np.uint64(_WHOLE_SALT)))

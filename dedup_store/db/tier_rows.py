@@ -1,8 +1,9 @@
 """The rows of the key tiers' tables (:data:`dedup_store.db.ddl.TIER_TABLES`).
 
 A first document's row holds its band keys and its block keys, one ``bigint`` column per slot.
-Both are functions of what ``documents`` keeps of the document, its MinHash signature and its
-SimHash (:func:`dedup_store.core.lsh.band_keys`, :func:`dedup_store.core.simhash.block_keys`),
+Both are functions of what ``documents`` keeps of the document, its MinHash signature, its
+SimHash and its shingle count (:func:`dedup_store.core.lsh.band_keys`,
+:func:`dedup_store.core.fingerprint.document_block_keys`),
 so the keys are stored in the tier tables only. A writer takes them from the batch's
 fingerprints (:func:`key_rows`); a document that enters a tier after it was written (an exact
 copy that takes a deleted first document's place, or every document of a store upgraded from
@@ -18,9 +19,9 @@ import numpy as np
 from sqlalchemy import Connection, text
 
 from dedup_store.core.arrays import I64, U32, U64
+from dedup_store.core.fingerprint import document_block_keys
 from dedup_store.core.lsh import band_keys
 from dedup_store.core.params import FingerprintParams
-from dedup_store.core.simhash import block_keys
 from dedup_store.db import bulk_copy, ddl
 from dedup_store.db.encoding import BAND, BLOCK, KEY_COLUMNS
 from dedup_store.db.names import qualified, quote
@@ -46,10 +47,12 @@ def key_rows(ids: I64, bands: I64, blocks: I64) -> tuple[tuple[str, ...], bytes]
     return tuple(names), bulk_copy.fixed_prefix(len(columns), columns)
 
 
-def stored_keys(params: FingerprintParams, signatures: U32, simhashes: U64) -> tuple[I64, I64]:
-    """The band keys and the block keys of documents with the stored ``signatures`` and
-    ``simhashes``."""
-    blocks = block_keys(simhashes, params.simhash_blocks, params.simhash_k)
+def stored_keys(
+    params: FingerprintParams, signatures: U32, simhashes: U64, shingle_counts: I64
+) -> tuple[I64, I64]:
+    """The band keys and the block keys of documents with the stored ``signatures``,
+    ``simhashes`` and ``shingle_counts``."""
+    blocks = document_block_keys(simhashes, shingle_counts, params)
     return band_keys(signatures, params), blocks
 
 
@@ -72,7 +75,7 @@ def add_stored_keys(
     conditions += [] if through is None else ["id <= :through"]
     conditions += [] if ids is None else ["id = ANY(:ids)"]
     select = text(
-        f"SELECT id, signature, simhash FROM {qualified(schema, 'documents')} "
+        f"SELECT id, signature, simhash, shingle_count FROM {qualified(schema, 'documents')} "
         f"WHERE {' AND '.join(conditions)} ORDER BY id LIMIT {CHUNK}"
     )
     bound = {"through": through, "ids": None if ids is None else list(ids)}
@@ -81,7 +84,10 @@ def add_stored_keys(
         doc_ids = np.array([row[0] for row in rows], dtype=np.int64)
         signatures = np.array([row[1] for row in rows], dtype=np.int64).astype(np.int32)
         simhashes = np.array([row[2] for row in rows], dtype=np.int64)
-        bands, blocks = stored_keys(params, signatures.view(np.uint32), simhashes.view(np.uint64))
+        counts = np.array([row[3] for row in rows], dtype=np.int64)
+        bands, blocks = stored_keys(
+            params, signatures.view(np.uint32), simhashes.view(np.uint64), counts
+        )
         names, payload = key_rows(doc_ids, bands, blocks)
         bulk_copy.copy_payload(conn, schema, ddl.TIER_TABLES[tier], names, payload)
         added += len(rows)

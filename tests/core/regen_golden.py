@@ -70,6 +70,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("html-never", {"html": "never"}, HTML),
     ("short", {"shingle_size": 5}, SHORT),
     ("chinese-spaced", {}, CHINESE_SPACED),
+    # longer than simhash_key_max_shingles: block keys of the whole SimHash
+    ("english-whole-simhash-keys", {"simhash_key_max_shingles": 20}, ENGLISH),
 ]
 # Weighted SimHash: each document weighed against a store of the other golden documents
 # (repeated past the fallback to counts, golden.GOLDEN_STORE_COPIES times each).

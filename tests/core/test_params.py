@@ -51,7 +51,7 @@ def test_json_round_trip() -> None:
         shingle_size=5, scheme="broder", simhash_blocks=5, stem=True, html="never", seed=9
     )
     text = params.to_json()
-    assert '"format": 4' in text and '"canonical_version": 2' in text
+    assert '"format": 5' in text and '"canonical_version": 2' in text
     assert FingerprintParams.from_json(text) == params
     assert FingerprintParams.from_dict(params.to_dict()) == params
 

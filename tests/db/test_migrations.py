@@ -176,8 +176,9 @@ def test_keys_leave_documents_and_come_back_unchanged(
     """Revision 0009 keeps the band and block keys in the tier tables only. Downgrading fills
     the arrays of ``documents`` from them (an exact copy's from its first document's row); a
     store upgraded from 0007, which has no tier tables, computes every row again from the
-    stored signatures and SimHashes, and gets the rows its writers wrote."""
-    params = FingerprintParams(simhash_weights=weights)
+    stored signatures, SimHashes and shingle counts (the documents, of 118 to 221 shingles, are
+    on both sides of ``simhash_key_max_shingles``), and gets the rows its writers wrote."""
+    params = FingerprintParams(simhash_weights=weights, simhash_key_max_shingles=160)
     corpus = PlantedCorpus(41)
     texts = [corpus.original() for _ in range(30)]
     docs = [Document(f"d{i}", text) for i, text in enumerate(texts)]
