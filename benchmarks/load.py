@@ -14,7 +14,9 @@ processes at once. One run, on one seeded corpus (:mod:`benchmarks.ingest_corpus
    stopping after ``--seconds``. Every text is prepared before the start: new documents, edited
    copies of stored ones, and at every fifth ``add`` of every client an edited copy (or, for one
    client, the text itself) of the same shared new document, so concurrent adds fall into the
-   same clusters. Any exception counts as an error.
+   same clusters. Any exception counts as an error. With ``--host-hold MS`` each ``add`` runs
+   inside a transaction of the client's own (a CMS request's), on a store opened on its
+   Connection, which stays open ``MS`` milliseconds after the ``add`` before it commits.
 4. *Replay*: the adds that committed, in the order they committed (writers hold the store's lock
    from before their document's id is drawn until they commit, so internal ids are the commit
    order), are added one by one to a second schema loaded with the same corpus; its clusters
@@ -44,10 +46,12 @@ from typing import Any
 import numpy as np
 import psycopg
 from psycopg import sql
+from sqlalchemy import Connection, create_engine
 
 from benchmarks.ingest_corpus import Indices, IngestCorpus, read_documents
 from benchmarks.load_profile import WaitSampler, conninfo, profile_adds, with_application_name
 from dedup_store import DedupStore, StoreNotInitializedError
+from dedup_store.config import normalize_url
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
 #: Every document the benchmark adds has an id starting with this (the corpus ids start with d).
@@ -282,25 +286,54 @@ def client(
     seconds: float,
     barrier: Any,
     results: Any,
+    host_hold: float = 0.0,
 ) -> None:
-    """One client process: open the store, wait for the others, run ``ops`` until the deadline."""
+    """One client process: open the store, wait for the others, run ``ops`` until the deadline
+    (with ``host_hold``, each ``add`` in a host transaction held that many seconds)."""
     result = ClientResult(index)
+    engine = create_engine(normalize_url(url), pool_size=1)
     try:
-        with DedupStore(url, schema=schema, create=False) as store:
+        with DedupStore(url, schema=schema, create=False) as store, engine.connect() as conn:
+            host = HostAdds(conn, schema, host_hold) if host_hold > 0 else None
             for text in warm:
                 store.check(text)
             barrier.wait()
             result.started = time.monotonic()
-            run_ops(store, ops, result.started + seconds, result)
+            run_ops(store, ops, result.started + seconds, result, host)
             result.ended = time.monotonic()
     except BaseException as e:
         barrier.abort()
         result.errors.append(f"client {index}: {type(e).__name__}: {e}")
+    finally:
+        engine.dispose()
     results.put(result)
 
 
-def run_ops(store: DedupStore, ops: list[Op], deadline: float, result: ClientResult) -> None:
-    """Run ``ops`` in order until they are done or ``deadline`` (monotonic) has passed."""
+class HostAdds:
+    """``add`` inside a transaction of the caller's, kept open ``hold`` seconds afterwards."""
+
+    def __init__(self, conn: Connection, schema: str, hold: float) -> None:
+        self.conn, self.hold = conn, hold
+        with conn.begin():
+            self.store = DedupStore(conn, schema=schema, create=False)
+
+    def add(self, external_id: str, text: str) -> str:
+        """Add a document in a transaction of its own, held open, then committed."""
+        with self.conn.begin():
+            status = str(self.store.add(external_id, text).status)
+            time.sleep(self.hold)
+        return status
+
+
+def run_ops(
+    store: DedupStore,
+    ops: list[Op],
+    deadline: float,
+    result: ClientResult,
+    host: HostAdds | None = None,
+) -> None:
+    """Run ``ops`` in order until they are done or ``deadline`` (monotonic) has passed; adds
+    go through ``host`` when given."""
     for kind, external_id, text in ops:
         if time.monotonic() >= deadline:
             return
@@ -308,6 +341,8 @@ def run_ops(store: DedupStore, ops: list[Op], deadline: float, result: ClientRes
         try:
             if kind == "check":
                 store.check(text)
+            elif host is not None:
+                result.statuses[external_id] = host.add(external_id, text)
             else:
                 result.statuses[external_id] = str(store.add(external_id, text).status)
         except Exception as e:
@@ -344,7 +379,9 @@ class LoadRun:
         return {k: v for r in self.results for k, v in r.statuses.items()}
 
 
-def load_run(url: str, schema: str, workload: Workload, seconds: float) -> LoadRun:
+def load_run(
+    url: str, schema: str, workload: Workload, seconds: float, host_hold: float = 0.0
+) -> LoadRun:
     """Start one process per client, release them together, collect their results."""
     context = multiprocessing.get_context("spawn")
     clients = len(workload.clients)
@@ -362,6 +399,7 @@ def load_run(url: str, schema: str, workload: Workload, seconds: float) -> LoadR
                 seconds,
                 barrier,
                 results,
+                host_hold,
             ),
         )
         for k, ops in enumerate(workload.clients)
@@ -592,6 +630,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--ops", type=int, default=2500, help="operations per client (check:add = 4:1)")
     add("--seconds", type=float, default=120.0, help="stop every client after this long")
     add(
+        "--host-hold",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="run each add of the load in a host transaction held open MS ms before it commits",
+    )
+    add(
         "--replay",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -615,7 +660,9 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
     schemas = [args.schema, f"{args.schema}_replay"] if args.replay else [args.schema]
     log(
         f"{args.docs:,} documents of ~{args.words} words in {', '.join(schemas)}; "
-        f"{args.clients} clients x {args.ops:,} operations; server {server_settings(args.url)}; "
+        f"{args.clients} clients x {args.ops:,} operations"
+        + (f", adds held {args.host_hold:g} ms" if args.host_hold else "")
+        + f"; server {server_settings(args.url)}; "
         f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
     )
     with phase(phases, "corpus"):
@@ -636,7 +683,7 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
         before = os.getloadavg()[0]
         with phase(phases, "load"):
             loaded = (
-                load_run(args.url, args.schema, workload, args.seconds)
+                load_run(args.url, args.schema, workload, args.seconds, args.host_hold / 1000)
                 if args.ops > 0 and args.clients > 0
                 else LoadRun([], 0.0, {})
             )
