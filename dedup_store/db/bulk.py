@@ -30,7 +30,7 @@ from dedup_store.core.keyfilter import KeyFilter
 from dedup_store.core.keyindex import HashedKeys, LevelKeys, key_index
 from dedup_store.core.mixing import hashint8
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import checkpoint, ddl, settled_filter, tier_rows, write
+from dedup_store.db import checkpoint, ddl, locks, settled_filter, tier_rows, write
 from dedup_store.db.encoding import BAND, SAMPLE, int4_array
 from dedup_store.db.lookup import Found, KeyGroup, Reach, key_groups
 from dedup_store.db.names import qualified, quote
@@ -439,7 +439,7 @@ def begin(
     rows frozen (:attr:`LoadedKeys.frozen`); in a caller's transaction it does not, as the
     caller may hold a cursor open, which rules a frozen COPY out.
     """
-    write.lock_writers(conn, schema)
+    locks.lock_store(conn, schema)
     s = qualified(schema)
     # every table the load changes the indexes or files of, taken together before anything
     # else: the load does not hold some of them through its work while it waits for another
@@ -522,7 +522,7 @@ def settle(conn: Connection, schema: str, params: FingerprintParams) -> dict[str
         ``settled_through`` (the largest settled id), ``moved`` (documents that were in the
         recent tier), ``seconds`` (the index builds).
     """
-    write.lock_writers(conn, schema)
+    locks.lock_store(conn, schema)
     lock_tables(conn, schema, tuple(ddl.TIER_TABLES.values()))
     before = ddl.settled_through(conn, schema)
     moved = conn.execute(
