@@ -1,7 +1,7 @@
 """Bulk loads: a load large against the store, written without per-key index maintenance.
 
-A bulk load is one transaction holding the writers' lock. It drops the indexes that only key
-lookups use (the per-slot band and block key indexes, the excerpt keys' index and the exact
+A bulk load is one transaction holding the store's lock exclusively. It drops the indexes that
+only key lookups use (the per-slot band and block key indexes, the excerpt keys' index and the exact
 hash index), answers those lookups from memory (:class:`LoadedKeys`, seeded with what the store
 held before), writes its batches as the incremental path does (same batches, same candidates,
 same verification in SQL, same clusters), then builds the dropped indexes in bulk and commits.
@@ -496,7 +496,8 @@ def build_key_indexes(
     the server builds the indexes), else the stored one with the recent tier's keys added, if
     it has room for them, else it is read from the table.
 
-    Run in the transaction of ``conn``, holding the writers' lock; until it commits, readers
+    Run in the transaction of ``conn``, holding the store's lock exclusively; until it
+    commits, readers
     of the store wait for it.
     """
     drop_key_indexes(conn, schema, params)

@@ -1,6 +1,7 @@
 """A whole load with Spark: fingerprint, group keys, verify, label clusters, COPY.
 
-The driver holds the store's writers' lock for the whole load (so no other writer interleaves),
+The driver holds the store's lock exclusively for the whole load (so no other writer
+interleaves),
 allocates the ids from the store's sequence, reads what the store already holds on the
 executors (one query per key kind and id range), and relabels the stored clusters the load
 merges. The executors fingerprint, pair, score and write: each writing partition COPYs its rows
