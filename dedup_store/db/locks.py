@@ -100,55 +100,54 @@ def label_seed(schema: str) -> int:
     return _digest(f"dedup-label:{schema}".encode(), 8) - (1 << 63)
 
 
-@lru_cache(maxsize=64)
-def _key_seed(schema: str) -> np.uint64:
-    return np.uint64(_digest(f"dedup-key:{schema}".encode(), 8))
+@lru_cache(maxsize=256)
+def _tags(schema: str, kind: int, slots: int) -> U64:
+    """The mixed tags of the keys of ``kind`` in slots 1 to ``slots`` (0: the one tag of a
+    kind without slots), of the store in ``schema``."""
+    seed = _digest(f"dedup-key:{schema}".encode(), 8)
+    at = np.arange(1, slots + 1, dtype=np.uint64) if slots else np.zeros(1, dtype=np.uint64)
+    return mix64(np.uint64(seed) ^ (np.uint64(kind) << np.uint64(48)) ^ at)
 
 
-def _keyed(schema: str, kind: int, slots: I64, values: U64) -> I64:
-    """The lock keys of ``values`` of ``kind`` in ``slots`` (one slot per value)."""
-    tags = mix64(_key_seed(schema) ^ (np.uint64(kind) << np.uint64(48)) ^ slots.astype(np.uint64))
-    keyed: I64 = mix64(values.astype(np.uint64) ^ tags).view(np.int64)
-    return keyed
+def _lock_keys(schema: str, parts: Sequence[tuple[int, int, np.ndarray]]) -> I64:
+    """The sorted distinct lock keys of ``parts``: ``(kind, slots, values)``, the values of a
+    slotted kind a row of ``slots`` per document, flattened (64-bit values, or 32-bit excerpt
+    keys)."""
+    values = np.concatenate([v.astype(np.int64, copy=False).view(np.uint64) for *_, v in parts])
+    tags = np.concatenate(
+        [np.tile(_tags(schema, kind, slots), len(v) // max(slots, 1)) for kind, slots, v in parts]
+    )
+    return np.unique(mix64(values ^ tags).view(np.int64))
+
+
+def _ids(external_ids: Iterable[str]) -> U64:
+    return np.array(
+        [_digest(i.encode("utf-8", "surrogatepass"), 8) for i in external_ids], dtype=np.uint64
+    )
+
+
+def _exacts(exact_hashes: Iterable[bytes]) -> U64:
+    return np.array([int.from_bytes(h[:8], "little") for h in exact_hashes], dtype=np.uint64)
 
 
 def id_keys(schema: str, external_ids: Iterable[str]) -> I64:
-    """The lock keys of external ids."""
-    values = np.array(
-        [_digest(i.encode("utf-8", "surrogatepass"), 8) for i in external_ids],
-        dtype=np.uint64,
-    )
-    return _keyed(schema, EXTERNAL_ID, np.zeros(len(values), dtype=np.int64), values)
-
-
-def _exact_keys(schema: str, exact_hashes: Sequence[bytes]) -> I64:
-    values = np.array([int.from_bytes(h[:8], "little") for h in exact_hashes], dtype=np.uint64)
-    return _keyed(schema, EXACT, np.zeros(len(values), dtype=np.int64), values)
-
-
-def _slot_keys(schema: str, kind: int, keys: np.ndarray) -> I64:
-    """The lock keys of a matrix of slotted keys (a row per document, a column per slot)."""
-    rows, slots = keys.shape
-    at = np.tile(np.arange(1, slots + 1, dtype=np.int64), rows)
-    return _keyed(schema, kind, at, keys.reshape(-1).view(np.uint64))
-
-
-def _sample_keys(schema: str, kept: np.ndarray) -> I64:
-    values = kept.astype(np.int64).view(np.uint64)
-    return _keyed(schema, SAMPLE, np.zeros(len(values), dtype=np.int64), values)
+    """The sorted lock keys of external ids."""
+    return _lock_keys(schema, [(EXTERNAL_ID, 0, _ids(external_ids))])
 
 
 def keys_of(schema: str, fp: Fingerprint, external_id: str) -> I64:
     """The sorted lock keys of one document (:mod:`module docs <dedup_store.db.locks>`)."""
     kept = sparse_excerpt_keys(top32(fp.sample_keys), fp.params.max_excerpt_keys)
-    parts = [
-        _exact_keys(schema, [fp.exact_hash]),
-        _slot_keys(schema, BAND, fp.band_keys.reshape(1, -1)),
-        _slot_keys(schema, BLOCK, fp.block_keys.reshape(1, -1)),
-        _sample_keys(schema, kept),
-        id_keys(schema, [external_id]),
-    ]
-    return np.unique(np.concatenate(parts))
+    return _lock_keys(
+        schema,
+        [
+            (EXACT, 0, _exacts([fp.exact_hash])),
+            (BAND, len(fp.band_keys), fp.band_keys),
+            (BLOCK, len(fp.block_keys), fp.block_keys),
+            (SAMPLE, 0, kept),
+            (EXTERNAL_ID, 0, _ids([external_id])),
+        ],
+    )
 
 
 def batch_keys(schema: str, batch: FingerprintBatch, external_ids: Iterable[str]) -> I64:
@@ -156,14 +155,17 @@ def batch_keys(schema: str, batch: FingerprintBatch, external_ids: Iterable[str]
     records, and of the partners that verdicts name)."""
     rows = np.arange(len(batch), dtype=np.int64)
     kept, _ = sample_columns(batch, rows, rows)
-    parts = [
-        _exact_keys(schema, batch.exact_hashes),
-        _slot_keys(schema, BAND, batch.band_keys),
-        _slot_keys(schema, BLOCK, batch.block_keys),
-        _sample_keys(schema, kept),
-        id_keys(schema, external_ids),
-    ]
-    return np.unique(np.concatenate(parts))
+    bands, blocks = batch.band_keys, batch.block_keys
+    return _lock_keys(
+        schema,
+        [
+            (EXACT, 0, _exacts(batch.exact_hashes)),
+            (BAND, bands.shape[1], bands.reshape(-1)),
+            (BLOCK, blocks.shape[1], blocks.reshape(-1)),
+            (SAMPLE, 0, kept),
+            (EXTERNAL_ID, 0, _ids(external_ids)),
+        ],
+    )
 
 
 def lock_statement(schema: str, keys: I64 | None) -> tuple[str, dict[str, object], bool]:
