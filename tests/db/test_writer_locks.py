@@ -9,6 +9,7 @@ transactions of the store's own and in open transactions of the caller's.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -379,3 +380,24 @@ def test_an_add_of_too_many_keys_takes_the_store_lock_exclusively(
 
     a_committed, b_done = run_threads(a, b)
     assert b_done > a_committed
+
+
+def test_lock_keys_name_kind_slot_and_store() -> None:
+    from dedup_store.core.fingerprint import fingerprint, fingerprint_batch
+
+    params = FingerprintParams()
+    corpus = PlantedCorpus(seed=14)
+    texts = [corpus.original() for _ in range(3)]
+    fps = [fingerprint(t, params) for t in texts]
+    singles = [locks.keys_of("s", fp, f"d{i}") for i, fp in enumerate(fps)]
+    together = locks.batch_keys("s", fingerprint_batch(texts, params), ["d0", "d1", "d2"])
+    assert sorted(set().union(*(k.tolist() for k in singles))) == together.tolist()
+    assert len(singles[0]) == len(set(singles[0].tolist()))  # sorted and distinct
+    assert not set(singles[0].tolist()) & set(locks.keys_of("t", fps[0], "d0").tolist())
+    moved = fps[0].band_keys[[1, 0, *range(2, len(fps[0].band_keys))]]  # slots 1 and 2 swapped
+    swapped = dataclasses.replace(fps[0], band_keys=moved)
+    assert locks.keys_of("s", swapped, "d0").tolist() != singles[0].tolist()
+    same_id = locks.keys_of("s", fps[1], "d0")
+    assert set(same_id.tolist()) & set(singles[0].tolist()) == set(
+        locks.id_keys("s", ["d0"]).tolist()
+    )
