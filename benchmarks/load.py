@@ -17,10 +17,11 @@ processes at once. One run, on one seeded corpus (:mod:`benchmarks.ingest_corpus
    same clusters. Any exception counts as an error. With ``--host-hold MS`` each ``add`` runs
    inside a transaction of the client's own (a CMS request's), on a store opened on its
    Connection, which stays open ``MS`` milliseconds after the ``add`` before it commits.
-4. *Replay*: the adds that committed, in the order they committed (writers hold the store's lock
-   from before their document's id is drawn until they commit, so internal ids are the commit
-   order), are added one by one to a second schema loaded with the same corpus; its clusters
-   (``clusters(min_size=2)``, as sets of member ids) are compared with the loaded store's.
+4. *Replay*: the adds that committed, in the order of their internal ids, are added one by one
+   to a second schema loaded with the same corpus; its clusters (``clusters(min_size=2)``, as
+   sets of member ids) are compared with the loaded store's. Two adds that could match each
+   other share a key lock, held from before the second one's id is drawn until the first
+   commits, so their ids are their commit order; adds that cannot match commute.
 
 Only the package's public API drives the store; the benchmark's own SQL (dropping its schemas,
 reading the commit order) uses psycopg. Run it as ``python -m benchmarks.load`` (see ``--help``).
