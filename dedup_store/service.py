@@ -231,7 +231,7 @@ class DedupStore(Reviewing):
             self.schema, fp, id, meta, body, language, meta_signature, self._hot_slots(fp),
             exclusive=len(keys) > locks.MAX_KEY_LOCKS,
         )  # fmt: skip
-        outcome = single.outcome(self._add_rows(statement, parameters, keys))
+        outcome = single.run(self._db, self.schema, statement, parameters, keys)
         if outcome.judged or outcome.merge:  # verdicts to apply, clusters to merge: as a batch
             return self.add_many([document])[0]
 
@@ -244,31 +244,13 @@ class DedupStore(Reviewing):
             parameters = {**parameters, **hot.query_parameters(fp)}
         while outcome.rekey:  # the document makes keys hot: split their buckets, then add it
             self._db.run(promote)
-            outcome = single.outcome(self._add_rows(statement, parameters, keys))
+            outcome = single.run(self._db, self.schema, statement, parameters, keys)
         if outcome.inserted and outcome.doc_id % 1024 == 0:
             self._db.run(lambda conn: write.refresh_statistics(conn, self.schema, outcome.doc_id))
         if not outcome.inserted:
             return AddResult(id, Status.SKIPPED, [], outcome.cluster_id)
         status = Status.of((m.method for m in outcome.matches), merging_methods(self.params))
         return AddResult(id, status, sorted_matches(outcome.matches), outcome.cluster_id)
-
-    def _add_rows(self, statement: str, parameters: dict[str, Any], keys: Any) -> list[Any]:
-        """The rows of the statement of :func:`single.add_statement`, run holding the store's
-        lock: shared with the document's ``keys`` unless the statement is the exclusive one."""
-        held = None if parameters["exclusive"] else keys
-        lock, lock_parameters, _ = locks.lock_statement(self.schema, held)
-        rows = self._db.native(
-            lambda raw: native.locked_statement(raw, (lock, lock_parameters), statement, parameters)
-        )
-        if rows is None:  # inside a caller's transaction
-
-            def work(conn: Connection) -> list[Any]:
-                shared = locks.lock_store(conn, self.schema, held)
-                exclusive = {**parameters, "exclusive": not shared}
-                return list(conn.execute(sa_text(statement), exclusive))
-
-            rows = self._db.run(work)
-        return list(rows)
 
     def add_many(
         self, records: Iterable[Record], *, batch_size: int = 2000, update: bool = False

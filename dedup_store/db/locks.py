@@ -69,6 +69,27 @@ SHARED_SQL = """
     )
     SELECT current_setting('transaction_isolation'), (SELECT n FROM keyed)
 """
+#: :data:`SHARED_SQL`, then the locks of cluster labels ``:labels``, exclusive, in the order of
+#: their lock keys (:data:`LABELS_SQL`): an add that merges them.
+SHARED_LABELS_SQL = """
+    WITH store AS MATERIALIZED (
+        SELECT pg_advisory_xact_lock_shared(CAST(:space AS integer), 0) AS held
+    ),
+    keyed AS MATERIALIZED (
+        SELECT count(pg_advisory_xact_lock(u.k)) AS n
+        FROM unnest(CAST(:keys AS bigint[])) AS u(k)
+        WHERE (SELECT count(*) FROM store) = 1
+    ),
+    labeled AS MATERIALIZED (
+        SELECT count(pg_advisory_xact_lock(s.k)) AS n FROM (
+            SELECT hashint8extended(u.l, CAST(:seed AS bigint)) AS k
+            FROM unnest(CAST(:labels AS bigint[])) AS u(l)
+            WHERE (SELECT n FROM keyed) IS NOT NULL
+            ORDER BY 1 OFFSET 0
+        ) s
+    )
+    SELECT current_setting('transaction_isolation'), (SELECT n FROM labeled)
+"""
 #: The store's lock, exclusive; the transaction's isolation level.
 EXCLUSIVE_SQL = """
     SELECT current_setting('transaction_isolation'), count(*)
@@ -168,14 +189,24 @@ def batch_keys(schema: str, batch: FingerprintBatch, external_ids: Iterable[str]
     )
 
 
-def lock_statement(schema: str, keys: I64 | None) -> tuple[str, dict[str, object], bool]:
-    """The statement that takes the store's lock (shared with ``keys``, exclusive without them
-    or with more than :data:`MAX_KEY_LOCKS`), its ``:name`` parameters, and whether it is the
-    shared one. Its row: the isolation level (:func:`check_isolation`), a count."""
+def lock_statement(
+    schema: str, keys: I64 | None, labels: Sequence[int] = ()
+) -> tuple[str, dict[str, object], bool]:
+    """The statement that takes the store's lock (shared with ``keys`` and then the cluster
+    ``labels``, exclusive without keys or with more than :data:`MAX_KEY_LOCKS`), its ``:name``
+    parameters, and whether it is the shared one. Its row: the isolation level
+    (:func:`check_isolation`), a count."""
     if keys is None or len(keys) > MAX_KEY_LOCKS:
         return EXCLUSIVE_SQL, {"space": store_key(schema)}, False
-    literal = "{" + ",".join(map(str, keys.tolist())) + "}"
-    return SHARED_SQL, {"space": store_key(schema), "keys": literal}, True
+    parameters: dict[str, object] = {"space": store_key(schema), "keys": _literal(keys.tolist())}
+    if not labels:
+        return SHARED_SQL, parameters, True
+    parameters.update(seed=label_seed(schema), labels=_literal(sorted(labels)))
+    return SHARED_LABELS_SQL, parameters, True
+
+
+def _literal(values: Iterable[int]) -> str:
+    return "{" + ",".join(map(str, values)) + "}"
 
 
 def check_isolation(level: str) -> None:
@@ -192,16 +223,19 @@ def check_isolation(level: str) -> None:
         )
 
 
-def lock_store(conn: Connection, schema: str, keys: I64 | None = None) -> bool:
+def lock_store(
+    conn: Connection, schema: str, keys: I64 | None = None, labels: Sequence[int] = ()
+) -> bool:
     """Take the store's lock until the transaction ends: shared with the lock of each of
-    ``keys``, or exclusive (``keys`` ``None``, or too many of them); returns whether shared.
+    ``keys`` and then of cluster ``labels`` (exclusive), or exclusive (``keys`` ``None``, or
+    too many of them); returns whether shared.
 
     Raises:
         DatabaseError: the transaction is not at READ COMMITTED (:func:`check_isolation`).
     """
     if keys is not None and not _room_for(conn, schema, len(keys)):
         keys = None
-    statement, parameters, shared = lock_statement(schema, keys)
+    statement, parameters, shared = lock_statement(schema, keys, labels)
     level = conn.execute(text(statement), parameters).one()[0]
     check_isolation(level)
     return shared
@@ -239,7 +273,7 @@ def lock_labels(
     labels = dict(read() if first is None else first)
     while not set(labels.values()) <= held:
         wanted = set(labels.values()) - held
-        literal = "{" + ",".join(map(str, sorted(wanted))) + "}"
+        literal = _literal(sorted(wanted))
         conn.execute(text(LABELS_SQL), {"seed": label_seed(schema), "labels": literal})
         held |= wanted
         labels = dict(read())

@@ -7,14 +7,16 @@ document's matches exactly as ``check`` does (which is what the batch path compu
 document), inserts the document, its ``recent_keys`` row, its sample keys and its edges, and
 joins the cluster its merging matches are in (:func:`~dedup_store.db.scoring.merging_methods`).
 
-Under the store's shared lock it joins at most one existing cluster: it takes that label's lock
-shared, then reads its partners' labels again through row locks (``FOR SHARE`` reads the newest
-version of a row, whatever the statement's snapshot); when they join several clusters, or the
-label moved before its lock was granted, it writes nothing and says so (``merge``), and the
-caller adds the document through the batch path, which locks the labels it merges. Under the
-exclusive lock (an add of too many keys) it merges the clusters itself: it takes the cluster
-of the largest such cluster (ties: the oldest label) and moves the members of the others into
-it, as :func:`~dedup_store.core.clustering.merge_labels` does.
+Under the store's shared lock it joins one existing cluster by itself: it takes that label's
+lock shared, then reads its partners' labels again through row locks (``FOR SHARE`` reads the
+newest version of a row, whatever the statement's snapshot). When they join several clusters,
+or the label moved before its lock was granted, it writes nothing and says so (``merge``), with
+the labels it met; :func:`run` sends it again after the locks of those labels, taken
+exclusively before its snapshot (so it sees every member, and nobody moves them meanwhile).
+Holding the locks of all the labels it meets (``locked``), or the store's lock exclusively (an
+add of too many keys), it merges the clusters: it takes the cluster of the largest such cluster
+(ties: the oldest label) and moves the members of the others into it, as
+:func:`~dedup_store.core.clustering.merge_labels` does.
 
 An exact copy of a stored document (the first of its exact group) is linked to that document
 alone, records it in ``exact_of`` and gets no sample keys and no ``recent_keys`` row (its band
@@ -41,11 +43,12 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, TextClause, text
 
-from dedup_store.core.arrays import U32
+from dedup_store.core.arrays import I64, U32
 from dedup_store.core.fingerprint import Fingerprint
-from dedup_store.db import hot
+from dedup_store.db import hot, locks, native
 from dedup_store.db.ddl import RECENT, TIER_TABLES, key_column
 from dedup_store.db.encoding import array_literal
+from dedup_store.db.engine import Database
 from dedup_store.db.locks import label_seed
 from dedup_store.db.names import qualified, quote
 from dedup_store.db.scoring import (
@@ -72,8 +75,8 @@ class SingleOutcome:
         judged: nothing was written: a reviewer's verdict names the document, which the
             batch path writes (it applies verdicts to the clusters).
         merge: nothing was written: under the store's shared lock, the document joins several
-            clusters, or the label of the one it joins moved before its lock was granted; the
-            batch path writes it (it locks the labels and reads them again).
+            clusters whose labels' locks were not held, or the label of the one it joins moved
+            before its lock was granted; ``matches`` name the labels to lock (:func:`run`).
         touched: ``(kind, slot)`` of the hot keys it owns whose secondary keys were not sent.
     """
 
@@ -135,10 +138,15 @@ def _statement(
             SELECT DISTINCT cluster_id FROM matched
             WHERE method = ANY(CAST(:merging AS text[]))
         ),
+        held AS MATERIALIZED (
+            SELECT :exclusive OR NOT EXISTS (
+                SELECT 1 FROM labels WHERE cluster_id <> ALL(CAST(:locked AS bigint[]))
+            ) AS free
+        ),
         joined AS MATERIALIZED (
             SELECT count(pg_advisory_xact_lock_shared(
                        hashint8extended(cluster_id, CAST(:label_seed AS bigint)))) AS n
-            FROM labels WHERE NOT :exclusive AND (SELECT count(*) FROM labels) = 1
+            FROM labels WHERE NOT (SELECT free FROM held) AND (SELECT count(*) FROM labels) = 1
         ),
         fresh AS MATERIALIZED (
             SELECT d.cluster_id FROM {s}.documents d
@@ -147,7 +155,7 @@ def _statement(
             FOR SHARE OF d
         ),
         blocked AS MATERIALIZED (
-            SELECT 1 WHERE NOT :exclusive AND (
+            SELECT 1 WHERE NOT (SELECT free FROM held) AND (
                 (SELECT count(*) FROM labels) > 1
                 OR EXISTS (SELECT 1 FROM fresh f
                            WHERE f.cluster_id NOT IN (SELECT cluster_id FROM labels)))
@@ -222,6 +230,55 @@ def _statement(
     """)
 
 
+#: Rounds of :func:`run` for a document whose clusters keep moving, before the batch path.
+MERGE_ROUNDS = 4
+
+
+def run(
+    db: Database, schema: str, statement: str, parameters: dict[str, Any], keys: I64
+) -> SingleOutcome:
+    """Run the statement of :func:`add_statement` holding the store's lock: shared with the
+    document's ``keys`` (unless the statement is the exclusive one), and the locks of the
+    cluster labels it merges (a round for each set of labels it reports, at most
+    :data:`MERGE_ROUNDS`: ``merge`` then stays, for the batch path). Each round is one
+    pipelined round trip on the store's own engine."""
+    labels: set[int] = set()
+    held = None if parameters["exclusive"] else keys
+    result = SingleOutcome(0, False, 0, [], merge=True)
+    for _ in range(MERGE_ROUNDS):
+        locked = sorted(labels)
+        with_labels = {**parameters, "locked": array_literal(locked)}
+        result = outcome(_rows(db, schema, statement, with_labels, held, locked))
+        if not result.merge:
+            return result
+        labels |= {m.cluster_id for m in result.matches if m.method in parameters["merging"]}
+    return result
+
+
+def _rows(
+    db: Database,
+    schema: str,
+    statement: str,
+    parameters: dict[str, Any],
+    keys: I64 | None,
+    labels: list[int],
+) -> list[Any]:
+    """The rows of ``statement`` in a transaction of its own holding the locks
+    (:func:`~dedup_store.db.locks.lock_statement`), or in the caller's."""
+    lock, lock_parameters, _ = locks.lock_statement(schema, keys, labels)
+    rows = db.native(
+        lambda raw: native.locked_statement(raw, (lock, lock_parameters), statement, parameters)
+    )
+    if rows is None:  # inside a caller's transaction
+
+        def work(conn: Connection) -> list[Any]:
+            shared = locks.lock_store(conn, schema, keys, labels)
+            return list(conn.execute(text(statement), {**parameters, "exclusive": not shared}))
+
+        rows = db.run(work)
+    return list(rows)
+
+
 def promote_pending(conn: Connection, schema: str, fp: Fingerprint) -> None:
     """Make hot the keys of ``fp`` that adding it makes hot (holding the store's lock,
     exclusive)."""
@@ -273,6 +330,7 @@ def add_statement(
         "merging": sorted(merging_methods(fp.params)),
         "exclusive": exclusive,
         "label_seed": label_seed(schema),
+        "locked": "{}",
     }
     return statement.text, parameters
 
@@ -283,7 +341,8 @@ def outcome(rows: Sequence[Sequence[Any]]) -> SingleOutcome:
     if head[0] is None and head[3] == "judged":
         return SingleOutcome(0, False, 0, [], judged=True)
     if head[0] is None and head[3] == "merge":
-        return SingleOutcome(0, False, 0, [], merge=True)
+        matches = [MatchRow(*row[:1], *row[3:]) for row in found if row[0] != -1]
+        return SingleOutcome(0, False, 0, matches, merge=True)
     if head[0] is None:  # neither inserted nor known: keys to make hot first
         touched = [(int(row[8]), int(row[2])) for row in found if row[0] == -1]
         return SingleOutcome(0, False, 0, [], rekey=True, touched=touched)
