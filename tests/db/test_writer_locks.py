@@ -25,7 +25,7 @@ from dedup_store import (
     DedupStore,
     FingerprintParams,
 )
-from dedup_store.db import locks
+from dedup_store.db import locks, single
 from dedup_store.server.errors import status_of
 from tests.db.corpus import PlantedCorpus, edge_partition, label_partition
 
@@ -204,13 +204,14 @@ def test_adds_that_join_clusters_concurrently_end_in_the_union_of_their_edges(
     database_url: str, engine: Engine, schema: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     merges: list[int] = []
-    lock_labels = locks.lock_labels
+    outcome = single.outcome
 
-    def counted(*args: Any, **kwargs: Any) -> dict[int, int]:
-        merges.append(1)
-        return lock_labels(*args, **kwargs)
+    def counted(rows: Any) -> single.SingleOutcome:
+        found = outcome(rows)
+        merges.extend([1] if found.merge else [])
+        return found
 
-    monkeypatch.setattr(locks, "lock_labels", counted)
+    monkeypatch.setattr(single, "outcome", counted)
     params = FingerprintParams(containment_merges=True)
     corpus = PlantedCorpus(seed=7, words=(150, 250))
     with DedupStore(database_url, params, schema=schema) as store:
@@ -241,7 +242,7 @@ def test_adds_that_join_clusters_concurrently_end_in_the_union_of_their_edges(
             members = [f"l{n}", f"l{n}b", f"r{n}", f"r{n}b"] + [d for d, _ in writers]
             assert len({cluster_of(engine, schema, m) for m in members}) == 1, f"round {n}"
             assert label_partition(engine, schema) == edge_partition(engine, schema)
-    assert len(merges) >= JOIN_ROUNDS, "the adds merged no clusters under label locks"
+    assert len(merges) >= JOIN_ROUNDS, "no add went round again to lock the labels it merges"
 
 
 @pytest.mark.parametrize("work", ["delete", "review"])
