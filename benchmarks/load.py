@@ -14,11 +14,14 @@ processes at once. One run, on one seeded corpus (:mod:`benchmarks.ingest_corpus
    stopping after ``--seconds``. Every text is prepared before the start: new documents, edited
    copies of stored ones, and at every fifth ``add`` of every client an edited copy (or, for one
    client, the text itself) of the same shared new document, so concurrent adds fall into the
-   same clusters. Any exception counts as an error.
-4. *Replay*: the adds that committed, in the order they committed (writers hold the store's lock
-   from before their document's id is drawn until they commit, so internal ids are the commit
-   order), are added one by one to a second schema loaded with the same corpus; its clusters
-   (``clusters(min_size=2)``, as sets of member ids) are compared with the loaded store's.
+   same clusters. Any exception counts as an error. With ``--host-hold MS`` each ``add`` runs
+   inside a transaction of the client's own (a CMS request's), on a store opened on its
+   Connection, which stays open ``MS`` milliseconds after the ``add`` before it commits.
+4. *Replay*: the adds that committed, in the order of their internal ids, are added one by one
+   to a second schema loaded with the same corpus; its clusters (``clusters(min_size=2)``, as
+   sets of member ids) are compared with the loaded store's. Two adds that could match each
+   other share a key lock, held from before the second one's id is drawn until the first
+   commits, so their ids are their commit order; adds that cannot match commute.
 
 Only the package's public API drives the store; the benchmark's own SQL (dropping its schemas,
 reading the commit order) uses psycopg. Run it as ``python -m benchmarks.load`` (see ``--help``).
@@ -161,6 +164,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--ops", type=int, default=2500, help="operations per client (check:add = 4:1)")
     add("--seconds", type=float, default=120.0, help="stop every client after this long")
     add(
+        "--host-hold",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="run each add of the load in a host transaction held open MS ms before it commits",
+    )
+    add(
         "--replay",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -184,7 +194,9 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
     schemas = [args.schema, f"{args.schema}_replay"] if args.replay else [args.schema]
     log(
         f"{args.docs:,} documents of ~{args.words} words in {', '.join(schemas)}; "
-        f"{args.clients} clients x {args.ops:,} operations; server {server_settings(args.url)}; "
+        f"{args.clients} clients x {args.ops:,} operations"
+        + (f", adds held {args.host_hold:g} ms" if args.host_hold else "")
+        + f"; server {server_settings(args.url)}; "
         f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
     )
     with phase(phases, "corpus"):
@@ -205,7 +217,7 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
         before = os.getloadavg()[0]
         with phase(phases, "load"):
             loaded = (
-                load_run(args.url, args.schema, workload, args.seconds)
+                load_run(args.url, args.schema, workload, args.seconds, args.host_hold / 1000)
                 if args.ops > 0 and args.clients > 0
                 else LoadRun([], 0.0, {})
             )

@@ -12,9 +12,12 @@ import threading
 import time
 from typing import Any
 
+from sqlalchemy import Connection, create_engine
+
 from benchmarks.load_profile import WaitSampler, with_application_name
 from benchmarks.load_workload import Op, Workload
 from dedup_store import DedupStore
+from dedup_store.config import normalize_url
 
 
 @dataclasses.dataclass
@@ -76,25 +79,54 @@ def client(
     seconds: float,
     barrier: Any,
     results: Any,
+    host_hold: float = 0.0,
 ) -> None:
-    """One client process: open the store, wait for the others, run ``ops`` until the deadline."""
+    """One client process: open the store, wait for the others, run ``ops`` until the deadline
+    (with ``host_hold``, each ``add`` in a host transaction held that many seconds)."""
     result = ClientResult(index)
+    engine = create_engine(normalize_url(url), pool_size=1)
     try:
-        with DedupStore(url, schema=schema, create=False) as store:
+        with DedupStore(url, schema=schema, create=False) as store, engine.connect() as conn:
+            host = HostAdds(conn, schema, host_hold) if host_hold > 0 else None
             for text in warm:
                 store.check(text)
             barrier.wait()
             result.started = time.monotonic()
-            run_ops(store, ops, result.started + seconds, result)
+            run_ops(store, ops, result.started + seconds, result, host)
             result.ended = time.monotonic()
     except BaseException as e:
         barrier.abort()
         result.errors.append(f"client {index}: {type(e).__name__}: {e}")
+    finally:
+        engine.dispose()
     results.put(result)
 
 
-def run_ops(store: DedupStore, ops: list[Op], deadline: float, result: ClientResult) -> None:
-    """Run ``ops`` in order until they are done or ``deadline`` (monotonic) has passed."""
+class HostAdds:
+    """``add`` inside a transaction of the caller's, kept open ``hold`` seconds afterwards."""
+
+    def __init__(self, conn: Connection, schema: str, hold: float) -> None:
+        self.conn, self.hold = conn, hold
+        with conn.begin():
+            self.store = DedupStore(conn, schema=schema, create=False)
+
+    def add(self, external_id: str, text: str) -> str:
+        """Add a document in a transaction of its own, held open, then committed."""
+        with self.conn.begin():
+            status = str(self.store.add(external_id, text).status)
+            time.sleep(self.hold)
+        return status
+
+
+def run_ops(
+    store: DedupStore,
+    ops: list[Op],
+    deadline: float,
+    result: ClientResult,
+    host: HostAdds | None = None,
+) -> None:
+    """Run ``ops`` in order until they are done or ``deadline`` (monotonic) has passed; adds
+    go through ``host`` when given."""
     for kind, external_id, text in ops:
         if time.monotonic() >= deadline:
             return
@@ -102,6 +134,8 @@ def run_ops(store: DedupStore, ops: list[Op], deadline: float, result: ClientRes
         try:
             if kind == "check":
                 store.check(text)
+            elif host is not None:
+                result.statuses[external_id] = host.add(external_id, text)
             else:
                 result.statuses[external_id] = str(store.add(external_id, text).status)
         except Exception as e:
@@ -138,7 +172,9 @@ class LoadRun:
         return {k: v for r in self.results for k, v in r.statuses.items()}
 
 
-def load_run(url: str, schema: str, workload: Workload, seconds: float) -> LoadRun:
+def load_run(
+    url: str, schema: str, workload: Workload, seconds: float, host_hold: float = 0.0
+) -> LoadRun:
     """Start one process per client, release them together, collect their results."""
     context = multiprocessing.get_context("spawn")
     clients = len(workload.clients)
@@ -156,6 +192,7 @@ def load_run(url: str, schema: str, workload: Workload, seconds: float) -> LoadR
                 seconds,
                 barrier,
                 results,
+                host_hold,
             ),
         )
         for k, ops in enumerate(workload.clients)

@@ -49,9 +49,9 @@ FRAMES = (
     ("fingerprint the text (check)", "fingerprint", "DedupStore.check"),
     ("pool checkout, of which:", "_ConnectionFairy._checkout", None),
     ("  ping (pool_pre_ping, SELECT 1)", "PGDialect_psycopg._do_ping_w_event", None),
-    ("writers' lock, of which:", "lock_writers", None),
-    ("  BEGIN", "Connection._start_query", "lock_writers"),
-    ("  server round trip", "Connection.wait", "lock_writers"),
+    ("writers' locks, of which:", "lock_store", None),
+    ("  BEGIN", "Connection._start_query", "lock_store"),
+    ("  server round trip", "Connection.wait", "lock_store"),
     ("add statement: parameters", "fingerprint_parameters", "add_statement"),
     ("add statement: execute, of which:", "Cursor.execute", "DedupStore._add_rows"),
     ("  psycopg converting %(name)s (uncached)", "_query2pg_nocache", "DedupStore._add_rows"),
@@ -68,7 +68,7 @@ def label(statement: str) -> str:
     """A short name for a statement of the store."""
     flat = " ".join(statement.split())
     if "pg_advisory_xact_lock" in flat:
-        return "writers' lock"
+        return "writers' locks"
     if flat.startswith("WITH known AS"):
         return "add statement"
     if flat.startswith("SELECT j.a, d.external_id"):
@@ -300,7 +300,7 @@ class WaitSampler(threading.Thread):
 def wait_label(state: str | None, kind: str | None, name: str | None) -> str:
     """A reader's name for a client connection's state and wait event."""
     if state == "active" and (kind, name) == ("Lock", "advisory"):
-        return "waiting for the writers' lock"
+        return "waiting for a writers' lock (the store's, a key's, a cluster's)"
     if state == "active" and kind is None:
         return "running a statement"
     if state == "active" and kind == "IO" and name and name.startswith("WAL"):

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         fingerprint_batch,
     )
     from dedup_store.errors import (
+        ConflictError,
         DatabaseError,
         DedupStoreError,
         EmptyDocumentError,
@@ -66,6 +67,7 @@ _HOMES = {
         "fingerprint_batch",
     ),
     "dedup_store.errors": (
+        "ConflictError",
         "DatabaseError",
         "DedupStoreError",
         "EmptyDocumentError",
@@ -106,6 +108,7 @@ __all__ = [
     "AddResult",
     "CheckResult",
     "Cluster",
+    "ConflictError",
     "DatabaseError",
     "DedupStore",
     "DedupStoreError",

@@ -171,6 +171,14 @@ class OwnerRequiredError(DatabaseError):
         )
 
 
+class ConflictError(DatabaseError):
+    """Concurrent writers met in a way that only running the transaction again resolves: a
+    deadlock, or a serialization failure. In a transaction of its own the store runs its work
+    again; inside the caller's transaction it cannot (the caller's earlier work would be lost),
+    so the caller rolls its transaction back and runs it again.
+    """
+
+
 ID_SHOWN_CHARS = 80
 """Characters of an id shown in a message; the rest is replaced by its length."""
 

@@ -2,7 +2,8 @@
 (the Spark path reuses its batching and the validation of :mod:`dedup_store.records`).
 
 A batch is validated (once per record), fingerprinted, then written in one transaction under
-the writers' lock: its stored ids looked up, the first document of each exact group found, its
+the store's lock (shared, with the batch's key locks: :mod:`dedup_store.db.locks`): its stored
+ids looked up, the first document of each exact group found, its
 keys looked up among the stored documents, its rows written, its candidates verified into
 edges, and the clusters those edges join merged. :func:`ingest` streams records through it,
 fingerprinting the next batch (in the calling thread or in worker processes,
@@ -26,7 +27,17 @@ import numpy as np
 from sqlalchemy import Connection
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import bulk, checkpoint, frequencies, hot, reports, scoring, verdicts, write
+from dedup_store.db import (
+    bulk,
+    checkpoint,
+    frequencies,
+    hot,
+    locks,
+    reports,
+    scoring,
+    verdicts,
+    write,
+)
 from dedup_store.db.engine import Database
 from dedup_store.db.lane import Lane
 from dedup_store.db.lookup import Reach, connection_of
@@ -110,6 +121,8 @@ class StagedBatch:
         bulk_load: the batch is part of a bulk load.
         held: where a bulk load holds the batch's sample keys and tier rows
             (:class:`~dedup_store.db.write.HeldRows`).
+        shared: the batch holds the store's lock shared (with its key locks), so it locks the
+            cluster labels it merges.
     """
 
     prepared: PreparedBatch
@@ -121,24 +134,51 @@ class StagedBatch:
     verified: dict[str, Any]
     bulk_load: bool
     held: write.HeldRows | None = None
+    shared: bool = False
 
 
 def write_batch(
     conn: Connection, dest: Destination, prepared: PreparedBatch, stored: StoredKeys = INDEXED
 ) -> WrittenBatch:
-    """Write a prepared batch in the transaction of ``conn``, holding the writers' lock.
+    """Write a prepared batch in the transaction of ``conn``, holding the store's lock (a bulk
+    load holds it exclusively already; :func:`lock_batch`).
 
     ``stored`` answers the lookups of the keys and exact hashes of stored documents: the
     store's indexes, or memory during a bulk load.
     """
+    shared = False
     if not stored.bulk_load:
         dest.db.without_jit(conn)
-        write.lock_writers(conn, dest.schema)
-    return commit_batch(conn, dest, stage_batch(conn, dest, prepared, stored))
+        shared = lock_batch(conn, dest, prepared)
+    return commit_batch(conn, dest, stage_batch(conn, dest, prepared, stored, shared))
+
+
+def lock_batch(conn: Connection, dest: Destination, prepared: PreparedBatch) -> bool:
+    """Take the store's lock for a batch; returns whether shared.
+
+    Shared, with the key locks of its documents (:func:`~dedup_store.db.locks.batch_keys`)
+    and of the partners that verdicts name (read under the shared lock, as verdicts change
+    under the exclusive one only); exclusive for a batch that replaces documents, for a store
+    whose SimHashes are weighed by document frequencies, or for too many keys.
+    """
+    schema = dest.schema
+    if prepared.update or dest.params.weighted:
+        return locks.lock_store(conn, schema)
+    ids = [d.id for d in prepared.documents if isinstance(d.id, str)]
+    if not locks.lock_store(conn, schema, locks.batch_keys(schema, prepared.batch, ids)):
+        return False
+    partners = set(verdicts.partners(conn, schema, ids)) - set(ids)
+    if partners:  # after the batch's own keys: a deadlock is possible, and retried
+        locks.lock_store(conn, schema, locks.id_keys(schema, sorted(partners)))
+    return True
 
 
 def stage_batch(
-    conn: Reach, dest: Destination, prepared: PreparedBatch, stored: StoredKeys
+    conn: Reach,
+    dest: Destination,
+    prepared: PreparedBatch,
+    stored: StoredKeys,
+    shared: bool = False,
 ) -> StagedBatch:
     """The first half of :func:`write_batch`: what the batch writes, and its candidates.
 
@@ -159,7 +199,7 @@ def stage_batch(
     if isinstance(stored, bulk.LoadedKeys):
         ids = stored.allocate(len(rows))
     else:
-        ids = write.allocate_ids(connection_of(conn), schema, len(rows))
+        ids = write.allocate_ids(connection_of(conn), schema, len(rows), shared)
     new = new_rows(conn, schema, prepared.batch, row_array, ids, stored, prepared.stored_shingles)
     firsts = new.firsts  # exact copies have no keys of their own
     found, secondary, promotion = hot.find_candidates(
@@ -183,6 +223,7 @@ def stage_batch(
         scoring.verified_parameters(new, found, inter, possible),
         stored.bulk_load,
         stored.held if isinstance(stored, bulk.LoadedKeys) else None,
+        shared,
     )
 
 
@@ -195,8 +236,9 @@ def commit_batch(conn: Connection, dest: Destination, staged: StagedBatch) -> Wr
     write.insert_documents(conn, schema, staged.rows, staged.secondary, staged.held)
     frequencies.add(conn, schema, prepared.batch, new.rows, new.ids)
     edges = scoring.store_verified(conn, schema, staged.verified)
-    mapping = write.merge_clusters(conn, schema, edges, dest.params)
-    if verdicts.apply_to_new(conn, schema, new.ids.tolist()):  # a reviewer named a new one
+    mapping = write.merge_clusters(conn, schema, edges, dest.params, staged.shared)
+    # a reviewer named a new one
+    if verdicts.apply_to_new(conn, schema, new.ids.tolist(), staged.shared):
         labels = reports.cluster_ids(conn, schema, new.ids.tolist())
         mapping = {**mapping, **{i: label for i, label in labels.items() if label != i}}
     if len(new.ids):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import settings, verdicts, write
+from dedup_store.db import locks, settings, verdicts
 from dedup_store.db.engine import Database
 from dedup_store.db.explain import stored_pair
 from dedup_store.db.settings import StoreSettings
@@ -72,7 +72,7 @@ class Reviewing:
             raise InvalidDocumentError(f"a verdict needs two documents, got {a!r} twice")
 
         def work(conn: Connection) -> Review:
-            write.lock_writers(conn, self.schema)
+            locks.lock_store(conn, self.schema)
             _require_documents(conn, self.schema, (a, b))
             row = verdicts.record(conn, self.schema, (a, b), decision.value, note, by)
             verdicts.recluster(
@@ -88,7 +88,7 @@ class Reviewing:
         whether there was one."""
 
         def work(conn: Connection) -> bool:
-            write.lock_writers(conn, self.schema)
+            locks.lock_store(conn, self.schema)
             cleared = verdicts.clear(conn, self.schema, (a, b))
             if cleared:
                 labels = verdicts.cluster_labels(conn, self.schema, (a, b))

@@ -26,6 +26,7 @@ from dedup_store.db import (
     exact_groups,
     frequencies,
     hot,
+    locks,
     migrate,
     native,
     reports,
@@ -149,7 +150,7 @@ class DedupStore(Reviewing):
         if stored is None:
             if not create:
                 migrate.verify_schema(conn, self.schema)
-            write.lock_writers(conn, self.schema)
+            locks.lock_store(conn, self.schema)
             stored = self._create(conn, params, chosen)
         elif params is not None:
             self._require(stored, params)
@@ -224,15 +225,17 @@ class DedupStore(Reviewing):
         body = text if self.keep_text else None
 
         meta_signature = prepared.meta.row(0) if prepared.meta else None
+        keys = locks.keys_of(self.schema, fp, id)
         statement, parameters = single.add_statement(
-            self.schema, fp, id, meta, body, language, meta_signature, self._hot_slots(fp)
-        )
-        outcome = single.outcome(self._add_rows(statement, parameters))
-        if outcome.judged:  # a reviewer named it: the batch path applies the verdicts
+            self.schema, fp, id, meta, body, language, meta_signature, self._hot_slots(fp),
+            exclusive=len(keys) > locks.MAX_KEY_LOCKS,
+        )  # fmt: skip
+        outcome = single.run(self._db, self.schema, statement, parameters, keys)
+        if outcome.judged or outcome.merge:  # verdicts to apply, clusters to merge: as a batch
             return self.add_many([document])[0]
 
         def promote(conn: Connection) -> None:
-            write.lock_writers(conn, self.schema)
+            locks.lock_store(conn, self.schema)
             single.promote_pending(conn, self.schema, fp)
 
         if outcome.rekey:  # it owns hot keys, or makes keys hot: with its secondary keys
@@ -240,29 +243,13 @@ class DedupStore(Reviewing):
             parameters = {**parameters, **hot.query_parameters(fp)}
         while outcome.rekey:  # the document makes keys hot: split their buckets, then add it
             self._db.run(promote)
-            outcome = single.outcome(self._add_rows(statement, parameters))
+            outcome = single.run(self._db, self.schema, statement, parameters, keys)
         if outcome.inserted and outcome.doc_id % 1024 == 0:
             self._db.run(lambda conn: write.refresh_statistics(conn, self.schema, outcome.doc_id))
         if not outcome.inserted:
             return AddResult(id, Status.SKIPPED, [], outcome.cluster_id)
         status = Status.of((m.method for m in outcome.matches), merging_methods(self.params))
         return AddResult(id, status, sorted_matches(outcome.matches), outcome.cluster_id)
-
-    def _add_rows(self, statement: str, parameters: dict[str, Any]) -> list[Any]:
-        """The rows of the statement of :func:`single.add_statement`, run with the lock."""
-        rows = self._db.native(
-            lambda raw: native.locked_statement(
-                raw, write.lock_name(self.schema), statement, parameters
-            )
-        )
-        if rows is None:  # inside a caller's transaction
-
-            def work(conn: Connection) -> list[Any]:
-                write.lock_writers(conn, self.schema)
-                return list(conn.execute(sa_text(statement), parameters))
-
-            rows = self._db.run(work)
-        return list(rows)
 
     def add_many(
         self, records: Iterable[Record], *, batch_size: int = 2000, update: bool = False
@@ -581,7 +568,7 @@ class DedupStore(Reviewing):
         wanted = [ids] if isinstance(ids, str) else list(dict.fromkeys(ids))
 
         def work(conn: Connection) -> int:
-            write.lock_writers(conn, self.schema)
+            locks.lock_store(conn, self.schema)
             found = reports.find_documents(conn, self.schema, wanted)
             missing = [i for i in wanted if i not in found]
             if missing:

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 from dedup_store import DedupStore, FingerprintParams
-from dedup_store.db.write import lock_name
+from dedup_store.db.locks import lock_store
 from dedup_store.server.calls import StoreCalls
 from dedup_store.server.errors import RequestError
 from tests.http_server import Server
@@ -57,9 +57,7 @@ def test_a_write_kept_waiting_past_the_timeout_is_rolled_back_and_answered_503(
     server: Server, store: DedupStore, engine: Engine
 ) -> None:
     with engine.connect() as holder, server.client() as client:
-        holder.execute(
-            text("SELECT pg_advisory_xact_lock(hashtext(:n))"), {"n": lock_name(store.schema)}
-        )
+        lock_store(holder, store.schema)
         answer = client.post("/documents", json={"id": "late", "text": TEXT})
         holder.rollback()
     assert answer.status_code == 503

@@ -1,7 +1,7 @@
 """Bulk loads: a load large against the store, written without per-key index maintenance.
 
-A bulk load is one transaction holding the writers' lock. It drops the indexes that only key
-lookups use (the per-slot band and block key indexes, the excerpt keys' index and the exact
+A bulk load is one transaction holding the store's lock exclusively. It drops the indexes that
+only key lookups use (the per-slot band and block key indexes, the excerpt keys' index and the exact
 hash index), answers those lookups from memory (:class:`LoadedKeys`, seeded with what the store
 held before), writes its batches as the incremental path does (same batches, same candidates,
 same verification in SQL, same clusters), then builds the dropped indexes in bulk and commits.
@@ -30,7 +30,7 @@ from dedup_store.core.keyfilter import KeyFilter
 from dedup_store.core.keyindex import HashedKeys, LevelKeys, key_index
 from dedup_store.core.mixing import hashint8
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import checkpoint, ddl, settled_filter, tier_rows, write
+from dedup_store.db import checkpoint, ddl, locks, settled_filter, tier_rows, write
 from dedup_store.db.encoding import BAND, SAMPLE, int4_array
 from dedup_store.db.lookup import Found, KeyGroup, Reach, key_groups
 from dedup_store.db.names import qualified, quote
@@ -439,7 +439,7 @@ def begin(
     rows frozen (:attr:`LoadedKeys.frozen`); in a caller's transaction it does not, as the
     caller may hold a cursor open, which rules a frozen COPY out.
     """
-    write.lock_writers(conn, schema)
+    locks.lock_store(conn, schema)
     s = qualified(schema)
     # every table the load changes the indexes or files of, taken together before anything
     # else: the load does not hold some of them through its work while it waits for another
@@ -496,7 +496,8 @@ def build_key_indexes(
     the server builds the indexes), else the stored one with the recent tier's keys added, if
     it has room for them, else it is read from the table.
 
-    Run in the transaction of ``conn``, holding the writers' lock; until it commits, readers
+    Run in the transaction of ``conn``, holding the store's lock exclusively; until it
+    commits, readers
     of the store wait for it.
     """
     drop_key_indexes(conn, schema, params)
@@ -522,7 +523,7 @@ def settle(conn: Connection, schema: str, params: FingerprintParams) -> dict[str
         ``settled_through`` (the largest settled id), ``moved`` (documents that were in the
         recent tier), ``seconds`` (the index builds).
     """
-    write.lock_writers(conn, schema)
+    locks.lock_store(conn, schema)
     lock_tables(conn, schema, tuple(ddl.TIER_TABLES.values()))
     before = ddl.settled_through(conn, schema)
     moved = conn.execute(

@@ -3,7 +3,8 @@
 Given a URL or an Engine, the store runs each operation in its own transaction and retries it on
 serialization failures and deadlocks. Given a Connection, it runs inside the caller's transaction
 (in a SAVEPOINT, so a failed call leaves none of its rows behind) and never commits or rolls back
-the caller's transaction.
+the caller's transaction; a deadlock or serialization failure there reaches the caller as a
+:class:`~dedup_store.errors.ConflictError`, to run its transaction again.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, exc, text
 
 from dedup_store.config import normalize_url, redact
 from dedup_store.db.names import validate_schema
-from dedup_store.errors import DatabaseError, UnsupportedServerError
+from dedup_store.errors import ConflictError, DatabaseError, UnsupportedServerError
 
 Bind = str | Engine | Connection
 T = TypeVar("T")
@@ -51,7 +52,14 @@ class Database:
         if isinstance(bind, str):
             try:
                 sized = {} if pool_size is None else {"pool_size": pool_size}
-                self.engine = create_engine(normalize_url(bind), pool_pre_ping=True, **sized)
+                # writers rely on each statement seeing what committed before it
+                # (dedup_store.db.locks), whatever the server's default isolation level
+                self.engine = create_engine(
+                    normalize_url(bind),
+                    pool_pre_ping=True,
+                    isolation_level="READ COMMITTED",
+                    **sized,
+                )
                 # reads get their own pool of autocommit connections: no BEGIN/COMMIT, no
                 # isolation switch and no ping per call (a read retries once instead); an
                 # ingest reads on three at once (stored ids, the settled tier's two halves)
@@ -116,9 +124,21 @@ class Database:
             self._server_checked = True
 
     def error(self, e: BaseException) -> DatabaseError:
-        """``e`` as a :class:`DatabaseError` naming the database (without its password)."""
-        error = DatabaseError(f"database {self.url_for_messages}: {_first_line(e)}")
-        error.sqlstate = _sqlstate(e)
+        """``e`` as a :class:`DatabaseError` naming the database (without its password): a
+        :class:`ConflictError` for a deadlock or a serialization failure."""
+        sqlstate = _sqlstate(e)
+        message = f"database {self.url_for_messages}: {_first_line(e)}"
+        error: DatabaseError
+        if sqlstate in _RETRY_SQLSTATES:
+            again = (
+                "roll the caller's transaction back and run it again"
+                if self.connection is not None
+                else f"it failed {MAX_ATTEMPTS} times: run it again"
+            )
+            error = ConflictError(f"{message} (concurrent writers conflicted; {again})")
+        else:
+            error = DatabaseError(message)
+        error.sqlstate = sqlstate
         return error
 
     def read(self, work: Callable[[Connection], T]) -> T:

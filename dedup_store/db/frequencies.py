@@ -8,7 +8,8 @@ A store whose ``simhash_weights`` is ``tfidf`` or ``tfidf-length`` keeps, in SQL
 - ``document_features``: each document's distinct features, so that deleting it takes its
   counts back.
 
-A batch reads the frequencies of its features under the writers' lock (:func:`read`), is
+A batch reads the frequencies of its features under the store's lock, exclusive (:func:`read`;
+:mod:`dedup_store.db.locks`), is
 weighed with them plus its own counts (:func:`dedup_store.core.fingerprint.reweighted`), and
 adds its counts in one statement (:func:`add`); a delete takes them back in one statement
 (:func:`remove`). Stores with ``count`` weights leave the tables empty.

@@ -273,7 +273,8 @@ def promote(
 ) -> Promotion:
     """Make keys hot: record them and write the secondary keys of their stored documents.
 
-    Keys already hot are left as they are. Call it holding the writers' lock. A bulk load
+    Keys already hot are left as they are. Call it holding the store's lock: exclusively, or
+    shared with the locks of ``keys`` (:mod:`dedup_store.db.locks`). A bulk load
     (``stored`` in memory) keeps the new rows in memory and returns them, to be written with
     the batch (:func:`record_hot`, :func:`write_secondary`); otherwise they are written now.
     """

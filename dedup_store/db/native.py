@@ -4,9 +4,10 @@ The single-document statements of ``check`` and ``add`` are several kilobytes lo
 SQLAlchemy's ``:name`` parameters, psycopg parses such a statement again on every call (it
 caches its parsing for short statements only); converted once to ``$n`` placeholders and sent
 through a :class:`psycopg.RawCursor`, it is passed as it is, and prepared by the server after a
-few calls. :func:`locked_statement` also sends the writers' lock, the statement and the commit
-in one pipeline, so the lock is held for the server's work only, not while the client waits for
-a CPU between round trips.
+few calls. :func:`locked_statement` also sends the writers' locks
+(:func:`~dedup_store.db.locks.lock_statement`), the statement and the commit in one pipeline,
+so the locks are held for the server's work only, not while the client waits for a CPU between
+round trips.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import psycopg
 
 #: A ``:name`` bind parameter (not the ``::`` of a cast).
 _BIND = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
-_LOCK = "SELECT pg_advisory_xact_lock(hashtext($1))"
 
 
 @lru_cache(maxsize=64)
@@ -47,18 +47,23 @@ def fetch_all(
 
 
 def locked_statement(
-    raw: psycopg.Connection[Any], lock_name: str, statement: str, parameters: Mapping[str, Any]
+    raw: psycopg.Connection[Any],
+    lock: tuple[str, Mapping[str, Any]],
+    statement: str,
+    parameters: Mapping[str, Any],
 ) -> list[Sequence[Any]]:
-    """In one transaction and one round trip: take the writers' lock, run ``statement``, commit.
+    """In one READ COMMITTED transaction and one round trip: run the ``lock`` statement (with
+    its parameters), run ``statement``, commit.
 
     ``raw`` must be in autocommit mode (outside a transaction).
     """
     query, names = positional(statement)
+    lock_query, lock_names = positional(lock[0])
     with psycopg.RawCursor(raw) as control, psycopg.RawCursor(raw) as cur:
         try:
             with raw.pipeline():
-                control.execute("BEGIN")
-                control.execute(_LOCK, [lock_name])
+                control.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+                control.execute(lock_query, [lock[1][name] for name in lock_names])
                 cur.execute(query, [parameters[name] for name in names])
                 control.execute("COMMIT")
         except BaseException:

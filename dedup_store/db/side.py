@@ -1,7 +1,9 @@
 """Lookups of the settled tier of the key indexes on connections of their own.
 
-While a batch holds the writers' lock and has written nothing yet in its transaction, the
-settled tier (:mod:`dedup_store.db.ddl`) changes for nobody until the batch commits: another
+While a batch holds the store's lock (:mod:`dedup_store.db.locks`: settling and bulk loads,
+which rewrite the settled tier, hold it exclusively) and has written nothing yet in its
+transaction, the settled tier (:mod:`dedup_store.db.ddl`) changes for nobody until the batch
+commits: another
 connection reads it as the batch's would. :class:`SideIndexedKeys` then looks it up on
 :class:`SideReader` connections, half of the slots and half of the excerpt keys (which have one
 tier) each, while the writer's connection looks up the recent tier and the hot keys,
@@ -63,7 +65,7 @@ class SideReader:
 
 class SideIndexedKeys(IndexedKeys):
     """:class:`~dedup_store.db.stored.IndexedKeys` that looks up the settled tier on the
-    connections of ``side``: for batches written under the writers' lock that delete nothing
+    connections of ``side``: for batches written under the store's lock that delete nothing
     before their lookups. It asks the settled tier only for the keys its filter may hold
     (:class:`~dedup_store.db.settled_filter.SettledFilter`).
 

@@ -1,20 +1,29 @@
 """One new document written in one statement: the lookup of ``check``, then every write.
 
 Adding a single document through the batch path costs a dozen round trips (candidate lookup,
-two COPYs, edges, cluster sizes, relabelling). Here the writers' lock is taken, then one
-statement finds and scores the document's matches exactly as ``check`` does (which is what the
-batch path computes for one document), inserts the document, its ``recent_keys`` row, its
-sample keys and its edges, and
-merges the clusters its merging matches join (:func:`~dedup_store.db.scoring.merging_methods`):
-it takes the cluster of the largest such cluster (ties: the oldest label) and moves the members
-of the others into it, as :func:`~dedup_store.core.clustering.merge_labels` does.
+two COPYs, edges, cluster sizes, relabelling). Here the store's lock is taken (with the
+document's key locks: :mod:`dedup_store.db.locks`), then one statement finds and scores the
+document's matches exactly as ``check`` does (which is what the batch path computes for one
+document), inserts the document, its ``recent_keys`` row, its sample keys and its edges, and
+joins the cluster its merging matches are in (:func:`~dedup_store.db.scoring.merging_methods`).
+
+Under the store's shared lock it joins one existing cluster by itself: it takes that label's
+lock shared, then reads its partners' labels again through row locks (``FOR SHARE`` reads the
+newest version of a row, whatever the statement's snapshot). When they join several clusters,
+or the label moved before its lock was granted, it writes nothing and says so (``merge``), with
+the labels it met; :func:`run` sends it again after the locks of those labels, taken
+exclusively before its snapshot (so it sees every member, and nobody moves them meanwhile).
+Holding the locks of all the labels it meets (``locked``), or the store's lock exclusively (an
+add of too many keys), it merges the clusters: it takes the cluster of the largest such cluster
+(ties: the oldest label) and moves the members of the others into it, as
+:func:`~dedup_store.core.clustering.merge_labels` does.
 
 An exact copy of a stored document (the first of its exact group) is linked to that document
 alone, records it in ``exact_of`` and gets no sample keys and no ``recent_keys`` row (its band
 and block keys are kept in its ``documents`` row).
 
-The statement's snapshot is taken after the lock is granted, so it sees every batch committed
-before, like the batch path.
+The statement's snapshot is taken after the locks are granted, so it sees every add committed
+before that could match the document, like the batch path.
 
 A document that makes a band or block key hot (its ``hot_key_limit``-th stored document is
 there already) is not inserted: the statement reports it, the caller makes the keys hot
@@ -34,11 +43,13 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, TextClause, text
 
-from dedup_store.core.arrays import U32
+from dedup_store.core.arrays import I64, U32
 from dedup_store.core.fingerprint import Fingerprint
-from dedup_store.db import hot
+from dedup_store.db import hot, locks, native
 from dedup_store.db.ddl import RECENT, TIER_TABLES, key_column
 from dedup_store.db.encoding import array_literal
+from dedup_store.db.engine import Database
+from dedup_store.db.locks import label_seed
 from dedup_store.db.names import qualified, quote
 from dedup_store.db.scoring import (
     fingerprint_parameters,
@@ -63,6 +74,9 @@ class SingleOutcome:
             owns hot keys whose secondary keys were not sent.
         judged: nothing was written: a reviewer's verdict names the document, which the
             batch path writes (it applies verdicts to the clusters).
+        merge: nothing was written: under the store's shared lock, the document joins several
+            clusters whose labels' locks were not held, or the label of the one it joins moved
+            before its lock was granted; ``matches`` name the labels to lock (:func:`run`).
         touched: ``(kind, slot)`` of the hot keys it owns whose secondary keys were not sent.
     """
 
@@ -72,6 +86,7 @@ class SingleOutcome:
     matches: list[MatchRow]
     rekey: bool = False
     judged: bool = False
+    merge: bool = False
     touched: list[tuple[int, int]] = dataclasses.field(default_factory=list)
 
 
@@ -110,15 +125,44 @@ def _statement(
                            UNION ALL SELECT * FROM touched) p
             WHERE NOT EXISTS (SELECT 1 FROM known) AND NOT EXISTS (SELECT 1 FROM first) LIMIT 1
         ),
-        new_id AS (
-            SELECT nextval(CAST(:seq AS regclass)) AS id
-            WHERE NOT EXISTS (SELECT 1 FROM known) AND NOT EXISTS (SELECT 1 FROM pending)
-              AND NOT EXISTS (SELECT 1 FROM judged)
+        proceed AS MATERIALIZED (
+            SELECT 1 AS go WHERE NOT EXISTS (SELECT 1 FROM known)
+              AND NOT EXISTS (SELECT 1 FROM pending) AND NOT EXISTS (SELECT 1 FROM judged)
         ),
         matched AS MATERIALIZED (
             SELECT * FROM ({matches}) m
-            WHERE EXISTS (SELECT 1 FROM new_id)
+            WHERE EXISTS (SELECT 1 FROM proceed)
               AND (m.a IN (SELECT id FROM first) OR NOT EXISTS (SELECT 1 FROM first))
+        ),
+        labels AS MATERIALIZED (
+            SELECT DISTINCT cluster_id FROM matched
+            WHERE method = ANY(CAST(:merging AS text[]))
+        ),
+        held AS MATERIALIZED (
+            SELECT :exclusive OR NOT EXISTS (
+                SELECT 1 FROM labels WHERE cluster_id <> ALL(CAST(:locked AS bigint[]))
+            ) AS free
+        ),
+        joined AS MATERIALIZED (
+            SELECT count(pg_advisory_xact_lock_shared(
+                       hashint8extended(cluster_id, CAST(:label_seed AS bigint)))) AS n
+            FROM labels WHERE NOT (SELECT free FROM held) AND (SELECT count(*) FROM labels) = 1
+        ),
+        fresh AS MATERIALIZED (
+            SELECT d.cluster_id FROM {s}.documents d
+            WHERE d.id IN (SELECT a FROM matched WHERE method = ANY(CAST(:merging AS text[])))
+              AND (SELECT n FROM joined) = 1
+            FOR SHARE OF d
+        ),
+        blocked AS MATERIALIZED (
+            SELECT 1 WHERE NOT (SELECT free FROM held) AND (
+                (SELECT count(*) FROM labels) > 1
+                OR EXISTS (SELECT 1 FROM fresh f
+                           WHERE f.cluster_id NOT IN (SELECT cluster_id FROM labels)))
+        ),
+        new_id AS (
+            SELECT nextval(CAST(:seq AS regclass)) AS id
+            WHERE EXISTS (SELECT 1 FROM proceed) AND NOT EXISTS (SELECT 1 FROM blocked)
         ),
         sizes AS MATERIALIZED (
             SELECT d.cluster_id, count(*) AS size FROM {s}.documents d
@@ -166,11 +210,13 @@ def _statement(
         moved AS (
             UPDATE {s}.documents d SET cluster_id = k.label FROM keeper k
             WHERE d.cluster_id IN (SELECT cluster_id FROM sizes) AND d.cluster_id <> k.label
+              AND EXISTS (SELECT 1 FROM new_id)
         )
         SELECT coalesce((SELECT id FROM new_id), (SELECT id FROM known)),
                EXISTS (SELECT 1 FROM new_id),
                coalesce((SELECT label FROM keeper), (SELECT cluster_id FROM known)),
-               (SELECT 'judged'::text FROM judged),
+               coalesce((SELECT 'judged'::text FROM judged),
+                        (SELECT 'merge'::text FROM blocked)),
                NULL, NULL, NULL, NULL, NULL, NULL::float8, NULL::float8
         UNION ALL
         SELECT m.a, NULL, NULL, m.external_id, m.cluster_id, m.method, m.jaccard,
@@ -184,8 +230,58 @@ def _statement(
     """)
 
 
+#: Rounds of :func:`run` for a document whose clusters keep moving, before the batch path.
+MERGE_ROUNDS = 4
+
+
+def run(
+    db: Database, schema: str, statement: str, parameters: dict[str, Any], keys: I64
+) -> SingleOutcome:
+    """Run the statement of :func:`add_statement` holding the store's lock: shared with the
+    document's ``keys`` (unless the statement is the exclusive one), and the locks of the
+    cluster labels it merges (a round for each set of labels it reports, at most
+    :data:`MERGE_ROUNDS`: ``merge`` then stays, for the batch path). Each round is one
+    pipelined round trip on the store's own engine."""
+    labels: set[int] = set()
+    held = None if parameters["exclusive"] else keys
+    result = SingleOutcome(0, False, 0, [], merge=True)
+    for _ in range(MERGE_ROUNDS):
+        locked = sorted(labels)
+        with_labels = {**parameters, "locked": array_literal(locked)}
+        result = outcome(_rows(db, schema, statement, with_labels, held, locked))
+        if not result.merge:
+            return result
+        labels |= {m.cluster_id for m in result.matches if m.method in parameters["merging"]}
+    return result
+
+
+def _rows(
+    db: Database,
+    schema: str,
+    statement: str,
+    parameters: dict[str, Any],
+    keys: I64 | None,
+    labels: list[int],
+) -> list[Any]:
+    """The rows of ``statement`` in a transaction of its own holding the locks
+    (:func:`~dedup_store.db.locks.lock_statement`), or in the caller's."""
+    lock, lock_parameters, _ = locks.lock_statement(schema, keys, labels)
+    rows = db.native(
+        lambda raw: native.locked_statement(raw, (lock, lock_parameters), statement, parameters)
+    )
+    if rows is None:  # inside a caller's transaction
+
+        def work(conn: Connection) -> list[Any]:
+            shared = locks.lock_store(conn, schema, keys, labels)
+            return list(conn.execute(text(statement), {**parameters, "exclusive": not shared}))
+
+        rows = db.run(work)
+    return list(rows)
+
+
 def promote_pending(conn: Connection, schema: str, fp: Fingerprint) -> None:
-    """Make hot the keys of ``fp`` that adding it makes hot (holding the writers' lock)."""
+    """Make hot the keys of ``fp`` that adding it makes hot (holding the store's lock,
+    exclusive)."""
     params = fp.params
     counts = hot.secondary_counts(params)
     lookups = found_sql(schema, len(fp.band_keys), len(fp.block_keys), params.hot_key_limit, counts)
@@ -207,11 +303,13 @@ def add_statement(
     language: str,
     meta_signature: U32 | None = None,
     slots: Iterable[tuple[int, int]] | None = (),
+    exclusive: bool = False,
 ) -> tuple[str, dict[str, Any]]:
     """The statement that inserts one document, with its ``:name`` parameters.
 
-    Run it holding the writers' lock (:func:`~dedup_store.db.native.locked_statement`, or
-    :func:`~dedup_store.db.write.lock_writers` first) and read its rows with :func:`outcome`.
+    Run it holding the store's lock (:func:`~dedup_store.db.native.locked_statement`, or
+    :func:`~dedup_store.db.locks.lock_store` first): ``exclusive`` says in which mode; in the
+    shared one, the document's key locks too. Read its rows with :func:`outcome`.
     ``meta`` must be JSON-serializable (validated by the caller); ``meta_signature`` is the
     signature of its metadata set (``None``: none), and ``fp`` then has its exact key
     (:func:`~dedup_store.core.metadata.exact_key`). The secondary keys of the ``(kind, slot)``
@@ -230,6 +328,9 @@ def add_statement(
         "meta": None if meta is None else json.dumps(meta, ensure_ascii=False),
         "body": body,
         "merging": sorted(merging_methods(fp.params)),
+        "exclusive": exclusive,
+        "label_seed": label_seed(schema),
+        "locked": "{}",
     }
     return statement.text, parameters
 
@@ -239,6 +340,9 @@ def outcome(rows: Sequence[Sequence[Any]]) -> SingleOutcome:
     head, *found = rows
     if head[0] is None and head[3] == "judged":
         return SingleOutcome(0, False, 0, [], judged=True)
+    if head[0] is None and head[3] == "merge":
+        matches = [MatchRow(*row[:1], *row[3:]) for row in found if row[0] != -1]
+        return SingleOutcome(0, False, 0, matches, merge=True)
     if head[0] is None:  # neither inserted nor known: keys to make hot first
         touched = [(int(row[8]), int(row[2])) for row in found if row[0] == -1]
         return SingleOutcome(0, False, 0, [], rekey=True, touched=touched)

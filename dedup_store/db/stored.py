@@ -114,8 +114,8 @@ class StoredKeys(Protocol):
     (:data:`INDEXED`) or, during a bulk load, memory (:class:`dedup_store.db.bulk.LoadedKeys`).
 
     Attributes:
-        bulk_load: a bulk load answers: it holds the writers' lock for its whole transaction
-            already, and refreshes the planner's statistics once, at its end.
+        bulk_load: a bulk load answers: it holds the store's lock exclusively for its whole
+            transaction already, and refreshes the planner's statistics once, at its end.
     """
 
     bulk_load: bool

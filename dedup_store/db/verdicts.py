@@ -5,7 +5,8 @@ stays in force when either document is deleted and added again or updated. Clust
 the connected components of the merging edges, less the pairs judged ``not_duplicate``, plus the
 pairs judged ``duplicate``: :func:`recluster` computes them for a set of clusters, and every
 write calls :func:`apply_to_new` for the documents it adds (nothing to do unless a verdict names
-one of them). Callers hold the writers' lock.
+one of them). Callers hold the store's lock: exclusively, but for :func:`apply_to_new` (an add
+holds it shared, and locks the labels it reclusters).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from dedup_store.core.clustering import components
+from dedup_store.db import locks
 from dedup_store.db.names import qualified
 
 DUPLICATE, NOT_DUPLICATE = "duplicate", "not_duplicate"
@@ -103,10 +105,28 @@ def cluster_labels(conn: Connection, schema: str, external_ids: Iterable[str]) -
     return set(labels)
 
 
-def apply_to_new(conn: Connection, schema: str, new_ids: Sequence[int]) -> set[int]:
+def partners(conn: Connection, schema: str, external_ids: Sequence[str]) -> list[str]:
+    """The external ids that verdicts pair with any of ``external_ids``."""
+    rows = conn.execute(
+        text(
+            f"SELECT b FROM {qualified(schema, 'verdicts')} WHERE a = ANY(:e) "
+            f"UNION SELECT a FROM {qualified(schema, 'verdicts')} WHERE b = ANY(:e)"
+        ),
+        {"e": list(external_ids)},
+    ).scalars()
+    return list(rows)
+
+
+def apply_to_new(
+    conn: Connection, schema: str, new_ids: Sequence[int], shared: bool = False
+) -> set[int]:
     """Bring the clusters of documents just added in line with the verdicts that name them
     (a new document's merging edge to a vetoed partner merged their clusters; a confirmed
-    partner is joined); returns the clusters recomputed."""
+    partner is joined); returns the clusters recomputed.
+
+    Holding the store's lock ``shared``, the labels of those clusters are locked first
+    (:func:`~dedup_store.db.locks.lock_labels`), as concurrent adds may move their members.
+    """
     if not len(new_ids):
         return set()
     s = qualified(schema)
@@ -115,19 +135,23 @@ def apply_to_new(conn: Connection, schema: str, new_ids: Sequence[int]) -> set[i
         bounds: dict[str, Any] = {"lo": new_ids.start, "hi": new_ids.stop}
     else:
         where, bounds = "id = ANY(:ids)", {"ids": list(new_ids)}
-    labels = conn.execute(
-        text(f"""
+    statement = text(f"""
         WITH new AS (SELECT external_id FROM {s}.documents WHERE {where}),
         named AS (
             SELECT v.a, v.b FROM new JOIN {s}.verdicts v ON v.a = new.external_id
             UNION SELECT v.a, v.b FROM new JOIN {s}.verdicts v ON v.b = new.external_id
         )
-        SELECT DISTINCT d.cluster_id FROM named
+        SELECT DISTINCT d.id, d.cluster_id FROM named
         JOIN {s}.documents d ON d.external_id IN (named.a, named.b)
-        """),
-        bounds,
-    ).scalars()
-    found = set(labels)
+        """)
+
+    def read() -> dict[int, int]:
+        return {int(row[0]): int(row[1]) for row in conn.execute(statement, bounds)}
+
+    labels = read()
+    if shared and labels:
+        labels = locks.lock_labels(conn, schema, read, labels)
+    found = set(labels.values())
     if found:
         recluster(conn, schema, found)
     return found

@@ -1,8 +1,9 @@
 """Writes: a whole batch of documents in a handful of set-based statements.
 
-Per batch (:func:`dedup_store.pipeline.write_batch`): lock out other writers of the store (so
-every batch sees all batches committed before it, and concurrent writers end with the clusters a
-sequential run gives), allocate ids, COPY the documents with their keys, and merge the clusters
+Per batch (:func:`dedup_store.pipeline.write_batch`): take the store's lock and the batch's key
+locks (:mod:`dedup_store.db.locks`: every batch sees all adds committed before it that could
+match its documents, and concurrent writers end with the clusters a sequential run gives),
+allocate ids, COPY the documents with their keys, and merge the clusters
 the new edges (:func:`dedup_store.db.scoring.store_edges`) join. Deletes split clusters again.
 """
 
@@ -22,7 +23,7 @@ from dedup_store.core.clustering import merge_labels
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.metadata import MetaSignatures
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import bulk_copy, ddl, frequencies, hot, tier_rows, verdicts
+from dedup_store.db import bulk_copy, ddl, frequencies, hot, locks, tier_rows, verdicts
 from dedup_store.db.encoding import sample_columns, top32
 from dedup_store.db.names import qualified, quote
 from dedup_store.db.scoring import merging_methods
@@ -48,24 +49,21 @@ DOCUMENT_COLUMNS = (
 )  # fmt: skip
 
 
-def lock_name(schema: str) -> str:
-    """The name of the advisory lock that serializes the writers of the store in ``schema``."""
-    return f"dedup:{schema}"
+def allocate_ids(conn: Connection, schema: str, count: int, shared: bool = False) -> I64:
+    """``count`` new document ids, ascending (so "older" means "smaller id").
 
-
-def lock_writers(conn: Connection, schema: str) -> None:
-    """Serialize writers of this store until the transaction ends."""
-    conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:name))"), {"name": lock_name(schema)})
-
-
-def allocate_ids(conn: Connection, schema: str, count: int) -> I64:
-    """``count`` consecutive new document ids (so "older" means "smaller id").
-
-    Only writers draw ids, and only while they hold the writers' lock, so moving the sequence
-    past the whole range at once leaves nobody else a number inside it.
+    Holding the store's lock exclusively (``shared`` false) nobody else draws ids, so the ids
+    are consecutive: the sequence moves past the whole range at once. Under the shared lock,
+    other adds draw ids meanwhile, so each id is drawn on its own.
     """
     if count == 0:
         return np.empty(0, dtype=np.int64)
+    if shared:
+        drawn = conn.execute(
+            text("SELECT nextval(CAST(:seq AS regclass)) FROM generate_series(1, :n)"),
+            {"seq": qualified(schema, "document_ids"), "n": count},
+        ).scalars()
+        return np.sort(np.fromiter(drawn, dtype=np.int64, count=count))
     last = conn.execute(
         text("SELECT setval(CAST(:seq AS regclass), nextval(CAST(:seq AS regclass)) + :n - 1)"),
         {"seq": qualified(schema, "document_ids"), "n": count},
@@ -85,7 +83,7 @@ def next_id(conn: Connection, schema: str) -> int:
 def catch_up_ids(conn: Connection, schema: str) -> None:
     """Move the id sequence past the largest stored id: a bulk load draws its ids in memory
     (:meth:`dedup_store.db.bulk.LoadedKeys.allocate`) and calls this before it commits, holding
-    the writers' lock."""
+    the store's lock exclusively."""
     conn.execute(
         text(
             "SELECT setval(CAST(:seq AS regclass), m.id) "
@@ -301,14 +299,28 @@ def _meta_fields(meta: MetaSignatures, rows: I64) -> list[bytes]:
 
 
 def merge_clusters(
-    conn: Connection, schema: str, edges: Sequence[MatchRow], params: FingerprintParams
+    conn: Connection,
+    schema: str,
+    edges: Sequence[MatchRow],
+    params: FingerprintParams,
+    shared: bool = False,
 ) -> dict[int, int]:
-    """Merge the clusters joined by new edges of merging methods; returns ``{old: new label}``."""
+    """Merge the clusters joined by new edges of merging methods; returns ``{old: new label}``.
+
+    Holding the store's lock ``shared``, concurrent adds may move the clusters' members: their
+    labels are locked and read again first (:func:`~dedup_store.db.locks.lock_labels`).
+    """
     merging = merging_methods(params)
     pairs = [(e.doc_id, e.new_id) for e in edges if e.method in merging and e.new_id is not None]
     if not pairs:
         return {}
     label_of = {e.doc_id: e.cluster_id for e in edges if e.method in merging}
+    if shared:
+        older = {a: label for a, label in label_of.items() if a not in {b for _, b in pairs}}
+        ids = sorted(older)
+        label_of.update(
+            locks.lock_labels(conn, schema, lambda: labels_of(conn, schema, ids), older)
+        )
     label_of.update({b: b for _, b in pairs})
     labels = sorted(set(label_of.values()))
     sizes = conn.execute(
@@ -322,6 +334,15 @@ def merge_clusters(
     mapping = merge_labels(pairs, label_of, size_of)
     relabel(conn, schema, mapping)
     return mapping
+
+
+def labels_of(conn: Connection, schema: str, doc_ids: Sequence[int]) -> dict[int, int]:
+    """``{id: cluster label}`` of the stored documents ``doc_ids``."""
+    rows = conn.execute(
+        text(f"SELECT id, cluster_id FROM {qualified(schema, 'documents')} WHERE id = ANY(:ids)"),
+        {"ids": list(doc_ids)},
+    )
+    return {int(row[0]): int(row[1]) for row in rows}
 
 
 def refresh_statistics(

@@ -79,9 +79,10 @@ class GuardedAdds:
     own, on a connection of the server's, through a store bound to that connection (which
     works inside its caller's transaction), and is rolled back on a duplicate.
 
-    The add and the decision to keep it are one transaction: under the store's writers' lock
-    no other writer commits in between, so a document answered 409 is not stored and one
-    answered 201 was no exact or near duplicate when it was stored. Connections with their
+    The add and the decision to keep it are one transaction: it holds the locks of the
+    document's keys (:mod:`dedup_store.db.locks`) until it ends, so no add that could match
+    the document commits in between, a document answered 409 is not stored and one answered
+    201 was no exact or near duplicate when it was stored. Connections with their
     stores are kept for the next call, one per thread at most.
     """
 

@@ -1,6 +1,7 @@
 """A whole load with Spark: fingerprint, group keys, verify, label clusters, COPY.
 
-The driver holds the store's writers' lock for the whole load (so no other writer interleaves),
+The driver holds the store's lock exclusively for the whole load (so no other writer
+interleaves),
 allocates the ids from the store's sequence, reads what the store already holds on the
 executors (one query per key kind and id range), and relabels the stored clusters the load
 merges. The executors fingerprint, pair, score and write: each writing partition COPYs its rows
@@ -30,9 +31,10 @@ from dedup_store.core.clustering import components
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.validation import DEFAULT_MAX_BYTES
 from dedup_store.db import ddl, reports, verdicts
+from dedup_store.db.locks import lock_store
 from dedup_store.db.names import qualified
 from dedup_store.db.scoring import merging_methods
-from dedup_store.db.write import allocate_ids, lock_writers, relabel
+from dedup_store.db.write import allocate_ids, relabel
 from dedup_store.errors import (
     DedupStoreError,
     EmptyDocumentError,
@@ -354,11 +356,11 @@ def _load(
     staging: Staging | None = None
     try:
         with engine.begin() as conn:
-            lock_writers(conn, schema)  # so that no other load's staging tables are dropped
+            lock_store(conn, schema)  # so that no other load's staging tables are dropped
             clean(conn, schema)
             staging = Staging.create(conn, schema)
         with engine.connect() as conn, conn.begin():
-            lock_writers(conn, schema)
+            lock_store(conn, schema)
             last = int(
                 conn.execute(text(f"SELECT coalesce(max(id), 0) FROM {s}.documents")).scalar_one()
             )

@@ -79,9 +79,9 @@ def clean(conn: Connection, schema: str) -> int:
 
 def publish(conn: Connection, staging: Staging, params: FingerprintParams) -> dict[str, float]:
     """Move the staged rows into the store in the transaction of ``conn`` (which holds the
-    writers' lock): drop the lookup indexes and the foreign keys of ``edges``, insert set-wise,
-    build the indexes and add the keys back, drop the staging tables. Returns the seconds of
-    the index build and of ``ANALYZE``."""
+    store's lock exclusively): drop the lookup indexes and the foreign keys of ``edges``,
+    insert set-wise, build the indexes and add the keys back, drop the staging tables. Returns
+    the seconds of the index build and of ``ANALYZE``."""
     schema = staging.schema
     bulk.drop_lookup_indexes(conn, schema, params)
     ddl.drop_edge_links(conn, schema)

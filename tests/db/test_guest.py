@@ -6,13 +6,14 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from sqlalchemy import Connection, Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
 from dedup_store import DatabaseError, DedupStore, DedupStoreError, InvalidNameError
-from dedup_store.db import migrate, write
+from dedup_store.db import locks, migrate
 from tests.conftest import SqlRecorder
 
 TEXT = "The quarterly report shows revenue rising in every region the company serves today."
@@ -209,8 +210,8 @@ def test_readers_never_wait_on_a_writer(engine: Engine, database_url: str, schem
         store.add("a", TEXT)
     writer = engine.connect()
     writer.begin()
-    # the lock a writing batch holds until it commits
-    writer.execute(text("SELECT pg_advisory_xact_lock(hashtext(:n))"), {"n": f"dedup:{schema}"})
+    # the store's lock, exclusive, as a delete or a bulk load holds it until it commits
+    locks.lock_store(writer, schema)
     answers: list[object] = []
 
     def read() -> None:
@@ -240,14 +241,14 @@ def test_batches_are_never_jit_compiled_and_the_hosts_setting_stays(
     seen: list[str] = []
     store = DedupStore(engine, schema=schema)
     with store:
-        original = write.lock_writers
+        original = locks.lock_store
 
-        def lock_and_look(conn: Connection, name: str) -> None:
+        def lock_and_look(conn: Connection, name: str, keys: Any = None) -> bool:
             seen.append(conn.execute(text("SHOW jit")).scalar_one())
-            original(conn, name)
+            return original(conn, name, keys)
 
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(write, "lock_writers", lock_and_look)
+            patch.setattr(locks, "lock_store", lock_and_look)
             store.ingest([("a", "one document of several words"), ("b", "and another one")])
     assert seen == ["off"]
     with engine.connect() as conn:
