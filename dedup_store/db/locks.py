@@ -58,7 +58,7 @@ READ_COMMITTED = ("read committed", "read uncommitted")
 
 #: The store's lock, shared, then the ``keys`` in the order given (ascending), one by one; the
 #: transaction's isolation level. The keys wait for the store's lock (a gating filter).
-SHARED_SQL = """
+_SHARED_CTES = """
     WITH store AS MATERIALIZED (
         SELECT pg_advisory_xact_lock_shared(CAST(:space AS integer), 0) AS held
     ),
@@ -66,20 +66,18 @@ SHARED_SQL = """
         SELECT count(pg_advisory_xact_lock(u.k)) AS n
         FROM unnest(CAST(:keys AS bigint[])) AS u(k)
         WHERE (SELECT count(*) FROM store) = 1
-    )
+    )"""
+SHARED_SQL = (
+    _SHARED_CTES
+    + """
     SELECT current_setting('transaction_isolation'), (SELECT n FROM keyed)
 """
+)
 #: :data:`SHARED_SQL`, then the locks of cluster labels ``:labels``, exclusive, in the order of
 #: their lock keys (:data:`LABELS_SQL`): an add that merges them.
-SHARED_LABELS_SQL = """
-    WITH store AS MATERIALIZED (
-        SELECT pg_advisory_xact_lock_shared(CAST(:space AS integer), 0) AS held
-    ),
-    keyed AS MATERIALIZED (
-        SELECT count(pg_advisory_xact_lock(u.k)) AS n
-        FROM unnest(CAST(:keys AS bigint[])) AS u(k)
-        WHERE (SELECT count(*) FROM store) = 1
-    ),
+SHARED_LABELS_SQL = (
+    _SHARED_CTES
+    + """,
     labeled AS MATERIALIZED (
         SELECT count(pg_advisory_xact_lock(s.k)) AS n FROM (
             SELECT hashint8extended(u.l, CAST(:seed AS bigint)) AS k
@@ -90,6 +88,7 @@ SHARED_LABELS_SQL = """
     )
     SELECT current_setting('transaction_isolation'), (SELECT n FROM labeled)
 """
+)
 #: The store's lock, exclusive; the transaction's isolation level.
 EXCLUSIVE_SQL = """
     SELECT current_setting('transaction_isolation'), count(*)
