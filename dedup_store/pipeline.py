@@ -164,7 +164,7 @@ def lock_batch(conn: Connection, dest: Destination, prepared: PreparedBatch) -> 
     schema = dest.schema
     if prepared.update or dest.params.weighted:
         return locks.lock_store(conn, schema)
-    ids = [d.id for d in prepared.documents if isinstance(d.id, str)]
+    ids = prepared.candidate_ids()  # the records that passed: a bad id is never written
     if not locks.lock_store(conn, schema, locks.batch_keys(schema, prepared.batch, ids)):
         return False
     partners = set(verdicts.partners(conn, schema, ids)) - set(ids)
