@@ -8,13 +8,18 @@ import math
 import operator
 from functools import cached_property, lru_cache, reduce
 from itertools import pairwise
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
-from dedup_store.choices import HtmlMode as HtmlMode
-from dedup_store.choices import Scheme as Scheme
-from dedup_store.choices import SimhashWeights as SimhashWeights
-from dedup_store.choices import VerifyMode as VerifyMode
 from dedup_store.errors import InvalidParamsError, ParamsMismatchError
+
+#: MinHash band schemes.
+Scheme = Literal["threshold", "broder"]
+#: Whether input is HTML.
+HtmlMode = Literal["auto", "always", "never"]
+#: How candidates are scored.
+VerifyMode = Literal["exact", "estimate"]
+#: How the features of a SimHash are weighted.
+SimhashWeights = Literal["count", "tfidf", "tfidf-length"]
 
 BRODER_SUPER_SHINGLES = 6
 #: The format of :meth:`FingerprintParams.to_json` (3 added ``canonical_version``, 4
