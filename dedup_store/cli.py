@@ -25,7 +25,6 @@ import typer
 from typer.core import TyperCommand
 
 from dedup_store import cli_reports, cli_review, cli_serve, config
-from dedup_store.choices import HtmlMode, Scheme, SimhashWeights, VerifyMode
 from dedup_store.cli_app import (
     EXIT_INTERRUPTED,
     ExitOnErrorGroup,
@@ -45,6 +44,7 @@ from dedup_store.cli_render import (
     warn_about_skips,
 )
 from dedup_store.cli_report import report
+from dedup_store.core.params import HtmlMode, Scheme, SimhashWeights, VerifyMode
 from dedup_store.errors import InputFormatError, SparkError
 from dedup_store.inputs import (
     DEFAULT_GLOB,

@@ -2,22 +2,79 @@
 the word-level alignment that shows why two documents match.
 
 Nothing here touches a database.
+
+The public names are loaded when first used, so importing one module of the core (the
+command line imports :mod:`dedup_store.core.params`) does not load numpy.
 """
 
-from dedup_store.core.align import Alignment, Run, align_texts
-from dedup_store.core.canonical import canonical_tokens, canonicalize, html_to_text, looks_like_html
-from dedup_store.core.fingerprint import (
-    FeatureWeights,
-    Fingerprint,
-    FingerprintBatch,
-    fingerprint,
-    fingerprint_batch,
-)
-from dedup_store.core.lsh import band_keys
-from dedup_store.core.minhash import estimate_jaccard, minhash_signatures
-from dedup_store.core.params import FingerprintParams, optimal_bands
-from dedup_store.core.simhash import block_keys, block_masks, hamming, simhash_batch
-from dedup_store.core.validation import DEFAULT_MAX_BYTES, validate_text
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dedup_store.core.align import Alignment, Run, align_texts
+    from dedup_store.core.canonical import (
+        canonical_tokens,
+        canonicalize,
+        html_to_text,
+        looks_like_html,
+    )
+    from dedup_store.core.fingerprint import (
+        FeatureWeights,
+        Fingerprint,
+        FingerprintBatch,
+        fingerprint,
+        fingerprint_batch,
+    )
+    from dedup_store.core.lsh import band_keys
+    from dedup_store.core.minhash import estimate_jaccard, minhash_signatures
+    from dedup_store.core.params import FingerprintParams, optimal_bands
+    from dedup_store.core.simhash import block_keys, block_masks, hamming, simhash_batch
+    from dedup_store.core.validation import DEFAULT_MAX_BYTES, validate_text
+
+_HOMES = {
+    "dedup_store.core.align": (
+        "Alignment",
+        "Run",
+        "align_texts",
+    ),
+    "dedup_store.core.canonical": (
+        "canonical_tokens",
+        "canonicalize",
+        "html_to_text",
+        "looks_like_html",
+    ),
+    "dedup_store.core.fingerprint": (
+        "FeatureWeights",
+        "Fingerprint",
+        "FingerprintBatch",
+        "fingerprint",
+        "fingerprint_batch",
+    ),
+    "dedup_store.core.lsh": ("band_keys",),
+    "dedup_store.core.minhash": (
+        "estimate_jaccard",
+        "minhash_signatures",
+    ),
+    "dedup_store.core.params": (
+        "FingerprintParams",
+        "optimal_bands",
+    ),
+    "dedup_store.core.simhash": (
+        "block_keys",
+        "block_masks",
+        "hamming",
+        "simhash_batch",
+    ),
+    "dedup_store.core.validation": (
+        "DEFAULT_MAX_BYTES",
+        "validate_text",
+    ),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -44,3 +101,31 @@ __all__ = [
     "simhash_batch",
     "validate_text",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from its module on first use (then it is a plain attribute)."""
+    module = _HOME_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+class _Core(types.ModuleType):
+    """The package, whose ``fingerprint`` stays the function once its module is imported."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Importing a submodule binds it to its name in the package; the module
+        # ``fingerprint`` would hide the function of that name.
+        if name == "fingerprint" and isinstance(value, types.ModuleType):
+            value = value.fingerprint
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Core

@@ -5,16 +5,21 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from functools import cached_property, lru_cache
-from typing import Any, get_args
+import operator
+from functools import cached_property, lru_cache, reduce
+from itertools import pairwise
+from typing import Any, Literal, get_args
 
-import numpy as np
-
-from dedup_store.choices import HtmlMode as HtmlMode
-from dedup_store.choices import Scheme as Scheme
-from dedup_store.choices import SimhashWeights as SimhashWeights
-from dedup_store.choices import VerifyMode as VerifyMode
 from dedup_store.errors import InvalidParamsError, ParamsMismatchError
+
+#: MinHash band schemes.
+Scheme = Literal["threshold", "broder"]
+#: Whether input is HTML.
+HtmlMode = Literal["auto", "always", "never"]
+#: How candidates are scored.
+VerifyMode = Literal["exact", "estimate"]
+#: How the features of a SimHash are weighted.
+SimhashWeights = Literal["count", "tfidf", "tfidf-length"]
 
 BRODER_SUPER_SHINGLES = 6
 #: The format of :meth:`FingerprintParams.to_json` (3 added ``canonical_version``, 4
@@ -322,8 +327,66 @@ def _check_choice(p: FingerprintParams, name: str, choices: Any) -> None:
         raise InvalidParamsError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
 
 
-def _area(curve: np.ndarray, xs: np.ndarray) -> float:
-    return float(np.sum((curve[1:] + curve[:-1]) * np.diff(xs)) / 2.0)
+#: Points of each curve that :func:`optimal_bands` integrates.
+_POINTS = 257
+
+
+def _grid(start: float, stop: float) -> list[float]:
+    """``_POINTS`` evenly spaced values from ``start`` to ``stop``, as ``numpy.linspace``."""
+    step = (stop - start) / (_POINTS - 1)
+    return [*(i * step + start for i in range(_POINTS - 1)), stop]
+
+
+def _power(x: float, n: int) -> float:
+    """``x**n``; a square is a product, as numpy takes it."""
+    return x * x if n == 2 else x**n
+
+
+def _sum(values: list[float]) -> float:
+    """The pairwise sum of ``values``, added in the order numpy adds them."""
+    count = len(values)
+    if count < 8:
+        return reduce(operator.add, values, -0.0)
+    if count <= 128:
+        whole = count - count % 8
+        lanes = [reduce(operator.add, values[j:whole:8]) for j in range(8)]
+        total = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + (
+            (lanes[4] + lanes[5]) + (lanes[6] + lanes[7])
+        )
+        return reduce(operator.add, values[whole:], total)
+    half = count // 2
+    half -= half % 8
+    return _sum(values[:half]) + _sum(values[half:])
+
+
+def _area(curve: list[float], widths: list[float]) -> float:
+    """The trapezoid integral of ``curve`` over points ``widths`` apart."""
+    return _sum([(a + b) * w for (a, b), w in zip(pairwise(curve), widths, strict=True)]) / 2.0
+
+
+@lru_cache(maxsize=16)
+def band_error_areas(threshold: float, num_perm: int) -> tuple[tuple[int, int, float, float], ...]:
+    """``(b, r, false-positive area, false-negative area)`` of every ``b`` bands of ``r`` rows.
+
+    Every ``b * r <= num_perm``, in increasing ``b``, then ``r``. Each area is a trapezoid
+    integral over 257 points.
+    """
+    low = _grid(0.0, threshold)
+    high = _grid(threshold, 1.0)
+    low_widths = [b - a for a, b in pairwise(low)]
+    high_widths = [b - a for a, b in pairwise(high)]
+    low_misses: dict[int, list[float]] = {}
+    high_misses: dict[int, list[float]] = {}
+    areas: list[tuple[int, int, float, float]] = []
+    for b in range(1, num_perm + 1):
+        for r in range(1, num_perm // b + 1):
+            if r not in low_misses:
+                low_misses[r] = [1.0 - _power(s, r) for s in low]
+                high_misses[r] = [1.0 - _power(s, r) for s in high]
+            fp = _area([1.0 - _power(m, b) for m in low_misses[r]], low_widths)
+            fn = _area([_power(m, b) for m in high_misses[r]], high_widths)
+            areas.append((b, r, fp, fn))
+    return tuple(areas)
 
 
 @lru_cache(maxsize=64)
@@ -334,14 +397,9 @@ def optimal_bands(threshold: float, num_perm: int, false_negative_weight: float)
     false-positive area is its integral over ``[0, threshold]``, the false-negative area the
     integral of its complement over ``[threshold, 1]`` (as datasketch's MinHashLSH chooses).
     """
-    low = np.linspace(0.0, threshold, 257)
-    high = np.linspace(threshold, 1.0, 257)
     best: tuple[float, int, int] = (math.inf, 0, 0)
-    for b in range(1, num_perm + 1):
-        for r in range(1, num_perm // b + 1):
-            fp = _area(1.0 - (1.0 - low**r) ** b, low)
-            fn = _area((1.0 - high**r) ** b, high)
-            error = fp * (1.0 - false_negative_weight) + fn * false_negative_weight
-            if error < best[0]:
-                best = (error, b, r)
+    for b, r, fp, fn in band_error_areas(threshold, num_perm):
+        error = fp * (1.0 - false_negative_weight) + fn * false_negative_weight
+        if error < best[0]:
+            best = (error, b, r)
     return best[1], best[2]
