@@ -38,9 +38,9 @@ from dedup_store.db import (
     verdicts,
     write,
 )
-from dedup_store.db.engine import Database
 from dedup_store.db.lane import Lane
 from dedup_store.db.lookup import Reach, connection_of
+from dedup_store.db.server.engine import Database
 from dedup_store.db.side import SideIndexedKeys, SideReader
 from dedup_store.db.stored import INDEXED, NewRows, StoredKeys, new_rows
 from dedup_store.errors import DedupStoreError

@@ -7,8 +7,8 @@ from sqlalchemy import Connection
 
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import locks, settings, verdicts
-from dedup_store.db.engine import Database
 from dedup_store.db.explain import stored_pair
+from dedup_store.db.server.engine import Database
 from dedup_store.db.settings import StoreSettings
 from dedup_store.db.stored import find_documents
 from dedup_store.errors import InvalidDocumentError, UnknownDocumentError

@@ -38,9 +38,9 @@ from dedup_store.db import (
 )
 from dedup_store.db.bulk import settle as settle_keys
 from dedup_store.db.ddl import DEFAULT_SCHEMA
-from dedup_store.db.engine import Bind, Database
 from dedup_store.db.names import validate_schema
 from dedup_store.db.scoring import merging_methods
+from dedup_store.db.server.engine import Bind, Database
 from dedup_store.db.settings import StoreSettings, check_rule
 from dedup_store.errors import EmptyDocumentError, OwnerRequiredError, UnknownDocumentError
 from dedup_store.pipeline import Destination, OnBatch, OnProgress

@@ -541,7 +541,7 @@ def settle(conn: Connection, schema: str, params: FingerprintParams) -> dict[str
 
 #: Server settings for the index builds that end a bulk load (for its transaction only). The
 #: parallel workers are the server's own setting (``max_parallel_maintenance_workers``), which
-#: only it can size for its cores (:mod:`~dedup_store.db.tuning`).
+#: only it can size for its cores (:mod:`~dedup_store.db.server.tuning`).
 BUILD_SETTINGS = {"maintenance_work_mem": "1GB"}
 
 

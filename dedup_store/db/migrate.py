@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, text
 
 from dedup_store.db.ddl import DEFAULT_SCHEMA, VERSION_TABLE
-from dedup_store.db.engine import Bind, Database
 from dedup_store.db.names import qualified
+from dedup_store.db.server.engine import Bind, Database
 from dedup_store.errors import ForeignSchemaError, SchemaOutdatedError, StoreNotInitializedError
 
 if TYPE_CHECKING:

@@ -51,7 +51,7 @@ class SideReader:
 
     def submit(self, statement: str, parameters: dict[str, str]) -> Future[list[Any]]:
         """The rows of ``statement``, read by ``read`` (such as
-        :meth:`~dedup_store.db.engine.Database.read`)."""
+        :meth:`~dedup_store.db.server.engine.Database.read`)."""
         return self._thread.submit(
             self._read, lambda conn: list(conn.execute(text(statement), parameters))
         )

@@ -48,7 +48,6 @@ from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.db import hot, locks, native
 from dedup_store.db.ddl import RECENT, TIER_TABLES, key_column
 from dedup_store.db.encoding import array_literal
-from dedup_store.db.engine import Database
 from dedup_store.db.locks import label_seed
 from dedup_store.db.names import qualified, quote
 from dedup_store.db.scoring import (
@@ -58,6 +57,7 @@ from dedup_store.db.scoring import (
     matches_sql,
     merging_methods,
 )
+from dedup_store.db.server.engine import Database
 from dedup_store.results import MatchRow
 
 
