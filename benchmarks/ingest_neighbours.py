@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from dedup_store.core import FingerprintParams
 from dedup_store.core.arrays import I64, U64
 from dedup_store.core.fingerprint import document_block_keys
-from dedup_store.db.names import qualified
+from dedup_store.db.schema.names import qualified
 
 #: Random pairs of documents whose Hamming distance is averaged.
 SPREAD_PAIRS = 100_000

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
-from dedup_store.db.names import validate_schema
+from dedup_store.db.schema.names import validate_schema
 from dedup_store.errors import DatabaseError
 
 if TYPE_CHECKING:
@@ -239,6 +239,7 @@ def schema_name(schema: str | None = None) -> str:
         The schema name.
 
     Raises:
-        InvalidNameError: The name is refused by :func:`dedup_store.db.names.validate_schema`.
+        InvalidNameError: The name is refused by
+            :func:`dedup_store.db.schema.names.validate_schema`.
     """
     return validate_schema(schema or os.environ.get(ENV_SCHEMA, "").strip() or DEFAULT_SCHEMA)

@@ -10,15 +10,20 @@ Rooms:
   - :mod:`~dedup_store.db.server.tuning`: server settings sized from a machine's memory and cores.
   - :mod:`~dedup_store.db.server.backup`: dumps, restores and ``psql`` with matching client tools.
 
+- :mod:`~dedup_store.db.schema`: the structure of a store.
+
+  - :mod:`~dedup_store.db.schema.ddl`: the tables, the per-slot key indexes and the parameters
+    row.
+  - :mod:`~dedup_store.db.schema.migrate`: the Alembic migrations, configured in code
+    (:mod:`dedup_store.db.migrate` keeps the documented path of ``upgrade``).
+  - :mod:`~dedup_store.db.schema.names`: schema names, validated once and quoted everywhere.
+  - :mod:`~dedup_store.db.schema.encoding`: how fingerprints are stored (key kinds, 32-bit forms,
+    array literals).
+
 Modules not yet in a room:
 
 - :mod:`~dedup_store.db.native`: the psycopg fast path of single-document calls (``$n``
   placeholders).
-- :mod:`~dedup_store.db.names`: schema names, validated once and quoted everywhere.
-- :mod:`~dedup_store.db.ddl`: the tables, the per-slot key indexes and the parameters row.
-- :mod:`~dedup_store.db.migrate`: the Alembic migrations, configured in code.
-- :mod:`~dedup_store.db.encoding`: how fingerprints are stored (key kinds, 32-bit forms,
-  array literals).
 - :mod:`~dedup_store.db.settings`: the store's settings that are not fingerprint parameters.
 - :mod:`~dedup_store.db.lookup`: candidate pairs from the stored keys.
 - :mod:`~dedup_store.db.hot`: hot band and block keys, their buckets split by secondary keys.

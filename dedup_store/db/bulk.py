@@ -30,10 +30,11 @@ from dedup_store.core.keyfilter import KeyFilter
 from dedup_store.core.keyindex import HashedKeys, LevelKeys, key_index
 from dedup_store.core.mixing import hashint8
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import checkpoint, ddl, locks, settled_filter, tier_rows, write
-from dedup_store.db.encoding import BAND, SAMPLE, int4_array
+from dedup_store.db import checkpoint, locks, settled_filter, tier_rows, write
 from dedup_store.db.lookup import Found, KeyGroup, Reach, key_groups
-from dedup_store.db.names import qualified, quote
+from dedup_store.db.schema import ddl
+from dedup_store.db.schema.encoding import BAND, SAMPLE, int4_array
+from dedup_store.db.schema.names import qualified, quote
 from dedup_store.db.stored import INDEXED, NewRows
 
 #: Indexes of the store's tables that only key lookups use: dropped for a bulk load.

@@ -31,7 +31,6 @@ from dedup_store.core.fingerprint import Fingerprint, FingerprintBatch
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.simhash import hamming_many
 from dedup_store.db import bulk_copy, lookup
-from dedup_store.db.encoding import BAND, BLOCK, array_literal
 from dedup_store.db.lookup import (
     Candidates,
     KeyGroup,
@@ -40,7 +39,8 @@ from dedup_store.db.lookup import (
     slot_lookup,
     window,
 )
-from dedup_store.db.names import qualified
+from dedup_store.db.schema.encoding import BAND, BLOCK, array_literal
+from dedup_store.db.schema.names import qualified
 from dedup_store.db.stored import INDEXED, StoredKeys
 
 SECONDARY_COLUMNS = ("kind", "slot", "key", "doc_id")

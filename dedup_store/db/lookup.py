@@ -3,9 +3,9 @@
 A first document's band keys and SimHash block keys are a row of the table of its tier,
 ``recent_keys`` or ``settled_keys``, one ``bigint`` column per slot (band ``i``, block
 combination ``i``: ``band_i``, ``block_i``), and every column has its own index
-(:mod:`dedup_store.db.ddl`). A key therefore costs one index entry, and equal keys of different
-slots never meet. Sample keys (the
-excerpt index) vary in number per document and live in ``sample_keys``.
+(:mod:`dedup_store.db.schema.ddl`). A key therefore costs one index entry, and equal keys of
+different slots never meet. Sample keys (the excerpt index) vary in number per document and live
+in ``sample_keys``.
 
 For a batch, one statement looks up every key of every slot (an ``= ANY(keys)`` index scan per
 slot) *before* the batch's rows are written, so it only meets older documents; the keys found
@@ -29,13 +29,13 @@ from sqlalchemy import Connection, text
 from dedup_store.core.arrays import I64, ranges, stable_order
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.mixing import mix64
-from dedup_store.db.ddl import (
+from dedup_store.db.schema.ddl import (
     RECENT,
     SETTLED,
     TIER_TABLES,
     key_column,
 )
-from dedup_store.db.encoding import (
+from dedup_store.db.schema.encoding import (
     BAND,
     BLOCK,
     KEY_COLUMNS,
@@ -43,7 +43,7 @@ from dedup_store.db.encoding import (
     array_literal,
     sample_columns,
 )
-from dedup_store.db.names import qualified, quote
+from dedup_store.db.schema.names import qualified, quote
 
 Reach: TypeAlias = Connection | Callable[[], Connection]
 """A connection, or how to get it when a step turns out to need SQL: a staged bulk load
@@ -444,7 +444,7 @@ def key_lookups(s: str, band_count: int, block_count: int, hot_limit: int) -> li
 
     A sort and a limit per slot cost about a third of the probes again, but one ranking of
     every slot's rows instead is one subtree whose estimate, with the recent tier's table
-    unanalyzed (:data:`~dedup_store.db.ddl.RECENT_STORAGE`), buys a parallel plan: 14 ms
+    unanalyzed (:data:`~dedup_store.db.schema.ddl.RECENT_STORAGE`), buys a parallel plan: 14 ms
     instead of 3.
     """
     branches = []

@@ -10,8 +10,8 @@ from sqlalchemy import Connection, text
 
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import hot, settings
-from dedup_store.db.ddl import settled_through
-from dedup_store.db.names import qualified
+from dedup_store.db.schema.ddl import settled_through
+from dedup_store.db.schema.names import qualified
 from dedup_store.db.scoring import combined_score_sql
 from dedup_store.db.stored import find_documents as find_documents
 from dedup_store.results import Method

@@ -39,20 +39,20 @@ from dedup_store.core.overlap import intersection_sizes
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.simhash import hamming_many
 from dedup_store.db import hot
-from dedup_store.db.encoding import (
-    BAND,
-    BLOCK,
-    array_literal,
-    sparse_excerpt_keys,
-    top32,
-)
 from dedup_store.db.lookup import (
     Candidates,
     Reach,
     key_lookups,
     sample_lookup,
 )
-from dedup_store.db.names import qualified
+from dedup_store.db.schema.encoding import (
+    BAND,
+    BLOCK,
+    array_literal,
+    sparse_excerpt_keys,
+    top32,
+)
+from dedup_store.db.schema.names import qualified
 from dedup_store.db.stored import INDEXED, NewRows, StoredKeys
 from dedup_store.results import MatchRow
 

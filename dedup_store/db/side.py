@@ -2,7 +2,7 @@
 
 While a batch holds the store's lock (:mod:`dedup_store.db.locks`: settling and bulk loads,
 which rewrite the settled tier, hold it exclusively) and has written nothing yet in its
-transaction, the settled tier (:mod:`dedup_store.db.ddl`) changes for nobody until the batch
+transaction, the settled tier (:mod:`dedup_store.db.schema.ddl`) changes for nobody until the batch
 commits: another
 connection reads it as the batch's would. :class:`SideIndexedKeys` then looks it up on
 :class:`SideReader` connections, half of the slots and half of the excerpt keys (which have one
@@ -22,8 +22,6 @@ import numpy.typing as npt
 from sqlalchemy import Connection, text
 
 from dedup_store.core.arrays import I64, U64, grown
-from dedup_store.db.ddl import RECENT, SETTLED, settled_through
-from dedup_store.db.encoding import BAND, SAMPLE
 from dedup_store.db.lookup import (
     Found,
     KeyGroup,
@@ -33,6 +31,8 @@ from dedup_store.db.lookup import (
     found_in,
     lookup_statement,
 )
+from dedup_store.db.schema.ddl import RECENT, SETTLED, settled_through
+from dedup_store.db.schema.encoding import BAND, SAMPLE
 from dedup_store.db.settled_filter import SettledFilter
 from dedup_store.db.stored import IndexedKeys
 

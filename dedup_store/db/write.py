@@ -23,9 +23,10 @@ from dedup_store.core.clustering import merge_labels
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.metadata import MetaSignatures
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import bulk_copy, ddl, frequencies, hot, locks, tier_rows, verdicts
-from dedup_store.db.encoding import sample_columns, top32
-from dedup_store.db.names import qualified, quote
+from dedup_store.db import bulk_copy, frequencies, hot, locks, tier_rows, verdicts
+from dedup_store.db.schema import ddl
+from dedup_store.db.schema.encoding import sample_columns, top32
+from dedup_store.db.schema.names import qualified, quote
 from dedup_store.db.scoring import merging_methods
 from dedup_store.db.stored import NewRows
 from dedup_store.results import MatchRow

@@ -17,8 +17,9 @@ import uuid
 from sqlalchemy import Connection, text
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import bulk, ddl, tier_rows
-from dedup_store.db.names import qualified, quote
+from dedup_store.db import bulk, tier_rows
+from dedup_store.db.schema import ddl
+from dedup_store.db.schema.names import qualified, quote
 from dedup_store.db.write import DOCUMENT_COLUMNS
 
 PREFIX = "spark_load_"

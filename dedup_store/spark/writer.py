@@ -19,7 +19,7 @@ from psycopg import sql
 
 from dedup_store.core.arrays import stable_order
 from dedup_store.db import bulk_copy, tier_rows
-from dedup_store.db.ddl import SETTLED, TIER_TABLES
+from dedup_store.db.schema.ddl import SETTLED, TIER_TABLES
 from dedup_store.db.write import DOCUMENT_COLUMNS
 
 EDGE_COLUMNS = ("a", "b", "method", "jaccard", "containment", "hamming")

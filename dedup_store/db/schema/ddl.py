@@ -43,8 +43,8 @@ from sqlalchemy.schema import AddConstraint
 
 from dedup_store.config import DEFAULT_SCHEMA as DEFAULT_SCHEMA
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.encoding import BAND, BLOCK, KEY_COLUMNS
-from dedup_store.db.names import qualified, quote
+from dedup_store.db.schema.encoding import BAND, BLOCK, KEY_COLUMNS
+from dedup_store.db.schema.names import qualified, quote
 from dedup_store.results import Method
 
 VERSION_TABLE = "alembic_version"
