@@ -24,17 +24,16 @@ from dedup_store.core.validation import DEFAULT_MAX_BYTES, validate_text
 from dedup_store.db import (
     exact_groups,
     frequencies,
-    hot,
     locks,
     native,
     reports,
     scoring,
     settings,
     single,
-    tier_rows,
     write,
 )
 from dedup_store.db.bulk import settle as settle_keys
+from dedup_store.db.candidates import hot, tier_rows
 from dedup_store.db.schema import ddl, migrate
 from dedup_store.db.schema.ddl import DEFAULT_SCHEMA
 from dedup_store.db.schema.names import validate_schema

@@ -20,18 +20,27 @@ Rooms:
   - :mod:`~dedup_store.db.schema.encoding`: how fingerprints are stored (key kinds, 32-bit forms,
     array literals).
 
+- :mod:`~dedup_store.db.candidates`: candidate pairs from the stored keys.
+
+  - :mod:`~dedup_store.db.candidates.lookup`: the lookup of band, block and sample keys, and the
+    pairs inside a batch.
+  - :mod:`~dedup_store.db.candidates.hot`: the main candidate search (``find_candidates``) and hot
+    keys, their buckets split by secondary keys.
+  - :mod:`~dedup_store.db.candidates.side`: lookups of the settled tier on connections of their
+    own.
+  - :mod:`~dedup_store.db.candidates.settled_filter`: the filter of the settled tier's keys.
+  - :mod:`~dedup_store.db.candidates.lane`: a connection whose statements run in order on a
+    thread of its own.
+  - :mod:`~dedup_store.db.candidates.stored`: what a write finds of the documents stored before
+    it (the ``StoredKeys`` protocol).
+  - :mod:`~dedup_store.db.candidates.tier_rows`: the rows of the key tiers' tables.
+
 Modules not yet in a room:
 
 - :mod:`~dedup_store.db.native`: the psycopg fast path of single-document calls (``$n``
   placeholders).
-- :mod:`~dedup_store.db.settings`: the store's settings that are not fingerprint parameters.
-- :mod:`~dedup_store.db.lookup`: candidate pairs from the stored keys.
-- :mod:`~dedup_store.db.hot`: hot band and block keys, their buckets split by secondary keys.
-- :mod:`~dedup_store.db.side`: lookups of the settled tier on connections of their own.
-- :mod:`~dedup_store.db.settled_filter`: the filter of the settled tier's keys.
-- :mod:`~dedup_store.db.lane`: a connection whose statements run in order on a thread of its own.
-- :mod:`~dedup_store.db.stored`: what a write finds of the documents stored before it.
-- :mod:`~dedup_store.db.tier_rows`: the rows of the key tiers' tables.
+- :mod:`~dedup_store.db.settings`: the store's settings that are not fingerprint parameters, and
+  the canonical documents a person declared.
 - :mod:`~dedup_store.db.scoring`: verification of candidates into matches and edges.
 - :mod:`~dedup_store.db.exact_groups`: matches through exact groups, read from the stored edges.
 - :mod:`~dedup_store.db.frequencies`: document frequencies of weighted SimHash features.

@@ -45,7 +45,8 @@ from sqlalchemy import Connection, TextClause, text
 
 from dedup_store.core.arrays import I64, U32
 from dedup_store.core.fingerprint import Fingerprint
-from dedup_store.db import hot, locks, native
+from dedup_store.db import locks, native
+from dedup_store.db.candidates import hot
 from dedup_store.db.locks import label_seed
 from dedup_store.db.schema.ddl import RECENT, TIER_TABLES, key_column
 from dedup_store.db.schema.encoding import array_literal

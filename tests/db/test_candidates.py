@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dedup_store.db.lookup import KeyGroup, _merge, pairs_inside
+from dedup_store.db.candidates.lookup import KeyGroup, _merge, pairs_inside
 from dedup_store.db.schema.encoding import BAND, BLOCK, SAMPLE
 
 

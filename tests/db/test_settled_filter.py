@@ -15,8 +15,8 @@ from sqlalchemy import Engine, event, text
 from dedup_store import AddResult, DedupStore, Document
 from dedup_store.core.fingerprint import fingerprint_batch
 from dedup_store.core.keyfilter import KeyFilter
-from dedup_store.db import settled_filter
-from dedup_store.db.lookup import key_groups
+from dedup_store.db.candidates import settled_filter
+from dedup_store.db.candidates.lookup import key_groups
 from dedup_store.db.schema import ddl
 from dedup_store.db.schema.encoding import SAMPLE
 from dedup_store.db.schema.names import qualified

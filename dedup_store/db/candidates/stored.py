@@ -16,7 +16,7 @@ from sqlalchemy import Connection, text
 
 from dedup_store.core.arrays import I32, I64, U64, ranges
 from dedup_store.core.fingerprint import FingerprintBatch
-from dedup_store.db.lookup import (
+from dedup_store.db.candidates.lookup import (
     Found,
     KeyGroup,
     Reach,

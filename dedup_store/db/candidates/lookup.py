@@ -12,7 +12,7 @@ slot) *before* the batch's rows are written, so it only meets older documents; t
 are joined back to the new documents that own them in numpy, and pairs inside the batch are found
 in numpy too. The probes of one fingerprint (``check``, ``add``) are :func:`key_lookups` and
 :func:`sample_lookup`. Hot band and block keys
-are split by secondary keys (:mod:`dedup_store.db.hot`).
+are split by secondary keys (:mod:`dedup_store.db.candidates.hot`).
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ from dedup_store.db.schema.names import qualified, quote
 
 Reach: TypeAlias = Connection | Callable[[], Connection]
 """A connection, or how to get it when a step turns out to need SQL: a staged bulk load
-(:class:`dedup_store.db.lane.Lane`) hands it over once the statements before it have run."""
+(:class:`dedup_store.db.candidates.lane.Lane`) hands it over once the statements before it have
+run."""
 
 
 def connection_of(reach: Reach) -> Connection:
@@ -212,7 +213,7 @@ def find_keys(
     hot_kinds: frozenset[int] = frozenset(),
 ) -> Found:
     """Look up every key of every group in one statement (and which keys of the groups of
-    ``hot_kinds`` are hot); :mod:`dedup_store.db.side` splits it over connections."""
+    ``hot_kinds`` are hot); :mod:`dedup_store.db.candidates.side` splits it over connections."""
     statement, parameters, uniques = lookup_statement(
         schema, groups, hot_limit, hot_kinds=hot_kinds
     )
@@ -372,8 +373,8 @@ def pairs_inside(group: KeyGroup, hot_limit: int = 0, spread: bool = False) -> t
 
     With ``hot_limit``, each document is paired with at most ``hot_limit`` documents before it
     among those sharing the key: the ones just before it, or with ``spread`` (secondary keys,
-    as :func:`~dedup_store.db.hot.window` does for stored documents) the ones from a pivot
-    derived from the key, wrapping around.
+    as :func:`~dedup_store.db.candidates.hot.window` does for stored documents) the ones from a
+    pivot derived from the key, wrapping around.
     """
     order = group.order
     keys, docs = group.keys[order], group.docs[order]
@@ -440,7 +441,7 @@ def key_lookups(s: str, band_count: int, block_count: int, hot_limit: int) -> li
     in each tier (:func:`slot_lookup`).
 
     With ``hot_limit``, a probe keeps the ``hot_limit`` oldest documents of the key, as
-    :func:`~dedup_store.db.hot.find_candidates` does.
+    :func:`~dedup_store.db.candidates.hot.find_candidates` does.
 
     A sort and a limit per slot cost about a third of the probes again, but one ranking of
     every slot's rows instead is one subtree whose estimate, with the recent tier's table
