@@ -16,7 +16,7 @@ import psycopg
 import sqlalchemy as sa
 from psycopg import sql
 
-from dedup_store.db.names import quote
+from dedup_store.db.schema.names import quote
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
 URL_ENV = "DEDUP_STORE_TEST_URL"

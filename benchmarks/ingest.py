@@ -326,7 +326,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Parse the options and run the benchmark in a temporary directory."""
     args = parse_args(argv)
     if args.embedded:
-        from dedup_store.db import embedded
+        from dedup_store.db.server import embedded
 
         args.url = embedded.start()
         print(f"embedded server: {embedded.status().data_dir}")

@@ -7,7 +7,7 @@ SimHashes are spread (about 32 of 64 differ between unrelated documents), few un
 documents share a key. Where most bits lean the same way for every document (long documents of
 one vocabulary, their words weighed by their counts), a key is shared by unrelated documents,
 more of them the larger the store: each is looked up, and dropped once its SimHash is known to
-be too far (:func:`dedup_store.db.hot.find_candidates`).
+be too far (:func:`dedup_store.db.candidates.hot.find_candidates`).
 
 This module measures that from the stored SimHashes alone, in numpy: per document, how many
 documents stored before it share one of its block keys (summed over the slots, as the lookups
@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from dedup_store.core import FingerprintParams
 from dedup_store.core.arrays import I64, U64
 from dedup_store.core.fingerprint import document_block_keys
-from dedup_store.db.names import qualified
+from dedup_store.db.schema.names import qualified
 
 #: Random pairs of documents whose Hamming distance is averaged.
 SPREAD_PAIRS = 100_000

@@ -24,7 +24,7 @@ from dedup_store import (
     Status,
     pipeline,
 )
-from dedup_store.db.names import quote
+from dedup_store.db.schema.names import quote
 
 TABLES = ("documents", "settled_keys", "recent_keys", "sample_keys", "edges")
 WARM_UP = 50

@@ -261,7 +261,7 @@ def init(
     parameters: giving different ones is an error that names them.
     """
     from dedup_store.core.params import FingerprintParams
-    from dedup_store.db import migrate
+    from dedup_store.db.schema import migrate
 
     # the options named as the parameters' fields: ctx.params has each one given
     chosen = {

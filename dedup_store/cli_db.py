@@ -14,7 +14,7 @@ from dedup_store.cli_app import Settings, announce, settings_of
 from dedup_store.cli_render import FormatOption, Output, OutputFormat
 
 if TYPE_CHECKING:
-    from dedup_store.db.backup import Target
+    from dedup_store.db.server.backup import Target
 
 db_app = typer.Typer(
     help="Manage the database: the embedded server and schema migrations.",
@@ -29,7 +29,7 @@ def db_status(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> Non
     source = config.describe_source(None if settings.url_from_environment else settings.db_url)
     info: dict[str, Any] = {"source": source, "schema": settings.schema}
     if source == "embedded":
-        from dedup_store.db import embedded
+        from dedup_store.db.server import embedded
 
         state = embedded.status()
         info.update(
@@ -48,7 +48,7 @@ def db_status(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> Non
 @db_app.command("stop")
 def db_stop() -> None:
     """Stop the embedded server (the next command starts it again)."""
-    from dedup_store.db import embedded
+    from dedup_store.db.server import embedded
 
     stopped = embedded.stop()
     typer.echo("embedded server stopped" if stopped else "embedded server was not running")
@@ -69,7 +69,7 @@ def db_tune(
     ] = None,
 ) -> None:
     """Print postgresql.conf settings for a server of your own, sized for its machine."""
-    from dedup_store.db import tuning
+    from dedup_store.db.server import tuning
 
     here_memory, here_cores = tuning.machine()
     count = cores or here_cores
@@ -112,7 +112,7 @@ def db_settle(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> Non
 @db_app.command("upgrade")
 def db_upgrade(ctx: typer.Context) -> None:
     """Create the schema, or upgrade it to the newest revision."""
-    from dedup_store.db import migrate
+    from dedup_store.db.schema import migrate
 
     settings = settings_of(ctx)
     migrate.upgrade(settings.resolve(), settings.schema)
@@ -122,7 +122,7 @@ def db_upgrade(ctx: typer.Context) -> None:
 @db_app.command("current")
 def db_current(ctx: typer.Context) -> None:
     """Print the schema's revision and whether it is the newest."""
-    from dedup_store.db import migrate
+    from dedup_store.db.schema import migrate
 
     settings = settings_of(ctx)
     revision = migrate.current(settings.resolve(), settings.schema)
@@ -145,7 +145,7 @@ def db_dump(ctx: typer.Context, file: DumpFile) -> None:
     The embedded server's own pg_dump dumps it; a server of your own needs a pg_dump on PATH
     of its major version or newer.
     """
-    from dedup_store.db import backup
+    from dedup_store.db.server import backup
 
     settings = settings_of(ctx)
     backup.dump(_target(settings), settings.schema, file)
@@ -159,7 +159,7 @@ def db_restore(ctx: typer.Context, file: DumpFile) -> None:
     With the embedded server, this also makes a new server where the old one's data directory
     was lost.
     """
-    from dedup_store.db import backup
+    from dedup_store.db.server import backup
 
     settings = settings_of(ctx)
     backup.restore(_target(settings, replace_lost=True), settings.schema, file)
@@ -182,7 +182,7 @@ def db_psql(
 
     The embedded server's own psql runs when it is there; otherwise the psql on PATH.
     """
-    from dedup_store.db import backup
+    from dedup_store.db.server import backup
 
     settings = settings_of(ctx)
     command, env = backup.psql_command(_target(settings), settings.schema, list(args or []))
@@ -192,7 +192,7 @@ def db_psql(
 def _target(settings: Settings, *, replace_lost: bool = False) -> Target:
     """The database of the store as the client tools reach it: the embedded server with its own
     tools, or the URL given with those on PATH."""
-    from dedup_store.db import backup, embedded
+    from dedup_store.db.server import backup, embedded
 
     if settings.db_url is not None:
         return backup.target(settings.resolve())

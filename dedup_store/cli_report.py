@@ -15,7 +15,7 @@ def size_option(value: str | None, flag: str = "--max-bytes") -> int | None:
     """A size option in bytes (``64MB``, ``1.5GB``)."""
     if value is None:
         return None
-    from dedup_store.db.tuning import parse_size
+    from dedup_store.db.server.tuning import parse_size
 
     try:
         size = parse_size(value)

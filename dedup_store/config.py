@@ -2,7 +2,7 @@
 
 The database is chosen in this order: an explicit URL (``--db-url``), the ``DEDUP_STORE_URL``
 environment variable, and finally the embedded PostgreSQL server (see
-:mod:`dedup_store.db.embedded`), which is started on demand.
+:mod:`dedup_store.db.server.embedded`), which is started on demand.
 
 Passwords never leave this module in clear text: :func:`redact` hides the password of a URL and
 :func:`scrub` removes passwords from any message (an exception from the driver, for instance)
@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
-from dedup_store.db.names import validate_schema
+from dedup_store.db.schema.names import validate_schema
 from dedup_store.errors import DatabaseError
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def resolve_url(db_url: str | None = None, announce: Callable[[str], None] | Non
     explicit = db_url if db_url else os.environ.get(ENV_URL, "").strip()
     if explicit:
         return normalize_url(explicit)
-    from dedup_store.db.embedded import start as start_embedded
+    from dedup_store.db.server.embedded import start as start_embedded
 
     return start_embedded(announce=announce)
 
@@ -239,6 +239,7 @@ def schema_name(schema: str | None = None) -> str:
         The schema name.
 
     Raises:
-        InvalidNameError: The name is refused by :func:`dedup_store.db.names.validate_schema`.
+        InvalidNameError: The name is refused by
+            :func:`dedup_store.db.schema.names.validate_schema`.
     """
     return validate_schema(schema or os.environ.get(ENV_SCHEMA, "").strip() or DEFAULT_SCHEMA)

@@ -9,7 +9,7 @@ edges, and the clusters those edges join merged. :func:`ingest` streams records 
 fingerprinting the next batch (in the calling thread or in worker processes,
 :mod:`dedup_store.workers`) while the last one is written. A bulk load writes each batch in two
 halves: :func:`stage_batch` in memory on the calling thread, while :func:`commit_batch` of the
-batch before it runs on the connection's :class:`~dedup_store.db.lane.Lane`.
+batch before it runs on the connection's :class:`~dedup_store.db.candidates.lane.Lane`.
 """
 
 from __future__ import annotations
@@ -27,22 +27,13 @@ import numpy as np
 from sqlalchemy import Connection
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import (
-    bulk,
-    checkpoint,
-    frequencies,
-    hot,
-    locks,
-    reports,
-    scoring,
-    verdicts,
-    write,
-)
-from dedup_store.db.engine import Database
-from dedup_store.db.lane import Lane
-from dedup_store.db.lookup import Reach, connection_of
-from dedup_store.db.side import SideIndexedKeys, SideReader
-from dedup_store.db.stored import INDEXED, NewRows, StoredKeys, new_rows
+from dedup_store.db import bulk, checkpoint, frequencies, locks, reports, scoring, verdicts, write
+from dedup_store.db.candidates import hot
+from dedup_store.db.candidates.lane import Lane
+from dedup_store.db.candidates.lookup import Reach, connection_of
+from dedup_store.db.candidates.side import SideIndexedKeys, SideReader
+from dedup_store.db.candidates.stored import INDEXED, NewRows, StoredKeys, new_rows
+from dedup_store.db.server.engine import Database
 from dedup_store.errors import DedupStoreError
 from dedup_store.prepared import BatchOutcome, PreparedBatch
 from dedup_store.records import (
@@ -184,7 +175,7 @@ def stage_batch(
 
     During a bulk load (``stored`` in memory) this needs no SQL unless the batch makes keys hot
     or meets documents stored before the load: ``conn`` is then reached through a
-    :class:`~dedup_store.db.lane.Lane` still writing the batch before.
+    :class:`~dedup_store.db.candidates.lane.Lane` still writing the batch before.
     """
     schema, params = dest.schema, dest.params
     known = stored.documents(conn, schema, prepared.candidate_ids())
@@ -312,7 +303,7 @@ def _bulk_ingest(
     build the indexes, commit (:mod:`dedup_store.db.bulk`).
 
     Each batch is staged here (:func:`stage_batch`) while the statements of the batch before
-    it run on the connection's :class:`~dedup_store.db.lane.Lane`.
+    it run on the connection's :class:`~dedup_store.db.candidates.lane.Lane`.
 
     A bad record with ``on_error="stop"``, or an interrupt (``KeyboardInterrupt``), ends the
     load as in the incremental path: the batches written before it are committed (with the

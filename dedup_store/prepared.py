@@ -16,7 +16,7 @@ from dedup_store.core.metadata import MetaSignatures, exact_key, meta_members, m
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.scripts import guess_language
 from dedup_store.db import write
-from dedup_store.db.encoding import StoredShingles, sorted_top32
+from dedup_store.db.schema.encoding import StoredShingles, sorted_top32
 from dedup_store.db.scoring import merging_methods
 from dedup_store.errors import DedupStoreError, EmptyDocumentError
 from dedup_store.records import describe, record_error, validate_document
@@ -54,7 +54,7 @@ class PreparedBatch:
         meta: with ``meta_fields``, the signatures of the rows' metadata sets (the rows'
             exact hashes are then their :func:`~dedup_store.core.metadata.exact_key`).
         stored_shingles: the shingles of every row as the store keeps them
-            (:func:`~dedup_store.db.encoding.sorted_top32`), once :meth:`store_shingles` made
+            (:func:`~dedup_store.db.schema.encoding.sorted_top32`), once :meth:`store_shingles` made
             them.
     """
 

@@ -7,10 +7,10 @@ from sqlalchemy import Connection
 
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db import locks, settings, verdicts
-from dedup_store.db.engine import Database
+from dedup_store.db.candidates.stored import find_documents
 from dedup_store.db.explain import stored_pair
+from dedup_store.db.server.engine import Database
 from dedup_store.db.settings import StoreSettings
-from dedup_store.db.stored import find_documents
 from dedup_store.errors import InvalidDocumentError, UnknownDocumentError
 from dedup_store.review import Explanation, Review, Verdict, explain_pair
 

@@ -22,25 +22,23 @@ from dedup_store.core.metadata import with_meta
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.validation import DEFAULT_MAX_BYTES, validate_text
 from dedup_store.db import (
-    ddl,
     exact_groups,
     frequencies,
-    hot,
     locks,
-    migrate,
     native,
     reports,
     scoring,
     settings,
     single,
-    tier_rows,
     write,
 )
 from dedup_store.db.bulk import settle as settle_keys
-from dedup_store.db.ddl import DEFAULT_SCHEMA
-from dedup_store.db.engine import Bind, Database
-from dedup_store.db.names import validate_schema
+from dedup_store.db.candidates import hot, tier_rows
+from dedup_store.db.schema import ddl, migrate
+from dedup_store.db.schema.ddl import DEFAULT_SCHEMA
+from dedup_store.db.schema.names import validate_schema
 from dedup_store.db.scoring import merging_methods
+from dedup_store.db.server.engine import Bind, Database
 from dedup_store.db.settings import StoreSettings, check_rule
 from dedup_store.errors import EmptyDocumentError, OwnerRequiredError, UnknownDocumentError
 from dedup_store.pipeline import Destination, OnBatch, OnProgress

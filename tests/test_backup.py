@@ -16,7 +16,7 @@ from sqlalchemy import Engine
 from typer.testing import CliRunner, Result
 
 from dedup_store.cli import app
-from dedup_store.db import embedded
+from dedup_store.db.server import embedded
 from tests.conftest import drop_schema
 from tests.test_embedded import data_dir as data_dir
 

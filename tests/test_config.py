@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from dedup_store import config
-from dedup_store.db import embedded
+from dedup_store.db.server import embedded
 from dedup_store.errors import DatabaseError, InvalidNameError
 
 

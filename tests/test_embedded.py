@@ -14,11 +14,11 @@ import psutil
 import pytest
 import sqlalchemy as sa
 
-from dedup_store.db import embedded, tuning
+from dedup_store.db.server import embedded, tuning
 from dedup_store.errors import DatabaseError
 
 ATTACH_SCRIPT = """
-from dedup_store.db import embedded
+from dedup_store.db.server import embedded
 url = embedded.start()
 print(url)
 print(embedded.status().pid)

@@ -24,7 +24,7 @@ from sqlalchemy import Engine, text
 
 from benchmarks.realtext_corpus import copyright_docs
 from dedup_store import DedupStore, Document
-from dedup_store.db.names import quote
+from dedup_store.db.schema.names import quote
 from tests.report_html import CHROMIUM, CHROMIUM_ARGS, read_report
 
 pytestmark = pytest.mark.db

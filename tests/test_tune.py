@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dedup_store.cli import app
-from dedup_store.db import tuning
+from dedup_store.db.server import tuning
 
 #: A size as postgresql.conf takes it: a positive number of kB, MB, GB or TB.
 VALID_SIZE = re.compile(r"'[1-9][0-9]*(kB|MB|GB|TB)'")

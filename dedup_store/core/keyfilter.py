@@ -6,8 +6,8 @@ names the key's kind and slot (:func:`slot_salt`), so equal keys of two slots ar
 :data:`BITS_PER_KEY` bits a key, about one key in a hundred that was never added is taken for
 one that was; a key that was added always is.
 
-The store keeps one over the settled tier's keys (:mod:`dedup_store.db.settled_filter`): an
-ingest asks the settled tier's indexes only for the keys it may hold.
+The store keeps one over the settled tier's keys (:mod:`dedup_store.db.candidates.settled_filter`):
+an ingest asks the settled tier's indexes only for the keys it may hold.
 """
 
 from __future__ import annotations

@@ -30,11 +30,13 @@ from dedup_store.core.keyfilter import KeyFilter
 from dedup_store.core.keyindex import HashedKeys, LevelKeys, key_index
 from dedup_store.core.mixing import hashint8
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import checkpoint, ddl, locks, settled_filter, tier_rows, write
-from dedup_store.db.encoding import BAND, SAMPLE, int4_array
-from dedup_store.db.lookup import Found, KeyGroup, Reach, key_groups
-from dedup_store.db.names import qualified, quote
-from dedup_store.db.stored import INDEXED, NewRows
+from dedup_store.db import checkpoint, locks, write
+from dedup_store.db.candidates import settled_filter, tier_rows
+from dedup_store.db.candidates.lookup import Found, KeyGroup, Reach, key_groups
+from dedup_store.db.candidates.stored import INDEXED, NewRows
+from dedup_store.db.schema import ddl
+from dedup_store.db.schema.encoding import BAND, SAMPLE, int4_array
+from dedup_store.db.schema.names import qualified, quote
 
 #: Indexes of the store's tables that only key lookups use: dropped for a bulk load.
 LOOKUP_INDEXES = (("sample_keys", "sample_keys_lookup"), ("documents", "documents_exact_hash"))
@@ -42,7 +44,7 @@ LOOKUP_INDEXES = (("sample_keys", "sample_keys_lookup"), ("documents", "document
 
 class LoadedKeys:
     """The keys, exact hashes and hot keys of the documents stored before a batch, in memory
-    (a :class:`~dedup_store.db.stored.StoredKeys` for a load without the lookup indexes).
+    (a :class:`~dedup_store.db.candidates.stored.StoredKeys` for a load without the lookup indexes).
 
     Attributes:
         external_ids: ``{external id: id}`` of the stored documents (before and during the
@@ -489,7 +491,8 @@ def build_key_indexes(
 ) -> int:
     """Settle every stored document: move the rows of the recent tier's table into the settled
     one's (a bulk load wrote its own there already), (re)build the settled tier's indexes and
-    its key filter (:mod:`~dedup_store.db.settled_filter`), and empty the recent tier's table.
+    its key filter (:mod:`~dedup_store.db.candidates.settled_filter`), and empty the recent tier's
+    table.
     Returns the largest settled id.
 
     The filter is the one being ``made`` (by a bulk load, from keys it holds in memory, while
@@ -541,7 +544,7 @@ def settle(conn: Connection, schema: str, params: FingerprintParams) -> dict[str
 
 #: Server settings for the index builds that end a bulk load (for its transaction only). The
 #: parallel workers are the server's own setting (``max_parallel_maintenance_workers``), which
-#: only it can size for its cores (:mod:`~dedup_store.db.tuning`).
+#: only it can size for its cores (:mod:`~dedup_store.db.server.tuning`).
 BUILD_SETTINGS = {"maintenance_work_mem": "1GB"}
 
 

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from psycopg import pq, sql
 
-from dedup_store.db.engine import driver_connection
+from dedup_store.db.server.engine import driver_connection
 
 COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
 COPY_TRAILER = struct.pack("!h", -1)

@@ -10,9 +10,9 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.ddl import TIER_TABLES, key_column, key_slots
-from dedup_store.db.encoding import BAND
-from dedup_store.db.names import qualified, quote
+from dedup_store.db.schema.ddl import TIER_TABLES, key_column, key_slots
+from dedup_store.db.schema.encoding import BAND
+from dedup_store.db.schema.names import qualified, quote
 from dedup_store.errors import UnknownDocumentError
 
 

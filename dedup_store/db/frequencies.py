@@ -28,8 +28,8 @@ from dedup_store.core.arrays import I64
 from dedup_store.core.fingerprint import FingerprintBatch, feature_index, reweighted
 from dedup_store.core.weights import DocumentFrequencies
 from dedup_store.db.bulk_copy import INT8_OID, copy_payload
-from dedup_store.db.encoding import array_literal
-from dedup_store.db.names import qualified
+from dedup_store.db.schema.encoding import array_literal
+from dedup_store.db.schema.names import qualified
 
 
 def read(conn: Connection, schema: str, features: I64) -> DocumentFrequencies:

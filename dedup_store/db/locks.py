@@ -42,7 +42,14 @@ from sqlalchemy import Connection, text
 from dedup_store.core.arrays import I64, U64
 from dedup_store.core.fingerprint import Fingerprint, FingerprintBatch
 from dedup_store.core.mixing import mix64
-from dedup_store.db.encoding import BAND, BLOCK, SAMPLE, sample_columns, sparse_excerpt_keys, top32
+from dedup_store.db.schema.encoding import (
+    BAND,
+    BLOCK,
+    SAMPLE,
+    sample_columns,
+    sparse_excerpt_keys,
+    top32,
+)
 from dedup_store.errors import DatabaseError
 
 #: An add with more key locks than this takes the store's lock exclusively instead.
@@ -51,7 +58,8 @@ MAX_KEY_LOCKS = 512
 #: store's lock exclusively instead (each lock takes a place in the server's shared lock table,
 #: ``max_locks_per_transaction`` times ``max_connections`` places, 6,400 by default).
 TRANSACTION_KEY_LOCKS = 2048
-#: Kinds of locked key beside :data:`~dedup_store.db.encoding.BAND`, ``BLOCK`` and ``SAMPLE``.
+#: Kinds of locked key beside :data:`~dedup_store.db.schema.encoding.BAND`, ``BLOCK`` and
+#: ``SAMPLE``.
 EXACT, EXTERNAL_ID = 3, 4
 #: The isolation levels at which a writer's statements see what committed before them.
 READ_COMMITTED = ("read committed", "read uncommitted")

@@ -38,22 +38,22 @@ from dedup_store.core.matchrule import merging_methods as merging_methods
 from dedup_store.core.overlap import intersection_sizes
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.simhash import hamming_many
-from dedup_store.db import hot
-from dedup_store.db.encoding import (
+from dedup_store.db.candidates import hot
+from dedup_store.db.candidates.lookup import (
+    Candidates,
+    Reach,
+    key_lookups,
+    sample_lookup,
+)
+from dedup_store.db.candidates.stored import INDEXED, NewRows, StoredKeys
+from dedup_store.db.schema.encoding import (
     BAND,
     BLOCK,
     array_literal,
     sparse_excerpt_keys,
     top32,
 )
-from dedup_store.db.lookup import (
-    Candidates,
-    Reach,
-    key_lookups,
-    sample_lookup,
-)
-from dedup_store.db.names import qualified
-from dedup_store.db.stored import INDEXED, NewRows, StoredKeys
+from dedup_store.db.schema.names import qualified
 from dedup_store.results import MatchRow
 
 EXACT_INTERSECTION = (
@@ -249,8 +249,8 @@ def matches_sql(
     Rows ``(a, external_id, cluster_id, method, jaccard, containment, hamming, meta_score,
     score)``; the
     parameters are :func:`fingerprint_parameters`. ``secondary`` gives the secondary keys per
-    band and per block slot (:func:`~dedup_store.db.hot.secondary_counts`): a hot slot is also
-    looked up by them. ``found`` names a CTE of the statement holding the rows of
+    band and per block slot (:func:`~dedup_store.db.candidates.hot.secondary_counts`): a hot slot is
+    also looked up by them. ``found`` names a CTE of the statement holding the rows of
     :func:`found_sql` (by default they are looked up inline).
     """
     s = qualified(schema)
@@ -292,8 +292,8 @@ def _check_statement(
 
     Its matches, the columns of :class:`~dedup_store.results.MatchRow` but ``new_id``, then
     ``hot_kind`` and ``hot_slot`` (``NULL``); and a row of its own for each hot slot of the
-    query whose secondary keys were not sent (:func:`~dedup_store.db.hot.touched_sql`), with
-    only ``hot_kind`` and ``hot_slot``: run it again with them.
+    query whose secondary keys were not sent (:func:`~dedup_store.db.candidates.hot.touched_sql`),
+    with only ``hot_kind`` and ``hot_slot``: run it again with them.
     """
     s = qualified(schema)
     lookups = found_sql(schema, band_count, block_count, hot_limit, secondary)
@@ -333,7 +333,8 @@ def fingerprint_parameters(
 ) -> dict[str, Any]:
     """The bind parameters of :func:`matches_sql` for ``fp`` with the signature of its
     metadata set (``None``: it has none), with the secondary keys of its ``(kind, slot)`` pairs
-    ``slots`` (``None``: of every re-keyed slot; :func:`~dedup_store.db.hot.query_parameters`).
+    ``slots`` (``None``: of every re-keyed slot;
+    :func:`~dedup_store.db.candidates.hot.query_parameters`).
     """
     parameters: dict[str, Any] = {
         "meta_signature": None

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from sqlalchemy import Connection, text
 
-from dedup_store.db.names import qualified
+from dedup_store.db.schema.names import qualified
 from dedup_store.errors import InvalidParamsError
 
 RULES = ("oldest", "longest")

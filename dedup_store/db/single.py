@@ -45,12 +45,12 @@ from sqlalchemy import Connection, TextClause, text
 
 from dedup_store.core.arrays import I64, U32
 from dedup_store.core.fingerprint import Fingerprint
-from dedup_store.db import hot, locks, native
-from dedup_store.db.ddl import RECENT, TIER_TABLES, key_column
-from dedup_store.db.encoding import array_literal
-from dedup_store.db.engine import Database
+from dedup_store.db import locks, native
+from dedup_store.db.candidates import hot
 from dedup_store.db.locks import label_seed
-from dedup_store.db.names import qualified, quote
+from dedup_store.db.schema.ddl import RECENT, TIER_TABLES, key_column
+from dedup_store.db.schema.encoding import array_literal
+from dedup_store.db.schema.names import qualified, quote
 from dedup_store.db.scoring import (
     fingerprint_parameters,
     found_sql,
@@ -58,6 +58,7 @@ from dedup_store.db.scoring import (
     matches_sql,
     merging_methods,
 )
+from dedup_store.db.server.engine import Database
 from dedup_store.results import MatchRow
 
 

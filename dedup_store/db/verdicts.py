@@ -20,7 +20,7 @@ from sqlalchemy import Connection, text
 
 from dedup_store.core.clustering import components
 from dedup_store.db import locks
-from dedup_store.db.names import qualified
+from dedup_store.db.schema.names import qualified
 
 DUPLICATE, NOT_DUPLICATE = "duplicate", "not_duplicate"
 

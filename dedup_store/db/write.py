@@ -23,11 +23,13 @@ from dedup_store.core.clustering import merge_labels
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.metadata import MetaSignatures
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import bulk_copy, ddl, frequencies, hot, locks, tier_rows, verdicts
-from dedup_store.db.encoding import sample_columns, top32
-from dedup_store.db.names import qualified, quote
+from dedup_store.db import bulk_copy, frequencies, locks, verdicts
+from dedup_store.db.candidates import hot, tier_rows
+from dedup_store.db.candidates.stored import NewRows
+from dedup_store.db.schema import ddl
+from dedup_store.db.schema.encoding import sample_columns, top32
+from dedup_store.db.schema.names import qualified, quote
 from dedup_store.db.scoring import merging_methods
-from dedup_store.db.stored import NewRows
 from dedup_store.results import MatchRow
 
 #: The tables ANALYZE'd by :func:`refresh_statistics`.
@@ -227,8 +229,8 @@ def insert_documents(
     """COPY the new documents of a batch (:func:`document_rows`), their sample keys and their
     rows of a tier table; a bulk load has the last two ``held`` for a larger COPY.
 
-    Call it after :func:`~dedup_store.db.hot.find_candidates`, whose lookups must only meet
-    older documents' keys, and which gives the ``secondary`` keys of their hot slots.
+    Call it after :func:`~dedup_store.db.candidates.hot.find_candidates`, whose lookups must only
+    meet older documents' keys, and which gives the ``secondary`` keys of their hot slots.
     """
     bulk_copy.copy_payload(conn, schema, "documents", rows.columns, rows.payload, rows.freeze)
     if held is not None:

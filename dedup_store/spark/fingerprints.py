@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame
 from dedup_store.core.fingerprint import fingerprint_batch
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.scripts import guess_language
-from dedup_store.db.encoding import sample_columns, top32
+from dedup_store.db.schema.encoding import sample_columns, top32
 
 #: The columns :func:`fingerprint_dataframe` adds (``full`` adds the last three).
 FINGERPRINT_COLUMNS = (

@@ -22,7 +22,7 @@ from sqlalchemy import Connection, text
 
 from dedup_store.core import rekey
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.names import qualified
+from dedup_store.db.schema.names import qualified
 from dedup_store.spark import secondary
 from dedup_store.spark.pairs import BAND, BLOCK, GROUP_OUTPUT, SAMPLE, pairs_of_sorted
 from dedup_store.spark.stored import StoredRows, slotted_keys

@@ -30,9 +30,10 @@ from dedup_store.config import DEFAULT_SCHEMA, normalize_url
 from dedup_store.core.clustering import components
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.validation import DEFAULT_MAX_BYTES
-from dedup_store.db import ddl, reports, verdicts
+from dedup_store.db import reports, verdicts
 from dedup_store.db.locks import lock_store
-from dedup_store.db.names import qualified
+from dedup_store.db.schema import ddl
+from dedup_store.db.schema.names import qualified
 from dedup_store.db.scoring import merging_methods
 from dedup_store.db.write import allocate_ids, relabel
 from dedup_store.errors import (

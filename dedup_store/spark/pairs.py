@@ -28,7 +28,7 @@ from dedup_store.core.matchrule import METHODS, NO_MATCH, decide
 from dedup_store.core.overlap import intersection_sizes
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.simhash import hamming_many
-from dedup_store.db.encoding import BAND, BLOCK, SAMPLE
+from dedup_store.db.schema.encoding import BAND, BLOCK, SAMPLE
 from dedup_store.spark import secondary
 
 __all__ = ["BAND", "BLOCK", "SAMPLE", "group_pairs", "score_batch"]

@@ -1,14 +1,14 @@
 """Hot band and block keys of a Spark load, re-keyed as the local ingest re-keys them (pure
 Python/numpy, run on the executors).
 
-The batch writer (:func:`dedup_store.db.hot.find_candidates`) makes a band or block key hot in
-the first batch whose documents and the stored ones owning the key are more than
+The batch writer (:func:`dedup_store.db.candidates.hot.find_candidates`) makes a band or block key
+hot in the first batch whose documents and the stored ones owning the key are more than
 ``hot_key_limit``; from then on every owner of the key has secondary keys for its slot
 (:mod:`dedup_store.core.rekey`), the stored owners' written when the key became hot. A new
 owner's lookup of a secondary key yields ``hot_key_limit`` documents of it stored before its
 batch, from a pivot derived from the key and the largest stored id
-(:func:`dedup_store.db.hot.window`), and pairs it with ``hot_key_limit`` owners of the key
-before it in its batch (:func:`dedup_store.db.lookup.pairs_inside` with ``spread``).
+(:func:`dedup_store.db.candidates.hot.window`), and pairs it with ``hot_key_limit`` owners of the
+key before it in its batch (:func:`dedup_store.db.candidates.lookup.pairs_inside` with ``spread``).
 
 Here every owner carries its ``batch`` (-1: stored before the load), the batch its key became
 hot in (``hot``, -1: before the load) and, for a new document, the largest id stored before its
@@ -25,7 +25,7 @@ import pyarrow as pa
 from dedup_store.core import rekey
 from dedup_store.core.mixing import hashint8
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.lookup import key_pivots
+from dedup_store.db.candidates.lookup import key_pivots
 
 __all__ = ["hashint8", "hot_batch", "owner_keys", "pairs_of_secondary", "window_pairs"]
 

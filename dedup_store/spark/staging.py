@@ -17,13 +17,15 @@ import uuid
 from sqlalchemy import Connection, text
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import bulk, ddl, tier_rows
-from dedup_store.db.names import qualified, quote
+from dedup_store.db import bulk
+from dedup_store.db.candidates import tier_rows
+from dedup_store.db.schema import ddl
+from dedup_store.db.schema.names import qualified, quote
 from dedup_store.db.write import DOCUMENT_COLUMNS
 
 PREFIX = "spark_load_"
 #: The store's tables a load writes, with the columns the executors fill (``None``: the
-#: columns of the store's parameters, :func:`~dedup_store.db.tier_rows.key_columns`).
+#: columns of the store's parameters, :func:`~dedup_store.db.candidates.tier_rows.key_columns`).
 STAGED: dict[str, tuple[str, ...] | None] = {
     "documents": DOCUMENT_COLUMNS,
     "sample_keys": ("key", "doc_id"),

@@ -14,9 +14,9 @@ from pyspark.sql.types import StructType
 from sqlalchemy import Connection, create_engine, text
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.ddl import RECENT, SETTLED, TIER_TABLES, key_column, key_slots
-from dedup_store.db.encoding import KEY_COLUMNS
-from dedup_store.db.names import qualified, quote
+from dedup_store.db.schema.ddl import RECENT, SETTLED, TIER_TABLES, key_column, key_slots
+from dedup_store.db.schema.encoding import KEY_COLUMNS
+from dedup_store.db.schema.names import qualified, quote
 from dedup_store.spark.pairs import BAND, BLOCK, SAMPLE
 
 

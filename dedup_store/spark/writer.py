@@ -18,8 +18,9 @@ import pyarrow as pa
 from psycopg import sql
 
 from dedup_store.core.arrays import stable_order
-from dedup_store.db import bulk_copy, tier_rows
-from dedup_store.db.ddl import SETTLED, TIER_TABLES
+from dedup_store.db import bulk_copy
+from dedup_store.db.candidates import tier_rows
+from dedup_store.db.schema.ddl import SETTLED, TIER_TABLES
 from dedup_store.db.write import DOCUMENT_COLUMNS
 
 EDGE_COLUMNS = ("a", "b", "method", "jaccard", "containment", "hamming")
@@ -110,7 +111,7 @@ def document_payload(batch: pa.RecordBatch) -> bytes:
 
 def key_rows(batch: pa.RecordBatch) -> tuple[tuple[str, ...], bytes]:
     """The columns and rows of a tier table of the batch's first documents of their exact
-    group (:func:`dedup_store.db.tier_rows.key_rows`)."""
+    group (:func:`dedup_store.db.candidates.tier_rows.key_rows`)."""
     chosen = batch.filter(pa.compute.is_null(batch.column("exact_of")))
     n = chosen.num_rows
 

@@ -4,7 +4,7 @@ Each document's band keys and SimHash block keys become two ``bigint[]`` columns
 instead of one row per key in ``band_keys`` / ``block_keys``: a key costs an index entry and no
 heap tuple of its own. The per-slot hash indexes (``documents_band_1``, ...) depend on the store's
 fingerprint parameters, so the store creates them when it opens (see
-``dedup_store.db.ddl.create_key_indexes``), not this migration.
+``dedup_store.db.schema.ddl.create_key_indexes``), not this migration.
 
 The exact-hash index becomes a hash index too (it only serves equality), and ANALYZE stops
 sampling the wide array columns, which are never filtered on directly.

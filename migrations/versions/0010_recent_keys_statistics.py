@@ -4,7 +4,7 @@ The store's connections plan a statement once, and a plan made while the planner
 said ``recent_keys`` held a few rows scanned the whole table for every key of a batch, a cost
 that grew with each row inserted until the table was analyzed again. A settle or a bulk load no
 longer analyzes the table it has just emptied, and ``recent_keys`` gets
-``autovacuum_analyze_threshold = 10000`` (``dedup_store.db.ddl.RECENT_STORAGE``), which the
+``autovacuum_analyze_threshold = 10000`` (``dedup_store.db.schema.ddl.RECENT_STORAGE``), which the
 store sets when it creates the table, or this revision for a store that has it.
 
 Revision ID: 0010

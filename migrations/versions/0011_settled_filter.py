@@ -43,7 +43,7 @@ END
 $$;
 """
 
-# the statement of dedup_store.db.tier_rows.create_key_tables
+# the statement of dedup_store.db.candidates.tier_rows.create_key_tables
 TRIGGER = """
 CREATE TRIGGER settled_keys_changed AFTER INSERT OR UPDATE ON {s}.settled_keys
 FOR EACH STATEMENT EXECUTE FUNCTION {s}.settled_keys_changed();

@@ -8,7 +8,7 @@ import pytest
 
 from dedup_store.core import kernels
 from dedup_store.core.keyfilter import KeyFilter
-from dedup_store.db.encoding import BAND, BLOCK
+from dedup_store.db.schema.encoding import BAND, BLOCK
 
 
 def _keys(seed: int, count: int) -> np.ndarray:

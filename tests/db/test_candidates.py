@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dedup_store.db.encoding import BAND, BLOCK, SAMPLE
-from dedup_store.db.lookup import KeyGroup, _merge, pairs_inside
+from dedup_store.db.candidates.lookup import KeyGroup, _merge, pairs_inside
+from dedup_store.db.schema.encoding import BAND, BLOCK, SAMPLE
 
 
 def _ids(*values: int) -> np.ndarray:

@@ -18,8 +18,9 @@ import sqlalchemy as sa
 from sqlalchemy import Engine
 
 from dedup_store import DedupStore, Document, FingerprintParams
-from dedup_store.db import bulk_copy, checkpoint, embedded
-from dedup_store.db.engine import driver_connection
+from dedup_store.db import bulk_copy, checkpoint
+from dedup_store.db.server import embedded
+from dedup_store.db.server.engine import driver_connection
 from tests.db.test_bulk import _by_external_id, _load
 from tests.spark.corpora import real_documents
 from tests.test_embedded import data_dir as data_dir

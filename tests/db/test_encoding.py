@@ -11,7 +11,7 @@ from sqlalchemy import Engine, text
 from benchmarks.realtext_corpus import copyright_docs, license_docs
 from dedup_store.core.arrays import I64
 from dedup_store.core.fingerprint import FingerprintBatch, fingerprint_batch
-from dedup_store.db.encoding import array_literal, bytea_array_literal, sorted_top32, top32
+from dedup_store.db.schema.encoding import array_literal, bytea_array_literal, sorted_top32, top32
 
 
 def test_byte_strings_survive_the_bytea_array_literal(engine: Engine) -> None:

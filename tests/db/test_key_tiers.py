@@ -14,12 +14,12 @@ from sqlalchemy import Connection, Engine, text
 
 from dedup_store import DedupStore, Document, FingerprintParams
 from dedup_store.core.fingerprint import fingerprint_batch
-from dedup_store.db import ddl, migrate
-from dedup_store.db.encoding import BAND, BLOCK
-from dedup_store.db.lookup import any_of, find_keys, key_groups, slot_lookup
-from dedup_store.db.names import qualified
-from dedup_store.db.side import MetSummaries, SideIndexedKeys, SideReader
-from dedup_store.db.stored import INDEXED
+from dedup_store.db.candidates.lookup import any_of, find_keys, key_groups, slot_lookup
+from dedup_store.db.candidates.side import MetSummaries, SideIndexedKeys, SideReader
+from dedup_store.db.candidates.stored import INDEXED
+from dedup_store.db.schema import ddl, migrate
+from dedup_store.db.schema.encoding import BAND, BLOCK
+from dedup_store.db.schema.names import qualified
 from dedup_store.results import CheckResult
 from tests.conftest import drop_schema
 from tests.db.corpus import PlantedCorpus

@@ -10,8 +10,9 @@ from sqlalchemy import Engine, inspect, text
 
 from dedup_store import DedupStore, Document, SchemaOutdatedError, StoreNotInitializedError
 from dedup_store.core import FingerprintParams
-from dedup_store.db import migrate, settled_filter
-from dedup_store.db.ddl import VIEWS, build_metadata
+from dedup_store.db.candidates import settled_filter
+from dedup_store.db.schema import migrate
+from dedup_store.db.schema.ddl import VIEWS, build_metadata
 from tests.db.corpus import PlantedCorpus
 from tests.snapshots import snapshot
 

@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import Engine, inspect, text
 
 from dedup_store import DedupStore, UnsupportedServerError
-from dedup_store.db import engine as db_engine
+from dedup_store.db.server import engine as db_engine
 from tests.conftest import SqlRecorder
 from tests.test_cli import CliHelper
 from tests.test_cli import cli as cli

@@ -15,10 +15,11 @@ from sqlalchemy import Engine, event, text
 from dedup_store import AddResult, DedupStore, Document
 from dedup_store.core.fingerprint import fingerprint_batch
 from dedup_store.core.keyfilter import KeyFilter
-from dedup_store.db import ddl, settled_filter
-from dedup_store.db.encoding import SAMPLE
-from dedup_store.db.lookup import key_groups
-from dedup_store.db.names import qualified
+from dedup_store.db.candidates import settled_filter
+from dedup_store.db.candidates.lookup import key_groups
+from dedup_store.db.schema import ddl
+from dedup_store.db.schema.encoding import SAMPLE
+from dedup_store.db.schema.names import qualified
 from tests.conftest import drop_schema
 from tests.db.corpus import PlantedCorpus
 from tests.snapshots import snapshot

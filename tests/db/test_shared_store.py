@@ -11,7 +11,7 @@ from sqlalchemy import Engine, text
 
 from benchmarks.realtext_corpus import copyright_docs
 from dedup_store import DedupStore, Document
-from dedup_store.db.names import qualified
+from dedup_store.db.schema.names import qualified
 
 pytestmark = pytest.mark.db
 

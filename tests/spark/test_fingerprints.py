@@ -8,7 +8,7 @@ import numpy as np
 
 from dedup_store.core.fingerprint import fingerprint_batch
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.encoding import sparse_excerpt_keys, top32
+from dedup_store.db.schema.encoding import sparse_excerpt_keys, top32
 from dedup_store.spark import fingerprint_dataframe
 from tests.core.golden import load_cases
 from tests.spark.corpora import real_documents

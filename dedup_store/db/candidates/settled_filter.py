@@ -28,12 +28,12 @@ from sqlalchemy import Connection, text
 from dedup_store.core.arrays import I64
 from dedup_store.core.keyfilter import KeyFilter
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import ddl
 from dedup_store.db.bulk_copy import COPY_HEADER
-from dedup_store.db.encoding import SAMPLE
-from dedup_store.db.engine import driver_connection
-from dedup_store.db.lookup import KeyGroup
-from dedup_store.db.names import qualified
+from dedup_store.db.candidates.lookup import KeyGroup
+from dedup_store.db.schema import ddl
+from dedup_store.db.schema.encoding import SAMPLE
+from dedup_store.db.schema.names import qualified
+from dedup_store.db.server.engine import driver_connection
 
 #: The largest part of a filter stored in one row (``bytea``).
 PART_BYTES = 16 << 20
@@ -180,7 +180,8 @@ def load(conn: Connection, schema: str, held: Stored) -> KeyFilter | None:
 
 
 class SettledFilter:
-    """The stored filter as one ingest uses it (:class:`~dedup_store.db.side.SideIndexedKeys`).
+    """The stored filter as one ingest uses it
+    (:class:`~dedup_store.db.candidates.side.SideIndexedKeys`).
 
     Reading it costs about what probing the settled tier's indexes for one key costs per
     :data:`BYTES_PER_KEY` bytes of filter, so it is read once the keys asked of those indexes,

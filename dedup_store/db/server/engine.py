@@ -20,7 +20,7 @@ import psycopg
 from sqlalchemy import Connection, Engine, create_engine, event, exc, text
 
 from dedup_store.config import normalize_url, redact
-from dedup_store.db.names import validate_schema
+from dedup_store.db.schema.names import validate_schema
 from dedup_store.errors import ConflictError, DatabaseError, UnsupportedServerError
 
 Bind = str | Engine | Connection

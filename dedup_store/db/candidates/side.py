@@ -2,13 +2,13 @@
 
 While a batch holds the store's lock (:mod:`dedup_store.db.locks`: settling and bulk loads,
 which rewrite the settled tier, hold it exclusively) and has written nothing yet in its
-transaction, the settled tier (:mod:`dedup_store.db.ddl`) changes for nobody until the batch
+transaction, the settled tier (:mod:`dedup_store.db.schema.ddl`) changes for nobody until the batch
 commits: another
 connection reads it as the batch's would. :class:`SideIndexedKeys` then looks it up on
 :class:`SideReader` connections, half of the slots and half of the excerpt keys (which have one
 tier) each, while the writer's connection looks up the recent tier and the hot keys,
 and merges the parts as one lookup of both tiers finds them
-(:func:`~dedup_store.db.lookup.find_keys`).
+(:func:`~dedup_store.db.candidates.lookup.find_keys`).
 """
 
 from __future__ import annotations
@@ -22,9 +22,7 @@ import numpy.typing as npt
 from sqlalchemy import Connection, text
 
 from dedup_store.core.arrays import I64, U64, grown
-from dedup_store.db.ddl import RECENT, SETTLED, settled_through
-from dedup_store.db.encoding import BAND, SAMPLE
-from dedup_store.db.lookup import (
+from dedup_store.db.candidates.lookup import (
     Found,
     KeyGroup,
     Reach,
@@ -33,8 +31,10 @@ from dedup_store.db.lookup import (
     found_in,
     lookup_statement,
 )
-from dedup_store.db.settled_filter import SettledFilter
-from dedup_store.db.stored import IndexedKeys
+from dedup_store.db.candidates.settled_filter import SettledFilter
+from dedup_store.db.candidates.stored import IndexedKeys
+from dedup_store.db.schema.ddl import RECENT, SETTLED, settled_through
+from dedup_store.db.schema.encoding import BAND, SAMPLE
 
 #: A group with no keys: the statement leaves it out (a slot another part looks up).
 _NO_KEYS = KeyGroup(BAND, 1, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
@@ -51,7 +51,7 @@ class SideReader:
 
     def submit(self, statement: str, parameters: dict[str, str]) -> Future[list[Any]]:
         """The rows of ``statement``, read by ``read`` (such as
-        :meth:`~dedup_store.db.engine.Database.read`)."""
+        :meth:`~dedup_store.db.server.engine.Database.read`)."""
         return self._thread.submit(
             self._read, lambda conn: list(conn.execute(text(statement), parameters))
         )
@@ -64,15 +64,15 @@ class SideReader:
 
 
 class SideIndexedKeys(IndexedKeys):
-    """:class:`~dedup_store.db.stored.IndexedKeys` that looks up the settled tier on the
+    """:class:`~dedup_store.db.candidates.stored.IndexedKeys` that looks up the settled tier on the
     connections of ``side``: for batches written under the store's lock that delete nothing
     before their lookups. It asks the settled tier only for the keys its filter may hold
-    (:class:`~dedup_store.db.settled_filter.SettledFilter`).
+    (:class:`~dedup_store.db.candidates.settled_filter.SettledFilter`).
 
     It also remembers the shingle counts and SimHashes of the stored documents it has read
     (:class:`MetSummaries`): batches of one ingest meet many of the same documents, and
     :meth:`known_simhashes` lets pairs found by block keys that are far apart leave before
-    their summaries are read (:func:`~dedup_store.db.hot.find_candidates`).
+    their summaries are read (:func:`~dedup_store.db.candidates.hot.find_candidates`).
     """
 
     def __init__(self, side: SideReader) -> None:

@@ -16,15 +16,7 @@ from sqlalchemy import Connection, text
 
 from dedup_store.core.arrays import I32, I64, U64, ranges
 from dedup_store.core.fingerprint import FingerprintBatch
-from dedup_store.db.encoding import (
-    BAND,
-    StoredShingles,
-    array_literal,
-    bytea_array_literal,
-    int4_array,
-    sorted_top32,
-)
-from dedup_store.db.lookup import (
+from dedup_store.db.candidates.lookup import (
     Found,
     KeyGroup,
     Reach,
@@ -34,7 +26,15 @@ from dedup_store.db.lookup import (
     slot_lookup,
     window,
 )
-from dedup_store.db.names import qualified
+from dedup_store.db.schema.encoding import (
+    BAND,
+    StoredShingles,
+    array_literal,
+    bytea_array_literal,
+    int4_array,
+    sorted_top32,
+)
+from dedup_store.db.schema.names import qualified
 
 _ARRAY_HEADER = 20  # bytes before the elements of a one-dimensional array_send
 
@@ -64,7 +64,7 @@ class NewRows:
 
     def shingles_of(self, rows: I64) -> StoredShingles:
         """The shingles as stored of the batch rows ``rows``
-        (:func:`~dedup_store.db.encoding.sorted_top32`): taken from :attr:`stored_shingles`,
+        (:func:`~dedup_store.db.schema.encoding.sorted_top32`): taken from :attr:`stored_shingles`,
         made for every row of the batch with its fingerprints, when there are."""
         if self.stored_shingles is None:
             return sorted_top32(self.batch, rows)

@@ -3,16 +3,16 @@
 A first document's band keys and SimHash block keys are a row of the table of its tier,
 ``recent_keys`` or ``settled_keys``, one ``bigint`` column per slot (band ``i``, block
 combination ``i``: ``band_i``, ``block_i``), and every column has its own index
-(:mod:`dedup_store.db.ddl`). A key therefore costs one index entry, and equal keys of different
-slots never meet. Sample keys (the
-excerpt index) vary in number per document and live in ``sample_keys``.
+(:mod:`dedup_store.db.schema.ddl`). A key therefore costs one index entry, and equal keys of
+different slots never meet. Sample keys (the excerpt index) vary in number per document and live
+in ``sample_keys``.
 
 For a batch, one statement looks up every key of every slot (an ``= ANY(keys)`` index scan per
 slot) *before* the batch's rows are written, so it only meets older documents; the keys found
 are joined back to the new documents that own them in numpy, and pairs inside the batch are found
 in numpy too. The probes of one fingerprint (``check``, ``add``) are :func:`key_lookups` and
 :func:`sample_lookup`. Hot band and block keys
-are split by secondary keys (:mod:`dedup_store.db.hot`).
+are split by secondary keys (:mod:`dedup_store.db.candidates.hot`).
 """
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ from sqlalchemy import Connection, text
 from dedup_store.core.arrays import I64, ranges, stable_order
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.mixing import mix64
-from dedup_store.db.ddl import (
+from dedup_store.db.schema.ddl import (
     RECENT,
     SETTLED,
     TIER_TABLES,
     key_column,
 )
-from dedup_store.db.encoding import (
+from dedup_store.db.schema.encoding import (
     BAND,
     BLOCK,
     KEY_COLUMNS,
@@ -43,11 +43,12 @@ from dedup_store.db.encoding import (
     array_literal,
     sample_columns,
 )
-from dedup_store.db.names import qualified, quote
+from dedup_store.db.schema.names import qualified, quote
 
 Reach: TypeAlias = Connection | Callable[[], Connection]
 """A connection, or how to get it when a step turns out to need SQL: a staged bulk load
-(:class:`dedup_store.db.lane.Lane`) hands it over once the statements before it have run."""
+(:class:`dedup_store.db.candidates.lane.Lane`) hands it over once the statements before it have
+run."""
 
 
 def connection_of(reach: Reach) -> Connection:
@@ -212,7 +213,7 @@ def find_keys(
     hot_kinds: frozenset[int] = frozenset(),
 ) -> Found:
     """Look up every key of every group in one statement (and which keys of the groups of
-    ``hot_kinds`` are hot); :mod:`dedup_store.db.side` splits it over connections."""
+    ``hot_kinds`` are hot); :mod:`dedup_store.db.candidates.side` splits it over connections."""
     statement, parameters, uniques = lookup_statement(
         schema, groups, hot_limit, hot_kinds=hot_kinds
     )
@@ -372,8 +373,8 @@ def pairs_inside(group: KeyGroup, hot_limit: int = 0, spread: bool = False) -> t
 
     With ``hot_limit``, each document is paired with at most ``hot_limit`` documents before it
     among those sharing the key: the ones just before it, or with ``spread`` (secondary keys,
-    as :func:`~dedup_store.db.hot.window` does for stored documents) the ones from a pivot
-    derived from the key, wrapping around.
+    as :func:`~dedup_store.db.candidates.hot.window` does for stored documents) the ones from a
+    pivot derived from the key, wrapping around.
     """
     order = group.order
     keys, docs = group.keys[order], group.docs[order]
@@ -440,11 +441,11 @@ def key_lookups(s: str, band_count: int, block_count: int, hot_limit: int) -> li
     in each tier (:func:`slot_lookup`).
 
     With ``hot_limit``, a probe keeps the ``hot_limit`` oldest documents of the key, as
-    :func:`~dedup_store.db.hot.find_candidates` does.
+    :func:`~dedup_store.db.candidates.hot.find_candidates` does.
 
     A sort and a limit per slot cost about a third of the probes again, but one ranking of
     every slot's rows instead is one subtree whose estimate, with the recent tier's table
-    unanalyzed (:data:`~dedup_store.db.ddl.RECENT_STORAGE`), buys a parallel plan: 14 ms
+    unanalyzed (:data:`~dedup_store.db.schema.ddl.RECENT_STORAGE`), buys a parallel plan: 14 ms
     instead of 3.
     """
     branches = []

@@ -6,14 +6,15 @@ test suite checks that a database migrated to head matches :func:`build_metadata
 and block keys of a document are not in its ``documents`` row (they are functions of its signature
 and SimHash); they live in two tables of their own, one per *tier*, whose columns depend on the
 fingerprint parameters, so the store creates them when it opens
-(:func:`dedup_store.db.tier_rows.create_key_tables`, :func:`create_key_indexes`). Each holds one row
-per first document (exact copies have none): its id and a plain ``bigint`` column per key slot, with
-an index per column. ``settled_keys`` holds the documents with ids up to
+(:func:`dedup_store.db.candidates.tier_rows.create_key_tables`, :func:`create_key_indexes`). Each
+holds one row per first document (exact copies have none): its id and a plain ``bigint`` column per
+key slot, with an index per column. ``settled_keys`` holds the documents with ids up to
 ``key_tiers.settled_through``, ``recent_keys`` those added since. Incremental writes only insert
 into ``recent_keys``, whose indexes stay small however large the store; a bulk load (or
 ``dedup-store db settle``) moves every document into ``settled_keys``, builds its indexes again and
 empties ``recent_keys``. Building an index over the narrow rows reads a fifth of the bytes a scan of
-``documents`` would. A lookup probes both tables (:func:`dedup_store.db.lookup.slot_lookup`).
+``documents`` would. A lookup probes both tables
+(:func:`dedup_store.db.candidates.lookup.slot_lookup`).
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ from sqlalchemy.schema import AddConstraint
 
 from dedup_store.config import DEFAULT_SCHEMA as DEFAULT_SCHEMA
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.encoding import BAND, BLOCK, KEY_COLUMNS
-from dedup_store.db.names import qualified, quote
+from dedup_store.db.schema.encoding import BAND, BLOCK, KEY_COLUMNS
+from dedup_store.db.schema.names import qualified, quote
 from dedup_store.results import Method
 
 VERSION_TABLE = "alembic_version"

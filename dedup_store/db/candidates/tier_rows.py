@@ -1,4 +1,4 @@
-"""The rows of the key tiers' tables (:data:`dedup_store.db.ddl.TIER_TABLES`).
+"""The rows of the key tiers' tables (:data:`dedup_store.db.schema.ddl.TIER_TABLES`).
 
 A first document's row holds its band keys and its block keys, one ``bigint`` column per slot.
 Both are functions of what ``documents`` keeps of the document, its MinHash signature, its
@@ -22,9 +22,10 @@ from dedup_store.core.arrays import I64, U32, U64
 from dedup_store.core.fingerprint import document_block_keys
 from dedup_store.core.lsh import band_keys
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import bulk_copy, ddl
-from dedup_store.db.encoding import BAND, BLOCK, KEY_COLUMNS
-from dedup_store.db.names import qualified, quote
+from dedup_store.db import bulk_copy
+from dedup_store.db.schema import ddl
+from dedup_store.db.schema.encoding import BAND, BLOCK, KEY_COLUMNS
+from dedup_store.db.schema.names import qualified, quote
 
 #: Documents read per statement when rows are computed from stored fingerprints.
 CHUNK = 50_000

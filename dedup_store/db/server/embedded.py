@@ -9,9 +9,9 @@ and every installation (virtualenv) has its own server, and a server is only eve
 binaries that created its cluster. The server listens on a Unix socket only, with trust
 authentication for the local user, and keeps running after the process that started it exits, so
 the next command attaches to it; :func:`stop` shuts it down. Each start sizes the server for
-this machine (:mod:`dedup_store.db.tuning`: memory for the key indexes and index builds, fewer
-checkpoints, no WAL for bulk loads into a new store); a running server takes new sizes when it
-starts again. :func:`start` refuses to attach to a
+this machine (:mod:`dedup_store.db.server.tuning`: memory for the key indexes and index builds,
+fewer checkpoints, no WAL for bulk loads into a new store); a running server takes new sizes when
+it starts again. :func:`start` refuses to attach to a
 server run by another installation's binaries (possible when two installations share
 ``DEDUP_STORE_DATA_DIR``).
 
@@ -51,7 +51,7 @@ from typing import Any
 import platformdirs
 import psutil
 
-from dedup_store.db import tuning
+from dedup_store.db.server import tuning
 from dedup_store.errors import DatabaseError
 
 __all__ = [

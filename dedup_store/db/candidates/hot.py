@@ -30,9 +30,9 @@ from dedup_store.core.arrays import I64
 from dedup_store.core.fingerprint import Fingerprint, FingerprintBatch
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.simhash import hamming_many
-from dedup_store.db import bulk_copy, lookup
-from dedup_store.db.encoding import BAND, BLOCK, array_literal
-from dedup_store.db.lookup import (
+from dedup_store.db import bulk_copy
+from dedup_store.db.candidates import lookup
+from dedup_store.db.candidates.lookup import (
     Candidates,
     KeyGroup,
     Reach,
@@ -40,8 +40,9 @@ from dedup_store.db.lookup import (
     slot_lookup,
     window,
 )
-from dedup_store.db.names import qualified
-from dedup_store.db.stored import INDEXED, StoredKeys
+from dedup_store.db.candidates.stored import INDEXED, StoredKeys
+from dedup_store.db.schema.encoding import BAND, BLOCK, array_literal
+from dedup_store.db.schema.names import qualified
 
 SECONDARY_COLUMNS = ("kind", "slot", "key", "doc_id")
 
@@ -150,8 +151,8 @@ def _merged(
     b_parts: list[I64],
     kind_parts: list[npt.NDArray[np.int8]],
 ) -> Candidates:
-    """The candidates of the pairs found (:func:`~dedup_store.db.lookup.merge`), without the
-    pairs a block key found whose SimHashes are known here and differ in more than
+    """The candidates of the pairs found (:func:`~dedup_store.db.candidates.lookup.merge`), without
+    the pairs a block key found whose SimHashes are known here and differ in more than
     ``simhash_k`` bits.
 
     Such a pair is no SimHash match, and if only block keys found it, it is no candidate
@@ -218,7 +219,7 @@ def _secondary_pairs(
     conn: Reach, schema: str, groups: list[KeyGroup], hot_limit: int, stored: StoredKeys
 ) -> tuple[list[I64], list[I64], list[npt.NDArray[np.int8]]]:
     """Pairs found by secondary keys: each key's window of ``hot_limit`` stored documents
-    (:func:`~dedup_store.db.lookup.window`), and pairs inside the batch as for primary
+    (:func:`~dedup_store.db.candidates.lookup.window`), and pairs inside the batch as for primary
     keys."""
     if not groups:
         return [], [], []
