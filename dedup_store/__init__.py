@@ -7,8 +7,9 @@ first used (the store needs SQLAlchemy and numpy, which the command line's ``--h
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from dedup_store.lazy import load_public_name
 
 if TYPE_CHECKING:
     from dedup_store.core import (
@@ -150,12 +151,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """Load a public name from its module on first use (then it is a plain attribute)."""
-    module = _HOME_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return load_public_name(globals(), _HOME_OF, name)
 
 
 def __dir__() -> list[str]:

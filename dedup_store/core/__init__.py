@@ -9,10 +9,11 @@ command line imports :mod:`dedup_store.core.params`) does not load numpy.
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 from typing import TYPE_CHECKING, Any
+
+from dedup_store.lazy import load_public_name
 
 if TYPE_CHECKING:
     from dedup_store.core.align import Alignment, Run, align_texts
@@ -105,12 +106,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """Load a public name from its module on first use (then it is a plain attribute)."""
-    module = _HOME_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return load_public_name(globals(), _HOME_OF, name)
 
 
 def __dir__() -> list[str]:

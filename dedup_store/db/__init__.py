@@ -37,8 +37,8 @@ Rooms:
 
 Modules not yet in a room:
 
-- :mod:`~dedup_store.db.native`: the psycopg fast path of single-document calls (``$n``
-  placeholders).
+- :mod:`~dedup_store.db.native`: the psycopg fast path of single-document calls (positional
+  ``$n`` parameters).
 - :mod:`~dedup_store.db.settings`: the store's settings that are not fingerprint parameters, and
   the canonical documents a person declared.
 - :mod:`~dedup_store.db.scoring`: verification of candidates into matches and edges.
