@@ -52,6 +52,20 @@ class UnionFind(Generic[K]):
         return out
 
 
+#: The label a group of merged clusters keeps, as ``(field, descending)`` in order of precedence:
+#: the largest cluster's (``size``), ties to the smallest ``label`` (the oldest). The batch
+#: writers apply it through :func:`keeper_rank`, the single add's statement through an
+#: ``ORDER BY`` made from it (:func:`dedup_store.db.single.keeper_order`), a Spark load through a
+#: struct made from it (:func:`dedup_store.spark.components.keeper_rank`).
+KEEPER_ORDER: tuple[tuple[str, bool], ...] = (("size", True), ("label", False))
+
+
+def keeper_rank(label: int, size: int) -> tuple[int, ...]:
+    """The sort key of a cluster by :data:`KEEPER_ORDER`: the keeper of a group is its least."""
+    fields = {"size": size, "label": label}
+    return tuple(-fields[name] if descending else fields[name] for name, descending in KEEPER_ORDER)
+
+
 def merge_labels(
     edges: Iterable[tuple[int, int]], label_of: Mapping[int, int], size_of: Mapping[int, int]
 ) -> dict[int, int]:
@@ -65,7 +79,7 @@ def merge_labels(
     Returns:
         ``{old_label: new_label}`` for every label that changes. Within each merged group the
         largest cluster keeps its label (ties: the smallest label, the oldest), so only the
-        smaller clusters are relabelled.
+        smaller clusters are relabelled (:data:`KEEPER_ORDER`).
     """
     sets: UnionFind[int] = UnionFind()
     for label in set(label_of.values()):
@@ -74,7 +88,7 @@ def merge_labels(
         sets.union(label_of[a], label_of[b])
     mapping: dict[int, int] = {}
     for members in sets.groups().values():
-        keeper = min(members, key=lambda label: (-size_of[label], label))
+        keeper = min(members, key=lambda label: keeper_rank(label, size_of[label]))
         mapping.update({label: keeper for label in members if label != keeper})
     return mapping
 

@@ -15,8 +15,9 @@ the labels it met; :func:`run` sends it again after the locks of those labels, t
 exclusively before its snapshot (so it sees every member, and nobody moves them meanwhile).
 Holding the locks of all the labels it meets (``locked``), or the store's lock exclusively (an
 add of too many keys), it merges the clusters: it takes the cluster of the largest such cluster
-(ties: the oldest label) and moves the members of the others into it, as
-:func:`~dedup_store.core.clustering.merge_labels` does.
+(ties: the oldest label: :data:`~dedup_store.core.clustering.KEEPER_ORDER`, the rule
+:func:`~dedup_store.core.clustering.merge_labels` applies too) and moves the members of the
+others into it.
 
 An exact copy of a stored document (the first of its exact group) is linked to that document
 alone, records it in ``exact_of`` and gets no sample keys and no ``recent_keys`` row (its band
@@ -44,6 +45,7 @@ import numpy as np
 from sqlalchemy import Connection, TextClause, text
 
 from dedup_store.core.arrays import I64, U32
+from dedup_store.core.clustering import KEEPER_ORDER
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.db import locks, native
 from dedup_store.db.candidates import hot
@@ -101,6 +103,7 @@ def _statement(
 ) -> TextClause:
     s = qualified(schema)
     lookups = found_sql(schema, band_count, block_count, hot_limit, secondary)
+    keeper = keeper_order("size", "cluster_id")
     slots = [("band_keys", i) for i in range(1, band_count + 1)]
     slots += [("block_keys", i) for i in range(1, block_count + 1)]
     key_names = ", ".join(quote(key_column(column, slot)) for column, slot in slots)
@@ -173,7 +176,7 @@ def _statement(
         ),
         keeper AS MATERIALIZED (
             SELECT coalesce(
-                (SELECT cluster_id FROM sizes ORDER BY size DESC, cluster_id LIMIT 1),
+                (SELECT cluster_id FROM sizes ORDER BY {keeper} LIMIT 1),
                 (SELECT id FROM new_id)
             ) AS label
         ),
@@ -233,6 +236,15 @@ def _statement(
 
 #: Rounds of :func:`run` for a document whose clusters keep moving, before the batch path.
 MERGE_ROUNDS = 4
+
+
+def keeper_order(size: str, label: str) -> str:
+    """SQL: the ``ORDER BY`` list that ranks clusters (columns ``size`` and ``label``) by
+    :data:`~dedup_store.core.clustering.KEEPER_ORDER`, the keeper first."""
+    columns = {"size": size, "label": label}
+    return ", ".join(
+        f"{columns[name]} {'DESC' if descending else 'ASC'}" for name, descending in KEEPER_ORDER
+    )
 
 
 def run(

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from dedup_store.core.clustering import KEEPER_ORDER
+
 
 def connected_components(edges: DataFrame, max_rounds: int = 100) -> DataFrame:
     """``(node, component)`` of every node of ``edges`` (columns ``a``, ``b``); a component is
@@ -84,3 +86,16 @@ def _small_star(edges: DataFrame) -> DataFrame:
 
 def _least(a: str, b: str) -> Column:
     return F.least(F.col(a), F.col(b))
+
+
+def keeper_rank(size: str, label: str) -> Column:
+    """A struct that ranks clusters (columns ``size`` and ``label``) by
+    :data:`~dedup_store.core.clustering.KEEPER_ORDER`: the keeper of a group has the least; its
+    field ``label`` is the keeper's label."""
+    columns = {"size": size, "label": label}
+    return F.struct(
+        *[
+            (-F.col(columns[name]) if descending else F.col(columns[name])).alias(name)
+            for name, descending in KEEPER_ORDER
+        ]
+    )

@@ -46,7 +46,7 @@ from dedup_store.pipeline import BATCH_BYTES
 from dedup_store.records import batches, describe, lookup_ids, record_error, validate_document
 from dedup_store.results import Document, IngestSummary, RecordError
 from dedup_store.service import DedupStore
-from dedup_store.spark.components import connected_components
+from dedup_store.spark.components import connected_components, keeper_rank
 from dedup_store.spark.fingerprints import fingerprint_dataframe
 from dedup_store.spark.grouping import Load, group_keys, record_hot
 from dedup_store.spark.pairs import EDGE_SCHEMA, score_batch
@@ -530,8 +530,9 @@ def _clusters(
     the cached components (released after the load).
 
     A stored document enters the graph as its cluster's label; the label kept by a merged
-    component is the store's: the largest cluster's (ties: the smallest label), so a load on an
-    empty store labels each cluster by its oldest member.
+    component is the store's (:data:`~dedup_store.core.clustering.KEEPER_ORDER`): the largest
+    cluster's (ties: the smallest label), so a load on an empty store labels each cluster by its
+    oldest member.
     """
     spark = edges.sparkSession
     merging_edges = edges.where(F.col("method").isin(list(merging))).select("a", "b")
@@ -565,10 +566,10 @@ def _clusters(
     ranked = components_.join(size_frame, "node", "left").withColumn(
         "size", F.coalesce("size", F.lit(1).cast("bigint"))
     )
-    keepers = ranked.groupBy("component").agg(
-        F.min(F.struct((-F.col("size")).alias("rank"), F.col("node"))).alias("keeper")
+    keepers = ranked.groupBy("component").agg(F.min(keeper_rank("size", "node")).alias("keeper"))
+    labelled = ranked.join(keepers, "component").select(
+        "node", F.col("keeper.label").alias("label")
     )
-    labelled = ranked.join(keepers, "component").select("node", F.col("keeper.node").alias("label"))
     mapping = {
         int(node): int(label)
         for node, label in labelled.where(
