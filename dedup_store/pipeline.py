@@ -2,7 +2,7 @@
 (the Spark path reuses its batching and the validation of :mod:`dedup_store.records`).
 
 A batch is validated (once per record), fingerprinted, then written in one transaction under
-the store's lock (shared, with the batch's key locks: :mod:`dedup_store.db.locks`): its stored
+the store's lock (shared, with the batch's key locks: :mod:`dedup_store.db.write.locks`): its stored
 ids looked up, the first document of each exact group found, its
 keys looked up among the stored documents, its rows written, its candidates verified into
 edges, and the clusters those edges join merged. :func:`ingest` streams records through it,
@@ -27,13 +27,17 @@ import numpy as np
 from sqlalchemy import Connection
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import bulk, checkpoint, frequencies, locks, reports, scoring, verdicts, write
+from dedup_store.db.bulk import checkpoint, load
 from dedup_store.db.candidates import hot
 from dedup_store.db.candidates.lane import Lane
 from dedup_store.db.candidates.lookup import Reach, connection_of
 from dedup_store.db.candidates.side import SideIndexedKeys, SideReader
 from dedup_store.db.candidates.stored import INDEXED, NewRows, StoredKeys, new_rows
+from dedup_store.db.matches import scoring
+from dedup_store.db.reports import reads
 from dedup_store.db.server.engine import Database
+from dedup_store.db.write import batch as batch_write
+from dedup_store.db.write import frequencies, locks, verdicts
 from dedup_store.errors import DedupStoreError
 from dedup_store.prepared import BatchOutcome, PreparedBatch
 from dedup_store.records import (
@@ -106,12 +110,12 @@ class StagedBatch:
         new: the rows to insert, with their ids.
         secondary: the ``secondary_keys`` rows to write (hot slots).
         promotion: the keys a bulk load made hot with the batch, to record with it.
-        rows: the new documents' COPY rows (:func:`~dedup_store.db.write.document_rows`).
+        rows: the new documents' COPY rows (:func:`~dedup_store.db.write.batch.document_rows`).
         verified: the parameters that score and store the candidates that may match
-            (:func:`~dedup_store.db.scoring.verified_parameters`).
+            (:func:`~dedup_store.db.matches.scoring.verified_parameters`).
         bulk_load: the batch is part of a bulk load.
         held: where a bulk load holds the batch's sample keys and tier rows
-            (:class:`~dedup_store.db.write.HeldRows`).
+            (:class:`~dedup_store.db.write.batch.HeldRows`).
         shared: the batch holds the store's lock shared (with its key locks), so it locks the
             cluster labels it merges.
     """
@@ -121,10 +125,10 @@ class StagedBatch:
     new: NewRows
     secondary: hot.SecondaryRows
     promotion: hot.Promotion
-    rows: write.DocumentRows
+    rows: batch_write.DocumentRows
     verified: dict[str, Any]
     bulk_load: bool
-    held: write.HeldRows | None = None
+    held: batch_write.HeldRows | None = None
     shared: bool = False
 
 
@@ -147,7 +151,7 @@ def write_batch(
 def lock_batch(conn: Connection, dest: Destination, prepared: PreparedBatch) -> bool:
     """Take the store's lock for a batch; returns whether shared.
 
-    Shared, with the key locks of its documents (:func:`~dedup_store.db.locks.batch_keys`)
+    Shared, with the key locks of its documents (:func:`~dedup_store.db.write.locks.batch_keys`)
     and of the partners that verdicts name (read under the shared lock, as verdicts change
     under the exclusive one only); exclusive for a batch that replaces documents, for a store
     whose SimHashes are weighed by document frequencies, or for too many keys.
@@ -180,17 +184,17 @@ def stage_batch(
     schema, params = dest.schema, dest.params
     known = stored.documents(conn, schema, prepared.candidate_ids())
     if prepared.update and known:
-        write.delete_documents(connection_of(conn), schema, list(known.values()), params)
+        batch_write.delete_documents(connection_of(conn), schema, list(known.values()), params)
         known = {}
     rows = prepared.rows_to_insert(known)
     row_array = np.asarray(rows, dtype=np.int64)
     if params.weighted:  # the store's document frequencies as of now, plus the batch's
         batch = frequencies.weigh(connection_of(conn), schema, prepared.batch, row_array)
         prepared.weigh(batch)
-    if isinstance(stored, bulk.LoadedKeys):
+    if isinstance(stored, load.LoadedKeys):
         ids = stored.allocate(len(rows))
     else:
-        ids = write.allocate_ids(connection_of(conn), schema, len(rows), shared)
+        ids = batch_write.allocate_ids(connection_of(conn), schema, len(rows), shared)
     new = new_rows(conn, schema, prepared.batch, row_array, ids, stored, prepared.stored_shingles)
     firsts = new.firsts  # exact copies have no keys of their own
     found, secondary, promotion = hot.find_candidates(
@@ -200,20 +204,20 @@ def stage_batch(
     inter, possible = scoring.batch_intersections(conn, schema, new, found, stored)
     encoded = prepared.encoded_rows(dest.keep_text)
     with_meta = prepared.meta is not None
-    loading = isinstance(stored, bulk.LoadedKeys)
-    frozen = isinstance(stored, bulk.LoadedKeys) and stored.frozen
+    loading = isinstance(stored, load.LoadedKeys)
+    frozen = isinstance(stored, load.LoadedKeys) and stored.frozen
     return StagedBatch(
         prepared,
         known,
         new,
         secondary,
         promotion,
-        write.document_rows(
+        batch_write.document_rows(
             new, [encoded[r] for r in new.rows.tolist()], with_meta, frozen, settled=loading
         ),
         scoring.verified_parameters(new, found, inter, possible),
         stored.bulk_load,
-        stored.held if isinstance(stored, bulk.LoadedKeys) else None,
+        stored.held if isinstance(stored, load.LoadedKeys) else None,
         shared,
     )
 
@@ -224,22 +228,22 @@ def commit_batch(conn: Connection, dest: Destination, staged: StagedBatch) -> Wr
     schema, prepared, new = dest.schema, staged.prepared, staged.new
     promotion = staged.promotion
     hot.record_hot(conn, schema, promotion.kinds, promotion.slots, promotion.keys)
-    write.insert_documents(conn, schema, staged.rows, staged.secondary, staged.held)
+    batch_write.insert_documents(conn, schema, staged.rows, staged.secondary, staged.held)
     frequencies.add(conn, schema, prepared.batch, new.rows, new.ids)
     edges = scoring.store_verified(conn, schema, staged.verified)
-    mapping = write.merge_clusters(conn, schema, edges, dest.params, staged.shared)
+    mapping = batch_write.merge_clusters(conn, schema, edges, dest.params, staged.shared)
     # a reviewer named a new one
     if verdicts.apply_to_new(conn, schema, new.ids.tolist(), staged.shared):
-        labels = reports.cluster_ids(conn, schema, new.ids.tolist())
+        labels = reads.cluster_ids(conn, schema, new.ids.tolist())
         mapping = {**mapping, **{i: label for i, label in labels.items() if label != i}}
     if len(new.ids):
         # a bulk load plans only statements on documents (by id and by cluster, whose plans
         # do not change as it grows), and analyzes everything at its end
         if staged.bulk_load:
-            write.refresh_statistics(conn, schema, int(new.ids[-1]), ("documents",), growth=4)
+            batch_write.refresh_statistics(conn, schema, int(new.ids[-1]), ("documents",), growth=4)
         else:
-            write.refresh_statistics(conn, schema, int(new.ids[-1]))
-    twin_clusters = reports.cluster_ids(conn, schema, prepared.twin_ids(staged.known))
+            batch_write.refresh_statistics(conn, schema, int(new.ids[-1]))
+    twin_clusters = reads.cluster_ids(conn, schema, prepared.twin_ids(staged.known))
     return WrittenBatch(prepared, new.ids.tolist(), edges, mapping, staged.known, twin_clusters)
 
 
@@ -300,7 +304,7 @@ def _bulk_ingest(
     on_phase: Callable[[str], None] | None = None,
 ) -> IngestSummary:
     """One transaction: drop the lookup indexes, write the batches with lookups in memory,
-    build the indexes, commit (:mod:`dedup_store.db.bulk`).
+    build the indexes, commit (:mod:`dedup_store.db.bulk.load`).
 
     Each batch is staged here (:func:`stage_batch`) while the statements of the batch before
     it run on the connection's :class:`~dedup_store.db.candidates.lane.Lane`.
@@ -313,7 +317,7 @@ def _bulk_ingest(
     with dest.db.transaction() as conn:
         dest.db.without_jit(conn)
         own = dest.db.connection is None
-        stored = bulk.begin(conn, dest.schema, dest.params, own_transaction=own)
+        stored = load.begin(conn, dest.schema, dest.params, own_transaction=own)
         known = stored.external_ids
 
         def prepare(chunk: list[Document], first: int) -> Future[PreparedBatch]:
@@ -347,7 +351,7 @@ def _bulk_ingest(
             stopped = interrupt
         if on_phase is not None:
             on_phase(INDEX_PHASE)
-        seconds = bulk.finish(conn, dest.schema, dest.params, bulk.BUILD_SETTINGS, stored)
+        seconds = load.finish(conn, dest.schema, dest.params, load.BUILD_SETTINGS, stored)
     if stopped is not None:
         raise stopped.with_traceback(None)
     summary.bulk = True
@@ -493,7 +497,7 @@ def _stored_ids(dest: Destination, documents: list[Document]) -> dict[str, int]:
     """``{external id: id}`` of the ``documents`` already stored (ids that are known are not
     fingerprinted)."""
     ids = lookup_ids(documents)
-    return dest.db.run(lambda conn: reports.find_documents(conn, dest.schema, ids))
+    return dest.db.run(lambda conn: reads.find_documents(conn, dest.schema, ids))
 
 
 def _write(dest: Destination, prepared: PreparedBatch, stored: StoredKeys) -> WrittenBatch:

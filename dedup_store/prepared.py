@@ -15,9 +15,9 @@ from dedup_store.core.fingerprint import FingerprintBatch, fingerprint_valid_tex
 from dedup_store.core.metadata import MetaSignatures, exact_key, meta_members, meta_signatures
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.scripts import guess_language
-from dedup_store.db import write
+from dedup_store.db.matches.scoring import merging_methods
 from dedup_store.db.schema.encoding import StoredShingles, sorted_top32
-from dedup_store.db.scoring import merging_methods
+from dedup_store.db.write import batch as batch_write
 from dedup_store.errors import DedupStoreError, EmptyDocumentError
 from dedup_store.records import describe, record_error, validate_document
 from dedup_store.results import (
@@ -92,11 +92,11 @@ class PreparedBatch:
 
     def encoded_rows(self, keep_text: bool) -> list[bytes]:
         """Each fingerprint row's document row up to the columns it gets when it is written
-        (:func:`~dedup_store.db.write.encode_rows`), computed on the first call: call it
+        (:func:`~dedup_store.db.write.batch.encode_rows`), computed on the first call: call it
         while the batch before is being written."""
         if self._rows is None:
             docs = [self.document_of_row(r) for r in range(len(self.row_position))]
-            self._rows = write.encode_rows(
+            self._rows = batch_write.encode_rows(
                 self.batch,
                 [d.id for d in docs],
                 [d.meta for d in docs],
@@ -115,7 +115,7 @@ class PreparedBatch:
 
     def weigh(self, batch: FingerprintBatch) -> None:
         """Replace the batch by ``batch``, the same rows with their SimHashes weighted by the
-        store's document frequencies (:func:`dedup_store.db.frequencies.weigh`); the encoded
+        store's document frequencies (:func:`dedup_store.db.write.frequencies.weigh`); the encoded
         rows hold no SimHash and stay."""
         self.batch = batch
 

@@ -47,7 +47,7 @@ class Method(enum.StrEnum):
     """How a match was found and verified, in the order of preference: a pair that several
     methods accept is reported with the first, and matches are listed in this order.
 
-    The scoring statement (``dedup_store.db.scoring``) and the ``edges`` table's CHECK
+    The scoring statement (``dedup_store.db.matches.scoring``) and the ``edges`` table's CHECK
     constraint are written from this enum (a test says they agree).
     """
 

@@ -17,8 +17,8 @@ import numpy as np
 
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.simhash import hamming
-from dedup_store.db.explain import StoredPair
-from dedup_store.db.verdicts import VerdictRow
+from dedup_store.db.reports.explain import StoredPair
+from dedup_store.db.write.verdicts import VerdictRow
 from dedup_store.results import Method
 
 if TYPE_CHECKING:
@@ -134,8 +134,8 @@ def explain_pair(
     verdict: VerdictRow | None,
     texts: tuple[str | None, str | None],
 ) -> Explanation:
-    """The explanation of ``stored`` (:func:`dedup_store.db.explain.stored_pair`), with the two
-    texts (either ``None``: no alignment)."""
+    """The explanation of ``stored`` (:func:`dedup_store.db.reports.explain.stored_pair`), with the
+    two texts (either ``None``: no alignment)."""
     a, b = stored.a, stored.b
     set_a, set_b = np.unique(a.shingles), np.unique(b.shingles)
     shared = int(np.intersect1d(set_a, set_b, assume_unique=True).size)

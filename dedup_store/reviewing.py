@@ -6,11 +6,12 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import locks, settings, verdicts
 from dedup_store.db.candidates.stored import find_documents
-from dedup_store.db.explain import stored_pair
+from dedup_store.db.reports.explain import stored_pair
+from dedup_store.db.schema import settings
+from dedup_store.db.schema.settings import StoreSettings
 from dedup_store.db.server.engine import Database
-from dedup_store.db.settings import StoreSettings
+from dedup_store.db.write import locks, verdicts
 from dedup_store.errors import InvalidDocumentError, UnknownDocumentError
 from dedup_store.review import Explanation, Review, Verdict, explain_pair
 

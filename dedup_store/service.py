@@ -21,25 +21,19 @@ from dedup_store.core.fingerprint import (
 from dedup_store.core.metadata import with_meta
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.validation import DEFAULT_MAX_BYTES, validate_text
-from dedup_store.db import (
-    exact_groups,
-    frequencies,
-    locks,
-    native,
-    reports,
-    scoring,
-    settings,
-    single,
-    write,
-)
-from dedup_store.db.bulk import settle as settle_keys
+from dedup_store.db.bulk.load import settle as settle_keys
 from dedup_store.db.candidates import hot, tier_rows
-from dedup_store.db.schema import ddl, migrate
+from dedup_store.db.matches import exact_groups, scoring
+from dedup_store.db.matches.scoring import merging_methods
+from dedup_store.db.reports import reads
+from dedup_store.db.schema import ddl, migrate, settings
 from dedup_store.db.schema.ddl import DEFAULT_SCHEMA
 from dedup_store.db.schema.names import validate_schema
-from dedup_store.db.scoring import merging_methods
+from dedup_store.db.schema.settings import StoreSettings, check_rule
+from dedup_store.db.server import raw_statements
 from dedup_store.db.server.engine import Bind, Database
-from dedup_store.db.settings import StoreSettings, check_rule
+from dedup_store.db.write import batch as batch_write
+from dedup_store.db.write import frequencies, locks, single
 from dedup_store.errors import EmptyDocumentError, OwnerRequiredError, UnknownDocumentError
 from dedup_store.pipeline import Destination, OnBatch, OnProgress
 from dedup_store.prepared import prepare_batch
@@ -243,7 +237,9 @@ class DedupStore(Reviewing):
             self._db.run(promote)
             outcome = single.run(self._db, self.schema, statement, parameters, keys)
         if outcome.inserted and outcome.doc_id % 1024 == 0:
-            self._db.run(lambda conn: write.refresh_statistics(conn, self.schema, outcome.doc_id))
+            self._db.run(
+                lambda conn: batch_write.refresh_statistics(conn, self.schema, outcome.doc_id)
+            )
         if not outcome.inserted:
             return AddResult(id, Status.SKIPPED, [], outcome.cluster_id)
         status = Status.of((m.method for m in outcome.matches), merging_methods(self.params))
@@ -284,7 +280,7 @@ class DedupStore(Reviewing):
         the same input twice is harmless. A bad record raises with ``on_error="stop"`` (nothing
         of its batch is written) or is reported and skipped with ``on_error="skip"``.
 
-        A bulk load (:mod:`dedup_store.db.bulk`) writes the same batches with the same results
+        A bulk load (:mod:`dedup_store.db.bulk.load`) writes the same batches with the same results
         in one transaction, without maintaining the key lookup indexes, and builds them at the
         end: several times faster on a large load, but other writers and readers of the store
         wait until it commits, and an interrupted load leaves the store as it was (run it
@@ -417,7 +413,7 @@ class DedupStore(Reviewing):
 
     def _check_rows(self, statement: str, parameters: dict[str, Any]) -> list[Any]:
         """The rows of the ``check`` statement."""
-        found = self._db.native(lambda raw: native.fetch_all(raw, statement, parameters))
+        found = self._db.native(lambda raw: raw_statements.fetch_all(raw, statement, parameters))
         if found is None:  # inside a caller's transaction
             found = self._run(lambda conn: list(conn.execute(sa_text(statement), parameters)))
         return list(found)
@@ -428,7 +424,7 @@ class DedupStore(Reviewing):
         An exact copy answers as its whole exact group does: the other copies (method
         ``exact``) and every document that a member of the group matches, with the copies of
         that document too, each once, with the scores of the best stored edge between the
-        two groups (:mod:`dedup_store.db.exact_groups`).
+        two groups (:mod:`dedup_store.db.matches.exact_groups`).
 
         Args:
             id: the document's external id.
@@ -453,8 +449,8 @@ class DedupStore(Reviewing):
         """The cluster of document ``id``."""
 
         def work(conn: Connection) -> Cluster:
-            label = reports.cluster_ids(conn, self.schema, [self._doc_id(conn, id)])
-            rows = reports.cluster_rows(conn, self.schema, next(iter(label.values())), 1)
+            label = reads.cluster_ids(conn, self.schema, [self._doc_id(conn, id)])
+            rows = reads.cluster_rows(conn, self.schema, next(iter(label.values())), 1)
             return next(_group_clusters(rows))
 
         result: Cluster = self._db.run(work)  # a server-side cursor needs a transaction
@@ -469,7 +465,7 @@ class DedupStore(Reviewing):
         make (verdicts applied), as a stricter store would keep them, without re-ingesting.
         """
         with self._db.transaction() as conn:
-            rows = reports.cluster_rows(conn, self.schema, None, min_size, min_similarity)
+            rows = reads.cluster_rows(conn, self.schema, None, min_size, min_similarity)
             yield from _group_clusters(rows)
 
     def pairs(
@@ -488,9 +484,7 @@ class DedupStore(Reviewing):
         if pending and expand:
             raise ValueError("pending lists stored pairs: it does not go with expand")
         with self._db.transaction() as conn:
-            rows = reports.pair_rows(
-                conn, self.schema, self.params, min_similarity, pending, expand
-            )
+            rows = reads.pair_rows(conn, self.schema, self.params, min_similarity, pending, expand)
             for row in rows:  # columns named as Pair's fields
                 yield Pair(**{**row._mapping, "method": Method(row.method)})
 
@@ -500,14 +494,14 @@ class DedupStore(Reviewing):
         names = ("id", "cluster_id", "representative", "created_at", "meta", "match", "method")
         scores = ("jaccard", "meta_score", "score")
         with self._db.transaction() as conn:
-            for row in reports.export_rows(conn, self.schema, self.params):
+            for row in reads.export_rows(conn, self.schema, self.params):
                 record = dict(zip(names + scores, row, strict=True))
                 record["created_at"] = record["created_at"].isoformat()
                 yield record
 
     def stats(self) -> Stats:
         """Counts over the whole store."""
-        counts = self._run(lambda conn: reports.stats_row(conn, self.schema, self.params))
+        counts = self._run(lambda conn: reads.stats_row(conn, self.schema, self.params))
         return Stats(**counts, params=self.params.to_dict(), schema=self.schema)
 
     def report(
@@ -539,7 +533,7 @@ class DedupStore(Reviewing):
         """
         import time
 
-        from dedup_store.db import report_rows
+        from dedup_store.db.reports import review_report
         from dedup_store.report import ReportOptions, write_report
 
         started = time.perf_counter()
@@ -550,9 +544,9 @@ class DedupStore(Reviewing):
             label = None
             if cluster is not None:
                 doc_id = self._doc_id(conn, cluster)
-                label = reports.cluster_ids(conn, self.schema, [doc_id])[doc_id]
-            counts = report_rows.overview(conn, self.schema, self.params, label, cluster)
-            items = report_rows.report_items(conn, self.schema, self.params, label)
+                label = reads.cluster_ids(conn, self.schema, [doc_id])[doc_id]
+            counts = review_report.overview(conn, self.schema, self.params, label, cluster)
+            items = review_report.report_items(conn, self.schema, self.params, label)
             return write_report(out, counts, items, options, started=started)
 
     # -- deleting ---------------------------------------------------------------------------
@@ -567,11 +561,11 @@ class DedupStore(Reviewing):
 
         def work(conn: Connection) -> int:
             locks.lock_store(conn, self.schema)
-            found = reports.find_documents(conn, self.schema, wanted)
+            found = reads.find_documents(conn, self.schema, wanted)
             missing = [i for i in wanted if i not in found]
             if missing:
                 raise UnknownDocumentError(missing[0])
-            write.delete_documents(conn, self.schema, list(found.values()), self.params)
+            batch_write.delete_documents(conn, self.schema, list(found.values()), self.params)
             return len(found)
 
         return self._db.run(work)
@@ -586,7 +580,7 @@ class DedupStore(Reviewing):
         if isinstance(records, Sized) and size < BULK_MINIMUM:
             return False
         stored = self._db.read(
-            lambda conn: reports.count_documents(conn, self.schema, size // BULK_FACTOR + 1)
+            lambda conn: reads.count_documents(conn, self.schema, size // BULK_FACTOR + 1)
         )
         return stored == 0 or stored * BULK_FACTOR <= size
 
@@ -594,7 +588,7 @@ class DedupStore(Reviewing):
         return self._db.read(work)
 
     def _doc_id(self, conn: Connection, external_id: str) -> int:
-        found = reports.find_documents(conn, self.schema, [external_id])
+        found = reads.find_documents(conn, self.schema, [external_id])
         if external_id not in found:
             raise UnknownDocumentError(external_id)
         return found[external_id]

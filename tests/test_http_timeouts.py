@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import Engine
 
 from dedup_store import DedupStore, FingerprintParams
-from dedup_store.db.locks import lock_store
+from dedup_store.db.write.locks import lock_store
 from dedup_store.server.calls import StoreCalls
 from dedup_store.server.errors import RequestError
 from tests.http_server import Server

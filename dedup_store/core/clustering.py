@@ -55,8 +55,8 @@ class UnionFind(Generic[K]):
 #: The label a group of merged clusters keeps, as ``(field, descending)`` in order of precedence:
 #: the largest cluster's (``size``), ties to the smallest ``label`` (the oldest). The batch
 #: writers apply it through :func:`keeper_rank`, the single add's statement through an
-#: ``ORDER BY`` made from it (:func:`dedup_store.db.single.keeper_order`), a Spark load through a
-#: struct made from it (:func:`dedup_store.spark.components.keeper_rank`).
+#: ``ORDER BY`` made from it (:func:`dedup_store.db.write.single.keeper_order`), a Spark load
+#: through a struct made from it (:func:`dedup_store.spark.components.keeper_rank`).
 KEEPER_ORDER: tuple[tuple[str, bool], ...] = (("size", True), ("label", False))
 
 

@@ -1,10 +1,10 @@
 """An in-memory index of keys to documents, for loads that do without the database's indexes.
 
-A bulk load (:mod:`dedup_store.db.bulk`) writes documents without their per-slot key indexes and
-answers its key lookups from here instead. Each lookup only ever needs the ``cap`` oldest
-documents of a key (the store's lookups read at most ``hot_key_limit + 1`` of them), so the
-index keeps no more than that per key. Documents arrive in ascending id order, one batch at a
-time, and a key's documents are found oldest first.
+A bulk load (:mod:`dedup_store.db.bulk.load`) writes documents without their per-slot key indexes
+and answers its key lookups from here instead. Each lookup only ever needs the ``cap`` oldest
+documents of a key (the store's lookups read at most ``hot_key_limit + 1`` of them), so the index
+keeps no more than that per key. Documents arrive in ascending id order, one batch at a time, and a
+key's documents are found oldest first.
 
 Two structures give the same answers. With the compiled kernels, :class:`HashedKeys`: per
 group of keys (a key kind and slot), an open-addressing hash table of ``(key, id)`` entries, one

@@ -1,8 +1,8 @@
 """The match rule: which method, if any, accepts a scored pair of documents, stated once.
 
 :data:`RULE` holds, per :class:`~dedup_store.results.Method`, the tests a pair must pass. The
-scoring statement's ``CASE`` (:func:`dedup_store.db.scoring.scored_pairs_sql`) is written from
-it, and :func:`decide` applies it to arrays of scores (the Spark load's scoring, and through
+scoring statement's ``CASE`` (:func:`dedup_store.db.matches.scoring.scored_pairs_sql`) is written
+from it, and :func:`decide` applies it to arrays of scores (the Spark load's scoring, and through
 :func:`could_match` the batch writer's prefilter).
 
 A pair has these scores (:data:`SCORES`): ``same`` (equal exact hashes), ``jaccard``,

@@ -80,7 +80,7 @@ class GuardedAdds:
     works inside its caller's transaction), and is rolled back on a duplicate.
 
     The add and the decision to keep it are one transaction: it holds the locks of the
-    document's keys (:mod:`dedup_store.db.locks`) until it ends, so no add that could match
+    document's keys (:mod:`dedup_store.db.write.locks`) until it ends, so no add that could match
     the document commits in between, a document answered 409 is not stored and one answered
     201 was no exact or near duplicate when it was stored. Connections with their
     stores are kept for the next call, one per thread at most.

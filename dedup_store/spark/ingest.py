@@ -30,12 +30,13 @@ from dedup_store.config import DEFAULT_SCHEMA, normalize_url
 from dedup_store.core.clustering import components
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.validation import DEFAULT_MAX_BYTES
-from dedup_store.db import reports, verdicts
-from dedup_store.db.locks import lock_store
+from dedup_store.db.matches.scoring import merging_methods
+from dedup_store.db.reports import reads
 from dedup_store.db.schema import ddl
 from dedup_store.db.schema.names import qualified
-from dedup_store.db.scoring import merging_methods
-from dedup_store.db.write import allocate_ids, relabel
+from dedup_store.db.write import verdicts
+from dedup_store.db.write.batch import allocate_ids, relabel
+from dedup_store.db.write.locks import lock_store
 from dedup_store.errors import (
     DedupStoreError,
     EmptyDocumentError,
@@ -268,7 +269,7 @@ def _prepare(
     skipped = 0
     number = 0
     for batch, chunk in enumerate(batches(records, batch_size, BATCH_BYTES)):
-        known = reports.find_documents(conn, schema, lookup_ids(chunk))
+        known = reads.find_documents(conn, schema, lookup_ids(chunk))
         for doc in chunk:
             number += 1
             try:

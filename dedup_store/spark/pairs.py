@@ -2,7 +2,7 @@
 run on the executors).
 
 The rules are those of the store's batch writer (:mod:`dedup_store.db.candidates`,
-:func:`dedup_store.db.scoring.store_edges`), stated for a whole load at once: each document
+:func:`dedup_store.db.matches.scoring.store_edges`), stated for a whole load at once: each document
 carries the number of the local ingest batch it would belong to (``batch``; stored documents
 have ``-1``), so a load gives the pairs a local ingest of the same input in the same batches
 gives.
@@ -204,11 +204,12 @@ EDGE_SCHEMA = (
 def score_batch(batch: pa.RecordBatch, params: FingerprintParams) -> pa.RecordBatch:
     """The edges among candidate pairs joined with both documents' columns.
 
-    Input columns: ``a, b, block_only, sampled`` and, for ``x`` (document ``a``) and ``y``
-    (document ``b``), ``*_hash, *_simhash, *_count, *_shingles`` (and ``*_signature`` when
-    ``params.verify`` is ``estimate``). The scores are those of
-    :func:`dedup_store.db.scoring.scored_pairs_sql`, computed with the same float64 operations,
-    and the method that of the rule both apply (:func:`dedup_store.core.matchrule.decide`).
+    Input columns: ``a, b, block_only, sampled`` and, for ``x`` (document ``a``) and ``y`` (document
+    ``b``), ``*_hash, *_simhash, *_count, *_shingles`` (and ``*_signature`` when ``params.verify``
+    is ``estimate``). The scores are those of
+    :func:`dedup_store.db.matches.scoring.scored_pairs_sql`, computed with the same float64
+    operations, and the method that of the rule both apply
+    (:func:`dedup_store.core.matchrule.decide`).
     """
     a = batch.column("a").to_numpy().astype(np.int64)
     b = batch.column("b").to_numpy().astype(np.int64)

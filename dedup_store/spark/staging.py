@@ -17,11 +17,11 @@ import uuid
 from sqlalchemy import Connection, text
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import bulk
+from dedup_store.db.bulk import load
 from dedup_store.db.candidates import tier_rows
 from dedup_store.db.schema import ddl
 from dedup_store.db.schema.names import qualified, quote
-from dedup_store.db.write import DOCUMENT_COLUMNS
+from dedup_store.db.write.batch import DOCUMENT_COLUMNS
 
 PREFIX = "spark_load_"
 #: The store's tables a load writes, with the columns the executors fill (``None``: the
@@ -85,7 +85,7 @@ def publish(conn: Connection, staging: Staging, params: FingerprintParams) -> di
     insert set-wise, build the indexes and add the keys back, drop the staging tables. Returns
     the seconds of the index build and of ``ANALYZE``."""
     schema = staging.schema
-    bulk.drop_lookup_indexes(conn, schema, params)
+    load.drop_lookup_indexes(conn, schema, params)
     ddl.drop_edge_links(conn, schema)
     for table, columns in STAGED.items():
         names = ", ".join(quote(c) for c in columns or tier_rows.key_columns(params))
@@ -96,4 +96,4 @@ def publish(conn: Connection, staging: Staging, params: FingerprintParams) -> di
             )
         )
     staging.drop(conn)
-    return bulk.finish(conn, schema, params, bulk.BUILD_SETTINGS)
+    return load.finish(conn, schema, params, load.BUILD_SETTINGS)

@@ -1,8 +1,8 @@
 """COPY from the executors: every partition writes its rows over its own connection.
 
-The rows are encoded with the store's binary COPY helpers (:mod:`dedup_store.db.bulk_copy`), so
-they are the rows :func:`dedup_store.db.write.insert_documents` writes; they go into the load's
-staging tables (:mod:`dedup_store.spark.staging`).
+The rows are encoded with the store's binary COPY helpers (:mod:`dedup_store.db.bulk.binary_copy`),
+so they are the rows :func:`dedup_store.db.write.batch.insert_documents` writes; they go into the
+load's staging tables (:mod:`dedup_store.spark.staging`).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import pyarrow as pa
 from psycopg import sql
 
 from dedup_store.core.arrays import stable_order
-from dedup_store.db import bulk_copy
+from dedup_store.db.bulk import binary_copy
 from dedup_store.db.candidates import tier_rows
 from dedup_store.db.schema.ddl import SETTLED, TIER_TABLES
-from dedup_store.db.write import DOCUMENT_COLUMNS
+from dedup_store.db.write.batch import DOCUMENT_COLUMNS
 
 EDGE_COLUMNS = ("a", "b", "method", "jaccard", "containment", "hamming")
 #: The table a load's band and block keys go to: its documents are settled as it publishes them.
@@ -49,9 +49,9 @@ def copy_rows(
         sql.SQL(", ").join(map(sql.Identifier, columns)),
     )
     with conn.cursor() as cur, cur.copy(statement) as out:
-        out.write(bulk_copy.COPY_HEADER)
+        out.write(binary_copy.COPY_HEADER)
         out.write(payload)
-        out.write(bulk_copy.COPY_TRAILER)
+        out.write(binary_copy.COPY_TRAILER)
 
 
 def document_payload(batch: pa.RecordBatch) -> bytes:
@@ -69,14 +69,14 @@ def document_payload(batch: pa.RecordBatch) -> bytes:
 
     ids = column("id", np.int64)
     hashes = np.frombuffer(b"".join(batch.column("exact_hash").to_pylist()), dtype="V16")
-    prefix = bulk_copy.fixed_prefix(
+    prefix = binary_copy.fixed_prefix(
         len(DOCUMENT_COLUMNS),
         [
             (ids, ">i8"),
             (column("cluster_id", np.int64), ">i8"),
             (column("simhash", np.int64), ">i8"),
             (hashes, "V16"),
-            bulk_copy.array_matrix(matrix("signature", np.int32)),
+            binary_copy.array_matrix(matrix("signature", np.int32)),
             (column("shingle_count", np.int32), ">i4"),
             (column("token_count", np.int32), ">i4"),
             (column("length", np.int32), ">i4"),
@@ -87,7 +87,7 @@ def document_payload(batch: pa.RecordBatch) -> bytes:
     offsets = np.asarray(shingles.offsets.to_numpy(), dtype=np.int64)
     values = np.asarray(shingles.values.to_numpy(zero_copy_only=False), dtype=np.int32)
     offsets = offsets - offsets[0]
-    shingle_fields = bulk_copy.int4_array_fields(values[: offsets[-1]], offsets)
+    shingle_fields = binary_copy.int4_array_fields(values[: offsets[-1]], offsets)
     external_ids = batch.column("external_id").to_pylist()
     languages = batch.column("language").to_pylist()
     metas = batch.column("meta").to_pylist()
@@ -98,13 +98,13 @@ def document_payload(batch: pa.RecordBatch) -> bytes:
         meta, body = metas[i], bodies[i]
         parts += [
             prefix[width * i : width * (i + 1)],
-            bulk_copy.field(external_ids[i].encode("utf-8")),
-            bulk_copy.field(languages[i].encode("utf-8")),
+            binary_copy.field(external_ids[i].encode("utf-8")),
+            binary_copy.field(languages[i].encode("utf-8")),
             # the meta column holds the JSON text the driver encoded as the store does
-            bulk_copy.field(None if meta is None else b"\x01" + meta.encode("utf-8")),
-            bulk_copy.field(None if body is None else body.encode("utf-8")),
+            binary_copy.field(None if meta is None else b"\x01" + meta.encode("utf-8")),
+            binary_copy.field(None if body is None else body.encode("utf-8")),
             shingle_fields[i],
-            bulk_copy.field(struct.pack("!q", exact_of[i]) if exact_of[i] else None),
+            binary_copy.field(struct.pack("!q", exact_of[i]) if exact_of[i] else None),
         ]
     return b"".join(parts)
 

@@ -10,7 +10,7 @@ person declared canonical. ``cluster_canonical`` shows each cluster's canonical 
 ``duplicate_pairs``, ``cluster_members`` and ``cluster_sizes`` gain a last column for the verdict
 and the canonical document. ``clusters_at(min_similarity)`` gives the clusters over the merging
 edges whose score is at least ``min_similarity``, with the verdicts applied as the store applies
-them (``dedup_store.db.verdicts``): no edge between the exact groups of a pair judged not
+them (``dedup_store.db.write.verdicts``): no edge between the exact groups of a pair judged not
 duplicates, a link between the two documents of a pair judged duplicates.
 
 Revision ID: 0012

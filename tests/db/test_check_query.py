@@ -6,7 +6,7 @@ from sqlalchemy import Engine, text
 
 from dedup_store import DedupStore, Document, Status
 from dedup_store.core.fingerprint import fingerprint
-from dedup_store.db import scoring
+from dedup_store.db.matches import scoring
 from tests.conftest import SqlRecorder
 from tests.db.corpus import PlantedCorpus
 

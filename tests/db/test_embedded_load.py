@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy import Engine
 
 from dedup_store import DedupStore, Document, FingerprintParams
-from dedup_store.db import bulk_copy, checkpoint
+from dedup_store.db.bulk import binary_copy, checkpoint
 from dedup_store.db.server import embedded
 from dedup_store.db.server.engine import driver_connection
 from tests.db.test_bulk import _by_external_id, _load
@@ -43,13 +43,13 @@ def _on_a_thread(function: Callable[..., Any], *args: Any) -> Any:
 def _counting_sends(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Whether each COPY from now on went straight to the socket."""
     sent: list[bool] = []
-    original = bulk_copy.send_copy_data
+    original = binary_copy.send_copy_data
 
     def counted(*args: Any) -> bool:
         sent.append(original(*args))
         return sent[-1]
 
-    monkeypatch.setattr(bulk_copy, "send_copy_data", counted)
+    monkeypatch.setattr(binary_copy, "send_copy_data", counted)
     return sent
 
 
@@ -126,11 +126,11 @@ def test_a_copy_sent_down_the_socket_fails_as_psycopg_would_and_leaves_the_conne
             conn.execute(sa.text("CREATE TABLE u (id bigint, v bigint)"))
             backend = conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one()
         with pytest.raises(psycopg.errors.UniqueViolation), local.begin() as conn:
-            _on_a_thread(bulk_copy.copy_fixed_rows, conn, "public", "t", ("id", "v"), [ids, ids])
+            _on_a_thread(binary_copy.copy_fixed_rows, conn, "public", "t", ("id", "v"), [ids, ids])
         with local.begin() as conn:
             assert conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one() == backend
-            bulk_copy.copy_fixed_rows(conn, "public", "t", ("id", "v"), [ids[:-1], ids[:-1]])
-            _on_a_thread(bulk_copy.copy_fixed_rows, conn, "public", "u", ("id", "v"), [ids, ids])
+            binary_copy.copy_fixed_rows(conn, "public", "t", ("id", "v"), [ids[:-1], ids[:-1]])
+            _on_a_thread(binary_copy.copy_fixed_rows, conn, "public", "u", ("id", "v"), [ids, ids])
             assert conn.execute(sa.text("SELECT count(*), sum(v) FROM t")).one() == (
                 1_000_000,
                 sum(range(1_000_000)),

@@ -13,8 +13,8 @@ from sqlalchemy import Connection, Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
 from dedup_store import DatabaseError, DedupStore, DedupStoreError, InvalidNameError
-from dedup_store.db import locks
 from dedup_store.db.schema import migrate
+from dedup_store.db.write import locks
 from tests.conftest import SqlRecorder
 
 TEXT = "The quarterly report shows revenue rising in every region the company serves today."

@@ -13,8 +13,8 @@ from sqlalchemy import Engine, text
 from dedup_store import DedupStore, Document, FingerprintParams
 from dedup_store.core import rekey
 from dedup_store.core.fingerprint import fingerprint
-from dedup_store.db import scoring
 from dedup_store.db.candidates import hot
+from dedup_store.db.matches import scoring
 from dedup_store.db.schema import migrate
 from tests.conftest import drop_schema
 from tests.db.corpus import PlantedCorpus

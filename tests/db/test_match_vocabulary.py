@@ -8,7 +8,7 @@ from sqlalchemy import Engine, text
 
 from dedup_store import DedupStore, FingerprintParams, Method
 from dedup_store.core.matchrule import RULE
-from dedup_store.db.scoring import merging_methods, scored_pairs_sql
+from dedup_store.db.matches.scoring import merging_methods, scored_pairs_sql
 from dedup_store.results import MatchRow, sorted_matches
 
 

@@ -1,4 +1,4 @@
-"""Writers wait only for what they must (:mod:`dedup_store.db.locks`).
+"""Writers wait only for what they must (:mod:`dedup_store.db.write.locks`).
 
 An add takes the store's lock shared and locks the keys its document probes and writes: an add
 of an unrelated document in another open transaction goes on, one that could match waits and
@@ -25,7 +25,7 @@ from dedup_store import (
     DedupStore,
     FingerprintParams,
 )
-from dedup_store.db import locks, single
+from dedup_store.db.write import locks, single
 from dedup_store.server.errors import status_of
 from tests.db.corpus import PlantedCorpus, edge_partition, label_partition
 

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import Engine, text
 
 from dedup_store.core.clustering import merge_labels
-from dedup_store.db.single import keeper_order
+from dedup_store.db.write.single import keeper_order
 from dedup_store.spark.components import keeper_rank
 
 #: ``group -> [(label, size)]``: 200 groups of 2 to 6 clusters, sizes from a small range.

@@ -17,8 +17,8 @@ from sqlalchemy import Engine, text
 
 from dedup_store import DedupStore, FingerprintParams, Method
 from dedup_store.core.matchrule import METHODS, NO_MATCH, could_match, decide
+from dedup_store.db.matches.scoring import score_parameters, scored_pairs_sql
 from dedup_store.db.schema.names import qualified
-from dedup_store.db.scoring import score_parameters, scored_pairs_sql
 from dedup_store.results import Document
 from dedup_store.spark.pairs import EDGE_SCHEMA, score_batch
 from tests.spark.corpora import real_documents

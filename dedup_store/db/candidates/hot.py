@@ -8,10 +8,10 @@ new document owning the key writes its secondary keys for the slot too, and its 
 slot adds, to the ``hot_key_limit`` oldest documents of the key, ``hot_key_limit`` documents of
 each of its secondary keys (:func:`window`): a bounded cost however large the bucket grows.
 
-The batch path (:func:`find_candidates`) makes a key hot when its stored documents and the
-batch's owners of it are more than ``hot_key_limit``; ``add`` when ``hot_key_limit`` documents
-are stored (:func:`~dedup_store.db.single.promote_pending`), which is the same rule for a batch
-of one. A key stays hot when documents are deleted (their secondary keys go with them).
+The batch path (:func:`find_candidates`) makes a key hot when its stored documents and the batch's
+owners of it are more than ``hot_key_limit``; ``add`` when ``hot_key_limit`` documents are stored
+(:func:`~dedup_store.db.write.single.promote_pending`), which is the same rule for a batch of one. A
+key stays hot when documents are deleted (their secondary keys go with them).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from dedup_store.core.arrays import I64
 from dedup_store.core.fingerprint import Fingerprint, FingerprintBatch
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.simhash import hamming_many
-from dedup_store.db import bulk_copy
+from dedup_store.db.bulk import binary_copy
 from dedup_store.db.candidates import lookup
 from dedup_store.db.candidates.lookup import (
     Candidates,
@@ -156,7 +156,7 @@ def _merged(
     ``simhash_k`` bits.
 
     Such a pair is no SimHash match, and if only block keys found it, it is no candidate
-    either (:func:`~dedup_store.db.scoring.batch_intersections` drops it); if another key
+    either (:func:`~dedup_store.db.matches.scoring.batch_intersections` drops it); if another key
     found it too, that finding keeps it. On SimHashes that agree in most bits (long documents
     of one vocabulary) block keys find many such pairs, more as the store grows.
     """
@@ -243,7 +243,7 @@ def write_secondary(conn: Connection, schema: str, rows: SecondaryRows) -> None:
         rows.key[order],
         rows.doc[order],
     ]
-    bulk_copy.copy_fixed_rows(conn, schema, "secondary_keys", SECONDARY_COLUMNS, columns)
+    binary_copy.copy_fixed_rows(conn, schema, "secondary_keys", SECONDARY_COLUMNS, columns)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -275,7 +275,7 @@ def promote(
     """Make keys hot: record them and write the secondary keys of their stored documents.
 
     Keys already hot are left as they are. Call it holding the store's lock: exclusively, or
-    shared with the locks of ``keys`` (:mod:`dedup_store.db.locks`). A bulk load
+    shared with the locks of ``keys`` (:mod:`dedup_store.db.write.locks`). A bulk load
     (``stored`` in memory) keeps the new rows in memory and returns them, to be written with
     the batch (:func:`record_hot`, :func:`write_secondary`); otherwise they are written now.
     """
@@ -370,8 +370,8 @@ def pending_keys_sql(s: str, secondary: tuple[int, int], hot_limit: int) -> str:
     """SQL: ``(kind, slot, key)`` of the query's re-keyed keys shared by ``hot_limit`` stored
     documents or more and not hot yet: adding the query makes them hot.
 
-    Read from the rows ``found`` of :func:`~dedup_store.db.scoring.found_sql`, whose probe of a
-    band or block key yields at most ``hot_limit`` documents.
+    Read from the rows ``found`` of :func:`~dedup_store.db.matches.scoring.found_sql`, whose probe
+    of a band or block key yields at most ``hot_limit`` documents.
     """
     kinds = [str(kind) for kind in (BAND, BLOCK) if secondary[kind]]
     if not hot_limit or not kinds:
@@ -439,7 +439,7 @@ def query_parameters(
 def touched_sql(s: str, secondary: tuple[int, int], hot_limit: int) -> str:
     """SQL: ``(kind, slot, key)`` of the query's hot band and block keys of re-keyed slots
     whose secondary keys were not sent (:func:`query_parameters`), read from the rows ``found``
-    of :func:`~dedup_store.db.scoring.found_sql`: the statement must run again with them."""
+    of :func:`~dedup_store.db.matches.scoring.found_sql`: the statement must run again with them."""
     kinds = [str(kind) for kind in (BAND, BLOCK) if secondary[kind]]
     if not hot_limit or not kinds:
         return "SELECT 0::smallint AS kind, 0::smallint AS slot, 0::bigint AS key WHERE false"

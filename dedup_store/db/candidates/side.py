@@ -1,6 +1,6 @@
 """Lookups of the settled tier of the key indexes on connections of their own.
 
-While a batch holds the store's lock (:mod:`dedup_store.db.locks`: settling and bulk loads,
+While a batch holds the store's lock (:mod:`dedup_store.db.write.locks`: settling and bulk loads,
 which rewrite the settled tier, hold it exclusively) and has written nothing yet in its
 transaction, the settled tier (:mod:`dedup_store.db.schema.ddl`) changes for nobody until the batch
 commits: another

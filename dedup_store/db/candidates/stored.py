@@ -1,7 +1,7 @@
 """What a write finds of the documents stored before it: the :class:`StoredKeys` protocol, answered
 by the store's tables and indexes (:data:`INDEXED`) or, during a bulk load, by memory
-(:class:`dedup_store.db.bulk.LoadedKeys`), and the rows a batch inserts (:func:`new_rows`, which
-finds the first stored document of each new row's exact group).
+(:class:`dedup_store.db.bulk.load.LoadedKeys`), and the rows a batch inserts (:func:`new_rows`,
+which finds the first stored document of each new row's exact group).
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def find_documents(conn: Connection, schema: str, external_ids: Sequence[str]) -
 
 class StoredKeys(Protocol):
     """Where a write finds what the documents stored before it own: the store's indexes
-    (:data:`INDEXED`) or, during a bulk load, memory (:class:`dedup_store.db.bulk.LoadedKeys`).
+    (:data:`INDEXED`) or, during a bulk load, memory (:class:`dedup_store.db.bulk.load.LoadedKeys`).
 
     Attributes:
         bulk_load: a bulk load answers: it holds the store's lock exclusively for its whole

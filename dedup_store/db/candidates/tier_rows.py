@@ -22,7 +22,7 @@ from dedup_store.core.arrays import I64, U32, U64
 from dedup_store.core.fingerprint import document_block_keys
 from dedup_store.core.lsh import band_keys
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import bulk_copy
+from dedup_store.db.bulk import binary_copy
 from dedup_store.db.schema import ddl
 from dedup_store.db.schema.encoding import BAND, BLOCK, KEY_COLUMNS
 from dedup_store.db.schema.names import qualified, quote
@@ -45,7 +45,7 @@ def key_rows(ids: I64, bands: I64, blocks: I64) -> tuple[tuple[str, ...], bytes]
         for slot in range(1, matrix.shape[1] + 1):
             columns.append((matrix[:, slot - 1], ">i8"))
             names.append(ddl.key_column(KEY_COLUMNS[kind], slot))
-    return tuple(names), bulk_copy.fixed_prefix(len(columns), columns)
+    return tuple(names), binary_copy.fixed_prefix(len(columns), columns)
 
 
 def stored_keys(
@@ -90,7 +90,7 @@ def add_stored_keys(
             params, signatures.view(np.uint32), simhashes.view(np.uint64), counts
         )
         names, payload = key_rows(doc_ids, bands, blocks)
-        bulk_copy.copy_payload(conn, schema, ddl.TIER_TABLES[tier], names, payload)
+        binary_copy.copy_payload(conn, schema, ddl.TIER_TABLES[tier], names, payload)
         added += len(rows)
         after = int(doc_ids[-1])
     return added

@@ -53,7 +53,7 @@ class Database:
             try:
                 sized = {} if pool_size is None else {"pool_size": pool_size}
                 # writers rely on each statement seeing what committed before it
-                # (dedup_store.db.locks), whatever the server's default isolation level
+                # (dedup_store.db.write.locks), whatever the server's default isolation level
                 self.engine = create_engine(
                     normalize_url(bind),
                     pool_pre_ping=True,

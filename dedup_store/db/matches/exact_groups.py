@@ -21,8 +21,8 @@ from __future__ import annotations
 from sqlalchemy import Connection, text
 
 from dedup_store.core.params import FingerprintParams
+from dedup_store.db.matches.scoring import combined_score_sql
 from dedup_store.db.schema.names import qualified
-from dedup_store.db.scoring import combined_score_sql
 from dedup_store.results import MatchRow, Method
 
 #: SQL: the position of a method in the order of preference (1: exact).

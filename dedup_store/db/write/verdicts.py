@@ -19,8 +19,8 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from dedup_store.core.clustering import components
-from dedup_store.db import locks
 from dedup_store.db.schema.names import qualified
+from dedup_store.db.write import locks
 
 DUPLICATE, NOT_DUPLICATE = "duplicate", "not_duplicate"
 
@@ -125,7 +125,7 @@ def apply_to_new(
     partner is joined); returns the clusters recomputed.
 
     Holding the store's lock ``shared``, the labels of those clusters are locked first
-    (:func:`~dedup_store.db.locks.lock_labels`), as concurrent adds may move their members.
+    (:func:`~dedup_store.db.write.locks.lock_labels`), as concurrent adds may move their members.
     """
     if not len(new_ids):
         return set()

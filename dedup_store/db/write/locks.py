@@ -18,7 +18,7 @@ Every writer takes the store's lock, a transaction-scoped advisory lock of two i
 
 Clusters are labels on documents (union-find kept as ``cluster_id``). An add that joins one
 existing cluster takes its label's lock shared (in its own statement, then reads the label again
-through row locks: :mod:`dedup_store.db.single`); one that merges clusters takes their labels'
+through row locks: :mod:`dedup_store.db.write.single`); one that merges clusters takes their labels'
 locks exclusively (:func:`lock_labels`), then reads the labels again with a new snapshot and
 locks any label that moved meanwhile, until none did. A merge therefore never misses a member
 that a concurrent add gave the old label.
@@ -164,7 +164,7 @@ def id_keys(schema: str, external_ids: Iterable[str]) -> I64:
 
 
 def keys_of(schema: str, fp: Fingerprint, external_id: str) -> I64:
-    """The sorted lock keys of one document (:mod:`module docs <dedup_store.db.locks>`)."""
+    """The sorted lock keys of one document (:mod:`module docs <dedup_store.db.write.locks>`)."""
     kept = sparse_excerpt_keys(top32(fp.sample_keys), fp.params.max_excerpt_keys)
     return _lock_keys(
         schema,

@@ -30,13 +30,15 @@ from dedup_store.core.keyfilter import KeyFilter
 from dedup_store.core.keyindex import HashedKeys, LevelKeys, key_index
 from dedup_store.core.mixing import hashint8
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import checkpoint, locks, write
+from dedup_store.db.bulk import checkpoint
 from dedup_store.db.candidates import settled_filter, tier_rows
 from dedup_store.db.candidates.lookup import Found, KeyGroup, Reach, key_groups
 from dedup_store.db.candidates.stored import INDEXED, NewRows
 from dedup_store.db.schema import ddl
 from dedup_store.db.schema.encoding import BAND, SAMPLE, int4_array
 from dedup_store.db.schema.names import qualified, quote
+from dedup_store.db.write import batch as batch_write
+from dedup_store.db.write import locks
 
 #: Indexes of the store's tables that only key lookups use: dropped for a bulk load.
 LOOKUP_INDEXES = (("sample_keys", "sample_keys_lookup"), ("documents", "documents_exact_hash"))
@@ -68,7 +70,7 @@ class LoadedKeys:
         #: The load emptied the tables it writes with COPY (a new store): it writes them frozen.
         self.frozen = False
         #: The batches' sample keys and tier rows, held for larger COPYs.
-        self.held = write.HeldRows()
+        self.held = batch_write.HeldRows()
 
     def find(
         self,
@@ -127,7 +129,7 @@ class LoadedKeys:
         return merged_segments(kept, here, INDEXED.shingles(conn, schema, ids[~kept]))
 
     def allocate(self, count: int) -> I64:
-        """``count`` new document ids, as :func:`~dedup_store.db.write.allocate_ids` would
+        """``count`` new document ids, as :func:`~dedup_store.db.write.batch.allocate_ids` would
         draw them; :func:`finish` moves the sequence past those written."""
         ids = np.arange(self._next_id, self._next_id + count, dtype=np.int64)
         self._next_id += count
@@ -197,7 +199,7 @@ class LoadedKeys:
         """Read what the store holds: its first documents' keys and exact hashes, its excerpt
         keys, its hot keys, its external ids (one scan of each table) and its next id."""
         s = qualified(schema)
-        self._next_id = write.next_id(conn, schema)
+        self._next_id = batch_write.next_id(conn, schema)
         rows = conn.execute(
             text(f"SELECT id, exact_hash, exact_of IS NULL, external_id FROM {s}.documents")
         ).all()
@@ -489,22 +491,20 @@ def build_key_indexes(
     params: FingerprintParams,
     made: Future[KeyFilter] | None = None,
 ) -> int:
-    """Settle every stored document: move the rows of the recent tier's table into the settled
-    one's (a bulk load wrote its own there already), (re)build the settled tier's indexes and
-    its key filter (:mod:`~dedup_store.db.candidates.settled_filter`), and empty the recent tier's
-    table.
+    """Settle every stored document: move the rows of the recent tier's table into the settled one's
+    (a bulk load wrote its own there already), (re)build the settled tier's indexes and its key
+    filter (:mod:`~dedup_store.db.candidates.settled_filter`), and empty the recent tier's table.
     Returns the largest settled id.
 
     The filter is the one being ``made`` (by a bulk load, from keys it holds in memory, while
     the server builds the indexes), else the stored one with the recent tier's keys added, if
     it has room for them, else it is read from the table.
 
-    Run in the transaction of ``conn``, holding the store's lock exclusively; until it
-    commits, readers
-    of the store wait for it.
+    Run in the transaction of ``conn``, holding the store's lock exclusively; until it commits,
+    readers of the store wait for it.
     """
     drop_key_indexes(conn, schema, params)
-    last_id = write.next_id(conn, schema) - 1
+    last_id = batch_write.next_id(conn, schema) - 1
     grown = settled_filter.extended(conn, schema, params) if made is None else None
     tier_rows.settle_recent(conn, schema, params)
     ddl.set_settled_through(conn, schema, last_id)
@@ -566,7 +566,7 @@ def finish(
             ``maintenance_work_mem``.
         loaded: the load's keys, from which the settled tier's key filter is made (else it is
             read from the table). A load into a new store (:attr:`LoadedKeys.frozen`) has the
-            server checkpoint meanwhile (:func:`~dedup_store.db.checkpoint.meanwhile`).
+            server checkpoint meanwhile (:func:`~dedup_store.db.bulk.checkpoint.meanwhile`).
 
     Returns:
         Seconds spent building the indexes (``indexes``) and analyzing (``analyze``).
@@ -575,7 +575,7 @@ def finish(
         conn.execute(text("SELECT set_config(:name, :value, true)"), {"name": name, "value": value})
     if loaded is not None:
         loaded.held.flush(conn, schema)
-    write.catch_up_ids(conn, schema)
+    batch_write.catch_up_ids(conn, schema)
     started = time.perf_counter()
     metadata = ddl.build_metadata(schema)
     new_files = loaded is not None and loaded.frozen
@@ -593,6 +593,6 @@ def finish(
     built = time.perf_counter()
     s = qualified(schema)
     # not the recent tier's table, emptied: see ddl.RECENT_STORAGE
-    for table in (*write.TABLES, ddl.TIER_TABLES[ddl.SETTLED]):
+    for table in (*batch_write.TABLES, ddl.TIER_TABLES[ddl.SETTLED]):
         conn.execute(text(f"ANALYZE {s}.{quote(table)}"))
     return {"indexes": built - started, "analyze": time.perf_counter() - built}

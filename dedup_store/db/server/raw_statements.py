@@ -5,7 +5,7 @@ SQLAlchemy's ``:name`` parameters, psycopg parses such a statement again on ever
 caches its parsing for short statements only); converted once to ``$n`` placeholders and sent
 through a :class:`psycopg.RawCursor`, it is passed as it is, and prepared by the server after a
 few calls. :func:`locked_statement` also sends the writers' locks
-(:func:`~dedup_store.db.locks.lock_statement`), the statement and the commit in one pipeline,
+(:func:`~dedup_store.db.write.locks.lock_statement`), the statement and the commit in one pipeline,
 so the locks are held for the server's work only, not while the client waits for a CPU between
 round trips.
 """

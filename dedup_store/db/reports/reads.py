@@ -9,12 +9,12 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import settings
 from dedup_store.db.candidates import hot
 from dedup_store.db.candidates.stored import find_documents as find_documents
+from dedup_store.db.matches.scoring import combined_score_sql
+from dedup_store.db.schema import settings
 from dedup_store.db.schema.ddl import settled_through
 from dedup_store.db.schema.names import qualified
-from dedup_store.db.scoring import combined_score_sql
 from dedup_store.results import Method
 
 #: Options of the streamed reports: a server-side cursor fetched in chunks. Given per statement,

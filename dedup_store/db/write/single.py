@@ -1,11 +1,11 @@
 """One new document written in one statement: the lookup of ``check``, then every write.
 
-Adding a single document through the batch path costs a dozen round trips (candidate lookup,
-two COPYs, edges, cluster sizes, relabelling). Here the store's lock is taken (with the
-document's key locks: :mod:`dedup_store.db.locks`), then one statement finds and scores the
-document's matches exactly as ``check`` does (which is what the batch path computes for one
-document), inserts the document, its ``recent_keys`` row, its sample keys and its edges, and
-joins the cluster its merging matches are in (:func:`~dedup_store.db.scoring.merging_methods`).
+Adding a single document through the batch path costs a dozen round trips (candidate lookup, two
+COPYs, edges, cluster sizes, relabelling). Here the store's lock is taken (with the document's key
+locks: :mod:`dedup_store.db.write.locks`), then one statement finds and scores the document's
+matches exactly as ``check`` does (which is what the batch path computes for one document), inserts
+the document, its ``recent_keys`` row, its sample keys and its edges, and joins the cluster its
+merging matches are in (:func:`~dedup_store.db.matches.scoring.merging_methods`).
 
 Under the store's shared lock it joins one existing cluster by itself: it takes that label's
 lock shared, then reads its partners' labels again through row locks (``FOR SHARE`` reads the
@@ -30,7 +30,7 @@ A document that makes a band or block key hot (its ``hot_key_limit``-th stored d
 there already) is not inserted: the statement reports it, the caller makes the keys hot
 (:func:`promote_pending`, which computes the bucket's secondary keys in
 numpy) and runs the statement again. Otherwise the statement writes the document's secondary
-keys of its hot slots, whose lookups :func:`~dedup_store.db.scoring.matches_sql` includes.
+keys of its hot slots, whose lookups :func:`~dedup_store.db.matches.scoring.matches_sql` includes.
 """
 
 from __future__ import annotations
@@ -47,20 +47,21 @@ from sqlalchemy import Connection, TextClause, text
 from dedup_store.core.arrays import I64, U32
 from dedup_store.core.clustering import KEEPER_ORDER
 from dedup_store.core.fingerprint import Fingerprint
-from dedup_store.db import locks, native
 from dedup_store.db.candidates import hot
-from dedup_store.db.locks import label_seed
-from dedup_store.db.schema.ddl import RECENT, TIER_TABLES, key_column
-from dedup_store.db.schema.encoding import array_literal
-from dedup_store.db.schema.names import qualified, quote
-from dedup_store.db.scoring import (
+from dedup_store.db.matches.scoring import (
     fingerprint_parameters,
     found_sql,
     lookup_shape,
     matches_sql,
     merging_methods,
 )
+from dedup_store.db.schema.ddl import RECENT, TIER_TABLES, key_column
+from dedup_store.db.schema.encoding import array_literal
+from dedup_store.db.schema.names import qualified, quote
+from dedup_store.db.server import raw_statements
 from dedup_store.db.server.engine import Database
+from dedup_store.db.write import locks
+from dedup_store.db.write.locks import label_seed
 from dedup_store.results import MatchRow
 
 
@@ -277,10 +278,12 @@ def _rows(
     labels: list[int],
 ) -> list[Any]:
     """The rows of ``statement`` in a transaction of its own holding the locks
-    (:func:`~dedup_store.db.locks.lock_statement`), or in the caller's."""
+    (:func:`~dedup_store.db.write.locks.lock_statement`), or in the caller's."""
     lock, lock_parameters, _ = locks.lock_statement(schema, keys, labels)
     rows = db.native(
-        lambda raw: native.locked_statement(raw, (lock, lock_parameters), statement, parameters)
+        lambda raw: raw_statements.locked_statement(
+            raw, (lock, lock_parameters), statement, parameters
+        )
     )
     if rows is None:  # inside a caller's transaction
 
@@ -320,13 +323,14 @@ def add_statement(
 ) -> tuple[str, dict[str, Any]]:
     """The statement that inserts one document, with its ``:name`` parameters.
 
-    Run it holding the store's lock (:func:`~dedup_store.db.native.locked_statement`, or
-    :func:`~dedup_store.db.locks.lock_store` first): ``exclusive`` says in which mode; in the
+    Run it holding the store's lock
+    (:func:`~dedup_store.db.server.raw_statements.locked_statement`, or
+    :func:`~dedup_store.db.write.locks.lock_store` first): ``exclusive`` says in which mode; in the
     shared one, the document's key locks too. Read its rows with :func:`outcome`.
     ``meta`` must be JSON-serializable (validated by the caller); ``meta_signature`` is the
     signature of its metadata set (``None``: none), and ``fp`` then has its exact key
     (:func:`~dedup_store.core.metadata.exact_key`). The secondary keys of the ``(kind, slot)``
-    pairs ``slots`` are sent (:func:`~dedup_store.db.scoring.fingerprint_parameters`).
+    pairs ``slots`` are sent (:func:`~dedup_store.db.matches.scoring.fingerprint_parameters`).
     """
     statement = _statement(schema, *lookup_shape(fp))
     parameters = {

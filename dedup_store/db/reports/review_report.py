@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from dedup_store.core.params import FingerprintParams
+from dedup_store.db.matches.scoring import combined_score_sql
 from dedup_store.db.schema.names import qualified
-from dedup_store.db.scoring import combined_score_sql
 from dedup_store.report.model import (
     Member,
     Overview,

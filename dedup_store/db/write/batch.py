@@ -1,10 +1,10 @@
 """Writes: a whole batch of documents in a handful of set-based statements.
 
 Per batch (:func:`dedup_store.pipeline.write_batch`): take the store's lock and the batch's key
-locks (:mod:`dedup_store.db.locks`: every batch sees all adds committed before it that could
-match its documents, and concurrent writers end with the clusters a sequential run gives),
-allocate ids, COPY the documents with their keys, and merge the clusters
-the new edges (:func:`dedup_store.db.scoring.store_edges`) join. Deletes split clusters again.
+locks (:mod:`dedup_store.db.write.locks`: every batch sees all adds committed before it that could
+match its documents, and concurrent writers end with the clusters a sequential run gives), allocate
+ids, COPY the documents with their keys, and merge the clusters the new edges
+(:func:`dedup_store.db.matches.scoring.store_edges`) join. Deletes split clusters again.
 """
 
 from __future__ import annotations
@@ -23,13 +23,14 @@ from dedup_store.core.clustering import merge_labels
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.metadata import MetaSignatures
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db import bulk_copy, frequencies, locks, verdicts
+from dedup_store.db.bulk import binary_copy
 from dedup_store.db.candidates import hot, tier_rows
 from dedup_store.db.candidates.stored import NewRows
+from dedup_store.db.matches.scoring import merging_methods
 from dedup_store.db.schema import ddl
 from dedup_store.db.schema.encoding import sample_columns, top32
 from dedup_store.db.schema.names import qualified, quote
-from dedup_store.db.scoring import merging_methods
+from dedup_store.db.write import frequencies, locks, verdicts
 from dedup_store.results import MatchRow
 
 #: The tables ANALYZE'd by :func:`refresh_statistics`.
@@ -84,7 +85,7 @@ def next_id(conn: Connection, schema: str) -> int:
 
 def catch_up_ids(conn: Connection, schema: str) -> None:
     """Move the id sequence past the largest stored id: a bulk load draws its ids in memory
-    (:meth:`dedup_store.db.bulk.LoadedKeys.allocate`) and calls this before it commits, holding
+    (:meth:`dedup_store.db.bulk.load.LoadedKeys.allocate`) and calls this before it commits, holding
     the store's lock exclusively."""
     conn.execute(
         text(
@@ -115,20 +116,20 @@ def encode_rows(
     count = len(ENCODED_COLUMNS) + len(WRITTEN_COLUMNS) + (meta is not None)
     offsets = batch.shingle_offsets
     lengths = np.fromiter((len(t) for t in batch.canonical_texts), np.int64, n)
-    prefix = bulk_copy.fixed_prefix(
+    prefix = binary_copy.fixed_prefix(
         count,
         [
             (np.frombuffer(b"".join(batch.exact_hashes), dtype="V16"), "V16"),
-            bulk_copy.array_matrix(batch.signatures.view(np.int32)),
+            binary_copy.array_matrix(batch.signatures.view(np.int32)),
             (np.diff(offsets), ">i4"),
             (batch.token_counts, ">i4"),
             (lengths, ">i4"),
         ],
     )
     width = len(prefix) // n
-    shingle_fields = bulk_copy.int4_array_fields(top32(batch.shingles), offsets)
+    shingle_fields = binary_copy.int4_array_fields(top32(batch.shingles), offsets)
     extra = [b""] * n if meta is None else _meta_fields(meta, np.arange(n, dtype=np.int64))
-    field, jsonb = bulk_copy.field, bulk_copy.jsonb
+    field, jsonb = binary_copy.field, binary_copy.jsonb
     return [
         b"".join(
             (
@@ -174,7 +175,7 @@ def document_rows(
     """The rows :func:`insert_documents` writes for the new documents of a batch; ``encoded``
     are the :func:`encode_rows` of their rows, ``with_meta`` whether those hold
     ``meta_signature`` (a store with ``meta_fields``), ``freeze`` whether they are written
-    frozen (:func:`~dedup_store.db.bulk_copy.copy_payload`: a bulk load into an empty store),
+    frozen (:func:`~dedup_store.db.bulk.binary_copy.copy_payload`: a bulk load into an empty store),
     ``settled`` whether they enter the settled tier at once (a bulk load) rather than the
     recent one.
 
@@ -182,7 +183,7 @@ def document_rows(
     """
     batch, rows = new.batch, new.rows
     meta_column = ("meta_signature",) if with_meta else ()
-    written = bulk_copy.fixed_prefix(
+    written = binary_copy.fixed_prefix(
         None,
         [
             (new.ids, ">i8"),
@@ -191,7 +192,7 @@ def document_rows(
         ],
     )
     width = len(written) // max(1, len(rows))
-    null, link = bulk_copy.field(None), struct.Struct("!iq").pack
+    null, link = binary_copy.field(None), struct.Struct("!iq").pack
     parts: list[bytes] = []
     for i, exact_of in enumerate(new.exact_of.tolist()):
         parts += [
@@ -232,7 +233,7 @@ def insert_documents(
     Call it after :func:`~dedup_store.db.candidates.hot.find_candidates`, whose lookups must only
     meet older documents' keys, and which gives the ``secondary`` keys of their hot slots.
     """
-    bulk_copy.copy_payload(conn, schema, "documents", rows.columns, rows.payload, rows.freeze)
+    binary_copy.copy_payload(conn, schema, "documents", rows.columns, rows.payload, rows.freeze)
     if held is not None:
         held.add(conn, schema, rows)
     else:
@@ -244,8 +245,10 @@ def insert_documents(
 def _copy_keys(conn: Connection, schema: str, rows: DocumentRows) -> None:
     """COPY the sample keys and the tier rows of ``rows``."""
     samples: list[npt.NDArray[Any]] = [rows.sample_keys, rows.sample_docs]
-    bulk_copy.copy_fixed_rows(conn, schema, "sample_keys", ("key", "doc_id"), samples, rows.freeze)
-    bulk_copy.copy_payload(
+    binary_copy.copy_fixed_rows(
+        conn, schema, "sample_keys", ("key", "doc_id"), samples, rows.freeze
+    )
+    binary_copy.copy_payload(
         conn, schema, rows.key_table, rows.key_columns, rows.key_payload, rows.freeze
     )
 
@@ -295,8 +298,8 @@ def _meta_fields(meta: MetaSignatures, rows: I64) -> list[bytes]:
     """The ``meta_signature`` field of each of the batch's ``rows`` (NULL: no metadata set)."""
     signatures = meta.signatures[rows].view(np.int32)
     offsets = np.arange(len(rows) + 1, dtype=np.int64) * signatures.shape[1]
-    fields = bulk_copy.int4_array_fields(signatures.ravel(), offsets)
-    null = bulk_copy.field(None)
+    fields = binary_copy.int4_array_fields(signatures.ravel(), offsets)
+    null = binary_copy.field(None)
     return [f if present else null for f, present in zip(fields, meta.present[rows], strict=True)]
 
 
@@ -310,7 +313,7 @@ def merge_clusters(
     """Merge the clusters joined by new edges of merging methods; returns ``{old: new label}``.
 
     Holding the store's lock ``shared``, concurrent adds may move the clusters' members: their
-    labels are locked and read again first (:func:`~dedup_store.db.locks.lock_labels`).
+    labels are locked and read again first (:func:`~dedup_store.db.write.locks.lock_labels`).
     """
     merging = merging_methods(params)
     pairs = [(e.doc_id, e.new_id) for e in edges if e.method in merging and e.new_id is not None]

@@ -9,10 +9,10 @@ A store whose ``simhash_weights`` is ``tfidf`` or ``tfidf-length`` keeps, in SQL
   counts back.
 
 A batch reads the frequencies of its features under the store's lock, exclusive (:func:`read`;
-:mod:`dedup_store.db.locks`), is
-weighed with them plus its own counts (:func:`dedup_store.core.fingerprint.reweighted`), and
-adds its counts in one statement (:func:`add`); a delete takes them back in one statement
-(:func:`remove`). Stores with ``count`` weights leave the tables empty.
+:mod:`dedup_store.db.write.locks`), is weighed with them plus its own counts
+(:func:`dedup_store.core.fingerprint.reweighted`), and adds its counts in one statement
+(:func:`add`); a delete takes them back in one statement (:func:`remove`). Stores with ``count``
+weights leave the tables empty.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from sqlalchemy import Connection, text
 from dedup_store.core.arrays import I64
 from dedup_store.core.fingerprint import FingerprintBatch, feature_index, reweighted
 from dedup_store.core.weights import DocumentFrequencies
-from dedup_store.db.bulk_copy import INT8_OID, copy_payload
+from dedup_store.db.bulk.binary_copy import INT8_OID, copy_payload
 from dedup_store.db.schema.encoding import array_literal
 from dedup_store.db.schema.names import qualified
 

@@ -1,0 +1,1 @@
+"""Bulk loads: the load without per-key index maintenance, binary COPY and checkpoints."""

@@ -1,0 +1,1 @@
+"""Reads for people: documents, clusters, pairs and counts, the review report, explanations."""
