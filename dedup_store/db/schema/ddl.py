@@ -20,6 +20,7 @@ empties ``recent_keys``. Building an index over the narrow rows reads a fifth of
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -64,13 +65,37 @@ VERDICTS = ("duplicate", "not_duplicate")
 def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
     """The tables of a store living in PostgreSQL schema ``schema``."""
     md = MetaData(schema=schema)
-    Table(
-        "params",
+    _document_tables(md)
+    _key_tables(md)
+    _feature_tables(md)
+    _review_tables(md)
+    return md
+
+
+def _created_at(name: str) -> Column[Any]:
+    """A ``timestamptz`` column that defaults to the time of the insert."""
+    return Column(name, DateTime(timezone=True), nullable=False, server_default=text("now()"))
+
+
+def _single_row(name: str, md: MetaData, *columns: Column[Any]) -> Table:
+    """A table of one row (``id`` 1)."""
+    return Table(
+        name,
         md,
         Column("id", SmallInteger, primary_key=True, autoincrement=False),
-        Column("params", JSONB, nullable=False),
-        Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
-        CheckConstraint("id = 1", name="params_single_row"),
+        *columns,
+        CheckConstraint("id = 1", name=f"{name}_single_row"),
+    )
+
+
+def _document_tables(md: MetaData) -> None:
+    """The parameters, the settings, the documents and the edges between them."""
+    _single_row("params", md, Column("params", JSONB, nullable=False), _created_at("created_at"))
+    _single_row(
+        "settings",
+        md,
+        Column("keep_text", Boolean, nullable=False, server_default=text("false")),
+        Column("canonical_rule", Text, nullable=False, server_default=text("'oldest'")),
     )
     Table(
         "documents",
@@ -88,7 +113,7 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
         Column("meta", JSONB),
         Column("body", Text),
         Column("cluster_id", BigInteger, nullable=False),
-        Column("created_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+        _created_at("created_at"),
         Column("exact_of", BigInteger),
         Column("meta_signature", ARRAY(Integer)),
         Index("documents_exact_hash", "exact_hash"),
@@ -96,12 +121,32 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
         Index("documents_exact_of", "exact_of", postgresql_where=text("exact_of IS NOT NULL")),
     )
     Table(
+        "edges",
+        md,
+        Column("a", BigInteger, ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True),
+        Column("b", BigInteger, ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True),
+        Column("method", Text, nullable=False),
+        Column("jaccard", Float, nullable=False),
+        Column("containment", Float, nullable=False),
+        Column("hamming", SmallInteger, nullable=False),
+        _created_at("found_at"),
+        Column("meta_score", Float),
+        CheckConstraint("a < b", name="edges_ordered"),
+        CheckConstraint(
+            f"method IN ({', '.join(repr(m.value) for m in Method)})", name="edges_method"
+        ),
+        Index("edges_b", "b"),
+    )
+
+
+def _key_tables(md: MetaData) -> None:
+    """The tables of keys besides the tiers' (:func:`dedup_store.db.candidates.tier_rows`):
+    the tiers' bound and filter, excerpt keys, hot keys and their secondary keys."""
+    _single_row(
         "key_tiers",
         md,
-        Column("id", SmallInteger, primary_key=True, autoincrement=False),
         Column("settled_through", BigInteger, nullable=False),
-        Column("settled_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
-        CheckConstraint("id = 1", name="key_tiers_single_row"),
+        _created_at("settled_at"),
     )
     Table(
         "settled_filter",
@@ -136,42 +181,27 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
         Index("secondary_keys_lookup", "kind", "slot", "key", "doc_id"),
         Index("secondary_keys_doc_id", "doc_id"),
     )
+
+
+def _feature_tables(md: MetaData) -> None:
+    """The document frequencies of weighted SimHash features."""
     Table(
         "feature_df",
         md,
         Column("feature", BigInteger, primary_key=True, autoincrement=False),
         Column("df", BigInteger, nullable=False),
     )
-    Table(
-        "feature_documents",
-        md,
-        Column("id", SmallInteger, primary_key=True, autoincrement=False),
-        Column("documents", BigInteger, nullable=False),
-        CheckConstraint("id = 1", name="feature_documents_single_row"),
-    )
+    _single_row("feature_documents", md, Column("documents", BigInteger, nullable=False))
     Table(
         "document_features",
         md,
         Column("doc_id", BigInteger, primary_key=True, autoincrement=False),
         Column("features", ARRAY(BigInteger), nullable=False),
     )
-    Table(
-        "edges",
-        md,
-        Column("a", BigInteger, ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True),
-        Column("b", BigInteger, ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True),
-        Column("method", Text, nullable=False),
-        Column("jaccard", Float, nullable=False),
-        Column("containment", Float, nullable=False),
-        Column("hamming", SmallInteger, nullable=False),
-        Column("found_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
-        Column("meta_score", Float),
-        CheckConstraint("a < b", name="edges_ordered"),
-        CheckConstraint(
-            f"method IN ({', '.join(repr(m.value) for m in Method)})", name="edges_method"
-        ),
-        Index("edges_b", "b"),
-    )
+
+
+def _review_tables(md: MetaData) -> None:
+    """A reviewer's verdicts on pairs and chosen canonical documents."""
     Table(
         "verdicts",
         md,
@@ -180,7 +210,7 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
         Column("verdict", Text, nullable=False),
         Column("note", Text),
         Column("reviewer", Text),
-        Column("decided_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+        _created_at("decided_at"),
         CheckConstraint("a < b", name="verdicts_ordered"),
         CheckConstraint(
             f"verdict IN ({', '.join(repr(v) for v in VERDICTS)})", name="verdicts_verdict"
@@ -188,21 +218,12 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
         Index("verdicts_b", "b"),
     )
     Table(
-        "settings",
-        md,
-        Column("id", SmallInteger, primary_key=True, autoincrement=False),
-        Column("keep_text", Boolean, nullable=False, server_default=text("false")),
-        Column("canonical_rule", Text, nullable=False, server_default=text("'oldest'")),
-        CheckConstraint("id = 1", name="settings_single_row"),
-    )
-    Table(
         "canonical_choices",
         md,
         Column("external_id", Text, primary_key=True),
         Column("reviewer", Text),
-        Column("chosen_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+        _created_at("chosen_at"),
     )
-    return md
 
 
 #: The tiers of the key tables: documents up to ``settled_through``, and those after.
