@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Any, Literal
 
@@ -27,7 +27,6 @@ from pyspark.sql.types import LongType, StructField, StructType
 from sqlalchemy import Connection, create_engine, text
 
 from dedup_store.config import DEFAULT_SCHEMA, normalize_url
-from dedup_store.core.clustering import components
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.validation import DEFAULT_MAX_BYTES
 from dedup_store.db.matches.scoring import merging_methods
@@ -47,7 +46,7 @@ from dedup_store.pipeline import BATCH_BYTES
 from dedup_store.records import batches, describe, lookup_ids, record_error, validate_document
 from dedup_store.results import Document, IngestSummary, RecordError
 from dedup_store.service import DedupStore
-from dedup_store.spark.components import connected_components, keeper_rank
+from dedup_store.spark.clusters import load_clusters, load_summary
 from dedup_store.spark.fingerprints import fingerprint_dataframe
 from dedup_store.spark.grouping import Load, group_keys, record_hot
 from dedup_store.spark.pairs import EDGE_SCHEMA, score_batch
@@ -411,7 +410,7 @@ def _load(
 
             clock = time.perf_counter()
             merging = sorted(method.value for method in merging_methods(params))
-            clusters, stored_mapping, labels = _clusters(
+            clusters, stored_mapping, labels = load_clusters(
                 conn, schema, edges, stored, merging, first, driver_components
             )
             seconds["components"] = time.perf_counter() - clock
@@ -436,7 +435,7 @@ def _load(
             seconds["indexes"] = publish(conn, staging, params)["indexes"]
             verdicts.apply_to_new(conn, schema, range(first, first + count))
             seconds["publish"] = time.perf_counter() - clock - seconds["indexes"]
-            summary = _summary(edges, merging, first, count, prepared.skipped, len(errors))
+            summary = load_summary(edges, merging, first, count, prepared.skipped, len(errors))
         with DedupStore(url, schema=schema, create=False) as store:
             summary.clusters = store.stats().clusters
     finally:
@@ -516,98 +515,3 @@ def _edges(
         F.lit(0).cast("smallint").alias("hamming"),
     )
     return matches.unionByName(copies)
-
-
-def _clusters(
-    conn: Connection,
-    schema: str,
-    edges: DataFrame,
-    stored: StoredRows,
-    merging: Sequence[str],
-    first: int,
-    driver_components: int,
-) -> tuple[DataFrame, dict[int, int], DataFrame]:
-    """The new documents' cluster ids, the relabelling of the stored clusters they merge, and
-    the cached components (released after the load).
-
-    A stored document enters the graph as its cluster's label; the label kept by a merged
-    component is the store's (:data:`~dedup_store.core.clustering.KEEPER_ORDER`): the largest
-    cluster's (ties: the smallest label), so a load on an empty store labels each cluster by its
-    oldest member.
-    """
-    spark = edges.sparkSession
-    merging_edges = edges.where(F.col("method").isin(list(merging))).select("a", "b")
-    labels = stored.features().select(F.col("id").alias("a"), F.col("cluster_id").alias("label"))
-    graph = merging_edges.join(labels, "a", "left").select(F.coalesce("label", "a").alias("a"), "b")
-    small = (
-        driver_components > 0 and graph.limit(driver_components + 1).count() <= driver_components
-    )
-    if small:
-        pairs = [(int(a), int(b)) for a, b in graph.collect()]
-        nodes = [node for pair in pairs for node in pair]
-        labelled_nodes = [(n, group[0]) for group in components(nodes, pairs) for n in group]
-        components_frame = spark.createDataFrame(labelled_nodes, "node bigint, component bigint")
-    else:
-        components_frame = connected_components(graph)
-    components_ = components_frame.persist()
-    stored_labels = [
-        row[0] for row in components_.where(F.col("node") < first).select("node").collect()
-    ]
-    sizes: dict[int, int] = {}
-    if stored_labels:
-        found = conn.execute(
-            text(
-                f"SELECT cluster_id, count(*) FROM {qualified(schema)}.documents "
-                "WHERE cluster_id = ANY(:labels) GROUP BY cluster_id"
-            ),
-            {"labels": stored_labels},
-        )
-        sizes = {int(label): int(size) for label, size in found}
-    size_frame = spark.createDataFrame(list(sizes.items()), "node bigint, size bigint")
-    ranked = components_.join(size_frame, "node", "left").withColumn(
-        "size", F.coalesce("size", F.lit(1).cast("bigint"))
-    )
-    keepers = ranked.groupBy("component").agg(F.min(keeper_rank("size", "node")).alias("keeper"))
-    labelled = ranked.join(keepers, "component").select(
-        "node", F.col("keeper.label").alias("label")
-    )
-    mapping = {
-        int(node): int(label)
-        for node, label in labelled.where(
-            (F.col("node") < first) & (F.col("node") != F.col("label"))
-        ).collect()
-    }
-    clusters = labelled.where(F.col("node") >= first).select(
-        F.col("node").alias("id"), F.col("label").alias("cluster_id")
-    )
-    return clusters, mapping, components_
-
-
-def _summary(
-    edges: DataFrame, merging: Sequence[str], first: int, count: int, skipped: int, errors: int
-) -> IngestSummary:
-    """The local ingest's counts, from the edges of the new documents."""
-    statuses = (
-        edges.where(F.col("b") >= first)
-        .groupBy("b")
-        .agg(
-            F.max((F.col("method") == "exact").cast("int")).alias("exact"),
-            F.max(F.col("method").isin(list(merging)).cast("int")).alias("near"),
-        )
-        .agg(
-            F.sum("exact").alias("exact"),
-            F.sum(((F.col("exact") == 0) & (F.col("near") == 1)).cast("int")).alias("near"),
-            F.sum(((F.col("exact") == 0) & (F.col("near") == 0)).cast("int")).alias("excerpts"),
-        )
-        .collect()[0]
-    )
-    exact, near, excerpts = (int(statuses[k] or 0) for k in ("exact", "near", "excerpts"))
-    return IngestSummary(
-        documents=count + skipped,
-        new=count - exact - near - excerpts,
-        exact_duplicates=exact,
-        near_duplicates=near,
-        skipped=skipped,
-        excerpts=excerpts,
-        errors=errors,
-    )
