@@ -1,16 +1,19 @@
-"""The service facade: :class:`DedupStore`."""
+"""The service facade: :class:`DedupStore`.
+
+The ingest pipeline, the bulk load and the report are imported by the methods that use them,
+so that a store opened for a ``check`` (a command line run per document) does not load them.
+"""
 
 from __future__ import annotations
 
 import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import Connection
 from sqlalchemy import text as sa_text
 
-from dedup_store import pipeline
 from dedup_store.core.fingerprint import (
     Fingerprint,
     FingerprintBatch,
@@ -32,7 +35,6 @@ from dedup_store.db import (
     single,
     write,
 )
-from dedup_store.db.bulk import settle as settle_keys
 from dedup_store.db.candidates import hot, tier_rows
 from dedup_store.db.schema import ddl, migrate
 from dedup_store.db.schema.ddl import DEFAULT_SCHEMA
@@ -41,10 +43,8 @@ from dedup_store.db.scoring import merging_methods
 from dedup_store.db.server.engine import Bind, Database
 from dedup_store.db.settings import StoreSettings, check_rule
 from dedup_store.errors import EmptyDocumentError, OwnerRequiredError, UnknownDocumentError
-from dedup_store.pipeline import Destination, OnBatch, OnProgress
 from dedup_store.prepared import prepare_batch
 from dedup_store.records import Record, validate_meta
-from dedup_store.report.model import ReportSummary
 from dedup_store.results import (
     AddResult,
     CheckResult,
@@ -60,6 +60,10 @@ from dedup_store.results import (
     sorted_matches,
 )
 from dedup_store.reviewing import Reviewing
+
+if TYPE_CHECKING:
+    from dedup_store.pipeline import OnBatch, OnProgress
+    from dedup_store.report.model import ReportSummary
 
 #: What a parameter mismatch with a stored store says to do.
 PARAMS_WAY_OUT = "open it with the stored parameters (omit them), or use another --schema"
@@ -127,9 +131,6 @@ class DedupStore(Reviewing):
             self._db.close()
             raise
         self.keep_text: bool = stored.keep_text if keep_text is None else keep_text
-        self._destination = Destination(
-            self._db, self.schema, self.params, self.keep_text, max_bytes
-        )
 
     def _open(
         self,
@@ -321,6 +322,8 @@ class DedupStore(Reviewing):
                 has written its batches and builds the indexes (which takes a while on a large
                 load, with no batch to report meanwhile).
         """
+        from dedup_store import pipeline
+
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         if bulk is None:
@@ -329,8 +332,11 @@ class DedupStore(Reviewing):
             self._require_owner("a bulk load")
         if workers == "auto":
             workers = _auto_workers(records, bulk)
+        destination = pipeline.Destination(
+            self._db, self.schema, self.params, self.keep_text, self.max_bytes
+        )
         summary = pipeline.ingest(
-            self._destination,
+            destination,
             records,
             batch_size=batch_size,
             update=update,
@@ -390,8 +396,10 @@ class DedupStore(Reviewing):
             ``settled_through`` (the largest settled id), ``moved`` (documents that were in the
             recent tier) and ``seconds`` (the index and filter builds).
         """
+        from dedup_store.db.bulk import settle
+
         self._require_owner("settling the key tiers")
-        return self._db.run(lambda conn: settle_keys(conn, self.schema, self.params))
+        return self._db.run(lambda conn: settle(conn, self.schema, self.params))
 
     def _owner_of_tables(self) -> str | None:
         """The owner of the store's tables, when this connection's role may not act as it."""
