@@ -124,12 +124,14 @@ class DedupStore(Reviewing):
         self._hot_keys = hot.MetHotKeys()
         chosen = StoreSettings(bool(keep_text), check_rule(canonical_rule or "oldest"))
         try:
-            self.params, stored = self._db.run(
-                lambda conn: self._open(conn, params, create, chosen)
-            )
+            # a complete store is only read, on one autocommit connection
+            opened = self._db.read(lambda conn: self._ready(conn, params))
+            if opened is None:
+                opened = self._db.run(lambda conn: self._open(conn, params, create, chosen))
         except BaseException:
             self._db.close()
             raise
+        self.params, stored = opened
         self.keep_text: bool = stored.keep_text if keep_text is None else keep_text
 
     def _open(
@@ -142,16 +144,27 @@ class DedupStore(Reviewing):
         """Check (and with ``create``, make or complete) the store; returns its params and
         settings (``chosen`` for a new store).
 
-        An existing, complete store is only read, so opening it needs no privilege beyond
-        reading and never waits on a writer.
+        An existing, complete store is only read (:meth:`_ready`), so opening it needs no
+        privilege beyond reading and never waits on a writer.
         """
+        opened = self._ready(conn, params)
+        if opened is not None:
+            return opened
+        if not create:
+            migrate.verify_schema(conn, self.schema)
+        locks.lock_store(conn, self.schema)
+        stored = self._create(conn, params, chosen)
+        return stored, settings.load(conn, self.schema)
+
+    def _ready(
+        self, conn: Connection, params: FingerprintParams | Mapping[str, Any] | None
+    ) -> tuple[FingerprintParams, StoreSettings] | None:
+        """The params and settings of a complete store at this code's revision (refusing
+        other ``params``), else ``None``."""
         stored = self._ready_params(conn)
         if stored is None:
-            if not create:
-                migrate.verify_schema(conn, self.schema)
-            locks.lock_store(conn, self.schema)
-            stored = self._create(conn, params, chosen)
-        elif params is not None:
+            return None
+        if params is not None:
             self._require(stored, params)
         return stored, settings.load(conn, self.schema)
 
