@@ -361,7 +361,7 @@ class DedupStore(Reviewing):
             on_phase=on_phase,
         )
         if count_clusters:
-            summary.clusters = self.stats().clusters
+            summary.clusters = self._run(lambda conn: reports.count_clusters(conn, self.schema))
         return summary
 
     # -- reading ----------------------------------------------------------------------------

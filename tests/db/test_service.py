@@ -185,3 +185,9 @@ def test_the_store_loads_the_ingest_pipeline_and_the_report_when_used() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )
     assert loaded.stdout.strip() == "[]"
+
+
+def test_an_ingest_counts_the_clusters_as_stats_does(store: DedupStore) -> None:
+    documents = [Document("a", NEWS), Document("b", NEWS + " Again."), Document("c", "other words")]
+    summary = store.ingest(documents, count_clusters=True)
+    assert summary.clusters == store.stats().clusters == 2
