@@ -1,16 +1,19 @@
-"""The service facade: :class:`DedupStore`."""
+"""The service facade: :class:`DedupStore`.
+
+The ingest pipeline, the bulk load and the report are imported by the methods that use them,
+so that a store opened for a ``check`` (a command line run per document) does not load them.
+"""
 
 from __future__ import annotations
 
 import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import Connection
 from sqlalchemy import text as sa_text
 
-from dedup_store import pipeline
 from dedup_store.core.fingerprint import (
     Fingerprint,
     FingerprintBatch,
@@ -21,7 +24,6 @@ from dedup_store.core.fingerprint import (
 from dedup_store.core.metadata import with_meta
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.validation import DEFAULT_MAX_BYTES, validate_text
-from dedup_store.db.bulk.load import settle as settle_keys
 from dedup_store.db.candidates import hot, tier_rows
 from dedup_store.db.matches import exact_groups, scoring
 from dedup_store.db.matches.scoring import merging_methods
@@ -35,10 +37,8 @@ from dedup_store.db.server.engine import Bind, Database
 from dedup_store.db.write import batch as batch_write
 from dedup_store.db.write import frequencies, locks, single
 from dedup_store.errors import EmptyDocumentError, OwnerRequiredError, UnknownDocumentError
-from dedup_store.pipeline import Destination, OnBatch, OnProgress
 from dedup_store.prepared import prepare_batch
 from dedup_store.records import Record, validate_meta
-from dedup_store.report.model import ReportSummary
 from dedup_store.results import (
     AddResult,
     CheckResult,
@@ -54,6 +54,10 @@ from dedup_store.results import (
     sorted_matches,
 )
 from dedup_store.reviewing import Reviewing
+
+if TYPE_CHECKING:
+    from dedup_store.pipeline import OnBatch, OnProgress
+    from dedup_store.report.model import ReportSummary
 
 #: What a parameter mismatch with a stored store says to do.
 PARAMS_WAY_OUT = "open it with the stored parameters (omit them), or use another --schema"
@@ -114,16 +118,15 @@ class DedupStore(Reviewing):
         self._hot_keys = hot.MetHotKeys()
         chosen = StoreSettings(bool(keep_text), check_rule(canonical_rule or "oldest"))
         try:
-            self.params, stored = self._db.run(
-                lambda conn: self._open(conn, params, create, chosen)
-            )
+            # a complete store is only read, on one autocommit connection
+            opened = self._db.read(lambda conn: self._ready(conn, params))
+            if opened is None:
+                opened = self._db.run(lambda conn: self._open(conn, params, create, chosen))
         except BaseException:
             self._db.close()
             raise
+        self.params, stored = opened
         self.keep_text: bool = stored.keep_text if keep_text is None else keep_text
-        self._destination = Destination(
-            self._db, self.schema, self.params, self.keep_text, max_bytes
-        )
 
     def _open(
         self,
@@ -135,16 +138,27 @@ class DedupStore(Reviewing):
         """Check (and with ``create``, make or complete) the store; returns its params and
         settings (``chosen`` for a new store).
 
-        An existing, complete store is only read, so opening it needs no privilege beyond
-        reading and never waits on a writer.
+        An existing, complete store is only read (:meth:`_ready`), so opening it needs no
+        privilege beyond reading and never waits on a writer.
         """
+        opened = self._ready(conn, params)
+        if opened is not None:
+            return opened
+        if not create:
+            migrate.verify_schema(conn, self.schema)
+        locks.lock_store(conn, self.schema)
+        stored = self._create(conn, params, chosen)
+        return stored, settings.load(conn, self.schema)
+
+    def _ready(
+        self, conn: Connection, params: FingerprintParams | Mapping[str, Any] | None
+    ) -> tuple[FingerprintParams, StoreSettings] | None:
+        """The params and settings of a complete store at this code's revision (refusing
+        other ``params``), else ``None``."""
         stored = self._ready_params(conn)
         if stored is None:
-            if not create:
-                migrate.verify_schema(conn, self.schema)
-            locks.lock_store(conn, self.schema)
-            stored = self._create(conn, params, chosen)
-        elif params is not None:
+            return None
+        if params is not None:
             self._require(stored, params)
         return stored, settings.load(conn, self.schema)
 
@@ -317,6 +331,8 @@ class DedupStore(Reviewing):
                 has written its batches and builds the indexes (which takes a while on a large
                 load, with no batch to report meanwhile).
         """
+        from dedup_store import pipeline
+
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         if bulk is None:
@@ -325,8 +341,11 @@ class DedupStore(Reviewing):
             self._require_owner("a bulk load")
         if workers == "auto":
             workers = _auto_workers(records, bulk)
+        destination = pipeline.Destination(
+            self._db, self.schema, self.params, self.keep_text, self.max_bytes
+        )
         summary = pipeline.ingest(
-            self._destination,
+            destination,
             records,
             batch_size=batch_size,
             update=update,
@@ -338,7 +357,7 @@ class DedupStore(Reviewing):
             on_phase=on_phase,
         )
         if count_clusters:
-            summary.clusters = self.stats().clusters
+            summary.clusters = self._run(lambda conn: reads.count_clusters(conn, self.schema))
         return summary
 
     # -- reading ----------------------------------------------------------------------------
@@ -386,8 +405,10 @@ class DedupStore(Reviewing):
             ``settled_through`` (the largest settled id), ``moved`` (documents that were in the
             recent tier) and ``seconds`` (the index and filter builds).
         """
+        from dedup_store.db.bulk.load import settle
+
         self._require_owner("settling the key tiers")
-        return self._db.run(lambda conn: settle_keys(conn, self.schema, self.params))
+        return self._db.run(lambda conn: settle(conn, self.schema, self.params))
 
     def _owner_of_tables(self) -> str | None:
         """The owner of the store's tables, when this connection's role may not act as it."""

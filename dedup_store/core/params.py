@@ -389,6 +389,18 @@ def band_error_areas(threshold: float, num_perm: int) -> tuple[tuple[int, int, f
     return tuple(areas)
 
 
+#: What :func:`optimal_bands` chooses for 84 min-hashes and a false-negative weight of 0.95
+#: (the defaults), by threshold in steps of 0.05: integrating the curves takes about 0.1 s,
+#: which every command that opens such a store would pay (``tests/core/test_band_choice.py``
+#: integrates them again).
+DEFAULT_CHOICES: dict[float, tuple[int, int]] = {
+    0.05: (84, 1), 0.1: (44, 1), 0.15: (28, 1), 0.2: (20, 1), 0.25: (42, 2), 0.3: (41, 2),
+    0.35: (29, 2), 0.4: (22, 2), 0.45: (28, 3), 0.5: (26, 3), 0.55: (19, 3), 0.6: (21, 4),
+    0.65: (17, 4), 0.7: (16, 5), 0.75: (14, 6), 0.8: (12, 7), 0.85: (9, 9), 0.9: (7, 12),
+    0.95: (4, 18),
+}  # fmt: skip
+
+
 @lru_cache(maxsize=64)
 def optimal_bands(threshold: float, num_perm: int, false_negative_weight: float) -> tuple[int, int]:
     """Choose ``(b, r)`` with ``b * r <= num_perm`` minimizing the weighted error areas.
@@ -396,7 +408,18 @@ def optimal_bands(threshold: float, num_perm: int, false_negative_weight: float)
     The probability that a pair of Jaccard ``s`` shares a band is ``1 - (1 - s**r)**b``; the
     false-positive area is its integral over ``[0, threshold]``, the false-negative area the
     integral of its complement over ``[threshold, 1]`` (as datasketch's MinHashLSH chooses).
+    The choices at the default ``num_perm`` and ``false_negative_weight`` are
+    :data:`DEFAULT_CHOICES`.
     """
+    if (num_perm, false_negative_weight) == (84, 0.95) and threshold in DEFAULT_CHOICES:
+        return DEFAULT_CHOICES[threshold]
+    return integrated_bands(threshold, num_perm, false_negative_weight)
+
+
+def integrated_bands(
+    threshold: float, num_perm: int, false_negative_weight: float
+) -> tuple[int, int]:
+    """:func:`optimal_bands` by integrating the error curves (:func:`band_error_areas`)."""
     best: tuple[float, int, int] = (math.inf, 0, 0)
     for b, r, fp, fn in band_error_areas(threshold, num_perm):
         error = fp * (1.0 - false_negative_weight) + fn * false_negative_weight

@@ -9,7 +9,13 @@ import math
 import numpy as np
 import pytest
 
-from dedup_store.core.params import band_error_areas, optimal_bands
+from dedup_store.core.params import (
+    DEFAULT_CHOICES,
+    FingerprintParams,
+    band_error_areas,
+    integrated_bands,
+    optimal_bands,
+)
 
 THRESHOLDS = [round(0.05 * i, 2) for i in range(1, 20)]
 NUM_PERMS = [16, 32, 64, 84, 128, 256]
@@ -54,3 +60,13 @@ def test_bands_are_chosen_as_the_numpy_integration_chose_them(num_perm: int) -> 
         for weight in WEIGHTS:
             chosen = optimal_bands(threshold, num_perm, weight)
             assert chosen == _numpy_choice(expected, weight), (threshold, weight)
+
+
+def test_the_written_down_choices_are_the_integrated_ones() -> None:
+    defaults = FingerprintParams()
+    assert defaults.threshold in DEFAULT_CHOICES
+    assert list(DEFAULT_CHOICES) == THRESHOLDS
+    for threshold, chosen in DEFAULT_CHOICES.items():
+        integrated = integrated_bands(threshold, defaults.num_perm, defaults.false_negative_weight)
+        assert chosen == integrated, threshold
+        assert optimal_bands(threshold, defaults.num_perm, defaults.false_negative_weight) == chosen

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import psycopg
+import pytest
 from sqlalchemy import Engine, text
 
 from dedup_store import DedupStore, Document, Status
@@ -56,3 +60,22 @@ def test_check_gets_no_parallel_plan_from_an_unanalyzed_recent_tier(
         conn.execute(text("SET plan_cache_mode = force_generic_plan"))  # as the store plans
         plan = [row[0] for row in conn.execute(text(f"EXPLAIN {statement}"), parameters)]
     assert not [line for line in plan if "Gather" in line or "Parallel" in line]
+
+
+def test_a_complete_store_opens_and_checks_on_one_connection(
+    database_url: str, store: DedupStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening a store that is ready only reads it, on the connection the check then uses."""
+    store.add("orig", ARTICLE)
+    connected: list[str] = []
+    connect = psycopg.connect
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        connected.append("connect")
+        return connect(*args, **kwargs)
+
+    monkeypatch.setattr(psycopg, "connect", counted)
+    with DedupStore(database_url, schema=store.schema, create=False) as again:
+        result = again.check(ARTICLE)
+    assert result.status is Status.EXACT_DUPLICATE
+    assert connected == ["connect"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Sequence
 
 import pytest
@@ -169,3 +171,23 @@ def test_reads_survive_a_dropped_connection(engine: Engine, database_url: str, s
             conn.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
         # the pooled connection is dead; the read runs again on a new one
         assert store.check(text_value).status is Status.EXACT_DUPLICATE
+
+
+def test_the_store_loads_the_ingest_pipeline_and_the_report_when_used() -> None:
+    """A command that opens the store for a check does not load what it does not run."""
+    probe = (
+        "import sys, dedup_store.service\n"
+        "unused = ['dedup_store.pipeline', 'dedup_store.db.bulk.load', 'dedup_store.workers',\n"
+        "          'dedup_store.report']\n"
+        "print([m for m in unused if m in sys.modules])\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert loaded.stdout.strip() == "[]"
+
+
+def test_an_ingest_counts_the_clusters_as_stats_does(store: DedupStore) -> None:
+    documents = [Document("a", NEWS), Document("b", NEWS + " Again."), Document("c", "other words")]
+    summary = store.ingest(documents, count_clusters=True)
+    assert summary.clusters == store.stats().clusters == 2

@@ -212,6 +212,13 @@ def stats_row(conn: Connection, schema: str, params: FingerprintParams) -> dict[
     }
 
 
+def count_clusters(conn: Connection, schema: str) -> int:
+    """The number of clusters, as :func:`stats_row` counts them (without its other counts)."""
+    documents = qualified(schema, "documents")
+    statement = f"SELECT count(*) FROM (SELECT 1 FROM {documents} GROUP BY cluster_id) c"
+    return int(conn.execute(text(statement)).scalar_one())
+
+
 def count_documents(conn: Connection, schema: str, limit: int) -> int:
     """The number of stored documents, counting no further than ``limit``."""
     statement = f"SELECT count(*) FROM (SELECT 1 FROM {qualified(schema, 'documents')} LIMIT :n) d"

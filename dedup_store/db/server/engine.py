@@ -111,8 +111,8 @@ class Database:
             yield conn
 
     def _check_server(self, conn: Connection) -> None:
-        """Refuse a server older than :data:`MIN_SERVER_VERSION`, on the first transaction (a
-        store opens, a migration runs).
+        """Refuse a server older than :data:`MIN_SERVER_VERSION`, on the first transaction or
+        read (a store opens, a migration runs).
 
         Raises:
             UnsupportedServerError: naming the server's version and the minimum.
@@ -189,9 +189,11 @@ class Database:
     def _read_once(self, work: Callable[[Connection], T]) -> T:
         if self._read_engine is not None:
             with self._read_engine.connect() as conn:
+                self._check_server(conn)
                 return work(conn)
         assert self.engine is not None
         with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            self._check_server(conn)
             return work(conn)
 
     def run(self, work: Callable[[Connection], T]) -> T:

@@ -39,7 +39,7 @@ from functools import lru_cache
 import numpy as np
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I64, U64
+from dedup_store.core.arrays import I64, U64, distinct
 from dedup_store.core.fingerprint import Fingerprint, FingerprintBatch
 from dedup_store.core.mixing import mix64
 from dedup_store.db.schema.encoding import (
@@ -145,7 +145,7 @@ def _lock_keys(schema: str, parts: Sequence[tuple[int, int, np.ndarray]]) -> I64
     tags = np.concatenate(
         [np.tile(_tags(schema, kind, slots), len(v) // max(slots, 1)) for kind, slots, v in parts]
     )
-    return np.unique(mix64(values ^ tags).view(np.int64))
+    return distinct(mix64(values ^ tags).view(np.int64))
 
 
 def _ids(external_ids: Iterable[str]) -> U64:
