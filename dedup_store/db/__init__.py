@@ -9,6 +9,8 @@ Rooms:
   - :mod:`~dedup_store.db.server.raw_statements`: the long statements of single-document calls,
     sent on psycopg's raw cursor with ``$n`` parameters (with the writers' locks and the commit
     in one pipeline).
+  - :mod:`~dedup_store.db.server.binary_copy`: COPY in PostgreSQL's binary format, built with
+    numpy (every write's rows go through it).
   - :mod:`~dedup_store.db.server.embedded`: the embedded PostgreSQL server.
   - :mod:`~dedup_store.db.server.tuning`: server settings sized from a machine's memory and cores.
   - :mod:`~dedup_store.db.server.backup`: dumps, restores and ``psql`` with matching client tools.
@@ -57,11 +59,9 @@ Rooms:
   - :mod:`~dedup_store.db.write.frequencies`: document frequencies of weighted SimHash features,
     counted with every write and delete.
 
-- :mod:`~dedup_store.db.bulk`: loads large against the store.
+- :mod:`~dedup_store.db.bulk`: loads that are large against the store.
 
   - :mod:`~dedup_store.db.bulk.load`: a bulk load, written without per-key index maintenance.
-  - :mod:`~dedup_store.db.bulk.binary_copy`: COPY in PostgreSQL's binary format, built with
-    numpy (every write's rows go through it).
   - :mod:`~dedup_store.db.bulk.checkpoint`: checkpoints while a bulk load builds its indexes.
 
 - :mod:`~dedup_store.db.reports`: reads for people.

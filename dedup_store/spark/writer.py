@@ -1,8 +1,9 @@
 """COPY from the executors: every partition writes its rows over its own connection.
 
-The rows are encoded with the store's binary COPY helpers (:mod:`dedup_store.db.bulk.binary_copy`),
-so they are the rows :func:`dedup_store.db.write.batch.insert_documents` writes; they go into the
-load's staging tables (:mod:`dedup_store.spark.staging`).
+The rows are encoded with the store's binary COPY helpers
+(:mod:`dedup_store.db.server.binary_copy`), so they are the rows
+:func:`dedup_store.db.write.batch.insert_documents` writes; they go into the load's staging
+tables (:mod:`dedup_store.spark.staging`).
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import pyarrow as pa
 from psycopg import sql
 
 from dedup_store.core.arrays import stable_order
-from dedup_store.db.bulk import binary_copy
 from dedup_store.db.candidates import tier_rows
 from dedup_store.db.schema.ddl import SETTLED, TIER_TABLES
+from dedup_store.db.server import binary_copy
 from dedup_store.db.write.batch import DOCUMENT_COLUMNS
 
 EDGE_COLUMNS = ("a", "b", "method", "jaccard", "containment", "hamming")

@@ -18,8 +18,8 @@ import sqlalchemy as sa
 from sqlalchemy import Engine
 
 from dedup_store import DedupStore, Document, FingerprintParams
-from dedup_store.db.bulk import binary_copy, checkpoint
-from dedup_store.db.server import embedded
+from dedup_store.db.bulk import checkpoint
+from dedup_store.db.server import binary_copy, embedded
 from dedup_store.db.server.engine import driver_connection
 from tests.db.test_bulk import _by_external_id, _load
 from tests.spark.corpora import real_documents

@@ -177,7 +177,7 @@ def test_the_store_loads_the_ingest_pipeline_and_the_report_when_used() -> None:
     """A command that opens the store for a check does not load what it does not run."""
     probe = (
         "import sys, dedup_store.service\n"
-        "unused = ['dedup_store.pipeline', 'dedup_store.db.bulk.load', 'dedup_store.workers',\n"
+        "unused = ['dedup_store.pipeline', 'dedup_store.db.bulk', 'dedup_store.workers',\n"
         "          'dedup_store.report']\n"
         "print([m for m in unused if m in sys.modules])\n"
     )

@@ -30,7 +30,6 @@ from dedup_store.core.arrays import I64
 from dedup_store.core.fingerprint import Fingerprint, FingerprintBatch
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.simhash import hamming_many
-from dedup_store.db.bulk import binary_copy
 from dedup_store.db.candidates import lookup
 from dedup_store.db.candidates.lookup import (
     Candidates,
@@ -43,6 +42,7 @@ from dedup_store.db.candidates.lookup import (
 from dedup_store.db.candidates.stored import INDEXED, StoredKeys
 from dedup_store.db.schema.encoding import BAND, BLOCK, array_literal
 from dedup_store.db.schema.names import qualified
+from dedup_store.db.server import binary_copy
 
 SECONDARY_COLUMNS = ("kind", "slot", "key", "doc_id")
 

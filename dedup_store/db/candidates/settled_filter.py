@@ -28,11 +28,11 @@ from sqlalchemy import Connection, text
 from dedup_store.core.arrays import I64
 from dedup_store.core.keyfilter import KeyFilter
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.bulk.binary_copy import COPY_HEADER
 from dedup_store.db.candidates.lookup import KeyGroup
 from dedup_store.db.schema import ddl
 from dedup_store.db.schema.encoding import SAMPLE
 from dedup_store.db.schema.names import qualified
+from dedup_store.db.server.binary_copy import COPY_HEADER
 from dedup_store.db.server.engine import driver_connection
 
 #: The largest part of a filter stored in one row (``bytea``).

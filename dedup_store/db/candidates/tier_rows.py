@@ -22,10 +22,10 @@ from dedup_store.core.arrays import I64, U32, U64
 from dedup_store.core.fingerprint import document_block_keys
 from dedup_store.core.lsh import band_keys
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.bulk import binary_copy
 from dedup_store.db.schema import ddl
 from dedup_store.db.schema.encoding import BAND, BLOCK, KEY_COLUMNS
 from dedup_store.db.schema.names import qualified, quote
+from dedup_store.db.server import binary_copy
 
 #: Documents read per statement when rows are computed from stored fingerprints.
 CHUNK = 50_000

@@ -23,13 +23,13 @@ from dedup_store.core.clustering import merge_labels
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.metadata import MetaSignatures
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.bulk import binary_copy
 from dedup_store.db.candidates import hot, tier_rows
 from dedup_store.db.candidates.stored import NewRows
 from dedup_store.db.matches.scoring import merging_methods
 from dedup_store.db.schema import ddl
 from dedup_store.db.schema.encoding import sample_columns, top32
 from dedup_store.db.schema.names import qualified, quote
+from dedup_store.db.server import binary_copy
 from dedup_store.db.write import frequencies, locks, verdicts
 from dedup_store.results import MatchRow
 
@@ -175,7 +175,8 @@ def document_rows(
     """The rows :func:`insert_documents` writes for the new documents of a batch; ``encoded``
     are the :func:`encode_rows` of their rows, ``with_meta`` whether those hold
     ``meta_signature`` (a store with ``meta_fields``), ``freeze`` whether they are written
-    frozen (:func:`~dedup_store.db.bulk.binary_copy.copy_payload`: a bulk load into an empty store),
+    frozen (:func:`~dedup_store.db.server.binary_copy.copy_payload`: a bulk load into an empty
+    store),
     ``settled`` whether they enter the settled tier at once (a bulk load) rather than the
     recent one.
 

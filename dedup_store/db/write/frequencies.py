@@ -27,9 +27,9 @@ from sqlalchemy import Connection, text
 from dedup_store.core.arrays import I64
 from dedup_store.core.fingerprint import FingerprintBatch, feature_index, reweighted
 from dedup_store.core.weights import DocumentFrequencies
-from dedup_store.db.bulk.binary_copy import INT8_OID, copy_payload
 from dedup_store.db.schema.encoding import array_literal
 from dedup_store.db.schema.names import qualified
+from dedup_store.db.server.binary_copy import INT8_OID, copy_payload
 
 
 def read(conn: Connection, schema: str, features: I64) -> DocumentFrequencies:
