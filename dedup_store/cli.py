@@ -4,7 +4,7 @@ Each command parses its options, makes one call to :class:`~dedup_store.service.
 the migration helpers), and renders the result. Errors of ours, and database errors, become one
 line on standard error and the exit code of the error class (see :mod:`dedup_store.errors`);
 ``--debug`` shows the traceback instead. This module holds the app, its global options and the
-commands that write (``init``, ``ingest``) or check; the others live beside it:
+commands ``init`` and ``check``; the others live beside it: :mod:`~dedup_store.cli_ingest`,
 :mod:`~dedup_store.cli_reports` (what the store holds), :mod:`~dedup_store.cli_review` (a
 reviewer's), :mod:`~dedup_store.cli_report`, :mod:`~dedup_store.cli_db`.
 
@@ -15,73 +15,39 @@ and ``--version`` answer at once.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import os
-import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperCommand
 
-from dedup_store import cli_reports, cli_review, cli_serve, config
+from dedup_store import cli_ingest, cli_reports, cli_review, cli_serve, config
 from dedup_store.cli_app import (
-    EXIT_INTERRUPTED,
     ExitOnErrorGroup,
+    MaxBytes,
     Settings,
     field_names,
     meta_object,
     print_version,
     settings_of,
+    store_limits,
 )
 from dedup_store.cli_db import db_app
 from dedup_store.cli_render import (
     FormatOption,
-    IngestProgress,
     Output,
     OutputFormat,
-    print_ingest_summary,
-    warn_about_skips,
 )
 from dedup_store.cli_report import report
 from dedup_store.core.params import HtmlMode, Scheme, SimhashWeights, VerifyMode
-from dedup_store.errors import InputFormatError, SparkError
+from dedup_store.errors import InputFormatError
 from dedup_store.inputs import (
-    DEFAULT_GLOB,
-    STDIN,
-    STDIN_TEXT_ID,
-    InputFormat,
-    RepeatedIds,
-    apply_error_policy,
     open_regular,
-    read_inputs,
     read_text,
 )
 
 if TYPE_CHECKING:
-    from dedup_store.spark import SparkIngest
-
-
-class OnError(enum.StrEnum):
-    """What ``ingest`` does with a bad record."""
-
-    stop = "stop"
-    skip = "skip"
-
-
-class Engine(enum.StrEnum):
-    """Where ``ingest`` fingerprints and matches documents."""
-
-    local = "local"
-    spark = "spark"
-
-
-class StdinFormat(enum.StrEnum):
-    """How ``ingest -`` reads standard input."""
-
-    jsonl = "jsonl"
-    csv = "csv"
-    text = "text"
+    pass
 
 
 app = typer.Typer(
@@ -96,15 +62,6 @@ app = typer.Typer(
 app.add_typer(db_app, name="db")
 
 DocId = Annotated[str, typer.Argument(metavar="ID", help="A stored document id.")]
-MaxBytes = Annotated[
-    int | None,
-    typer.Option(
-        "--max-bytes",
-        min=1,
-        help="Largest document in UTF-8 bytes (default 16777216, 16 MiB).",
-        show_default=False,
-    ),
-]
 
 
 @app.callback()
@@ -291,177 +248,7 @@ def init(
 # -- ingest ----------------------------------------------------------------------------------
 
 
-@app.command()
-def ingest(
-    ctx: typer.Context,
-    paths: Annotated[
-        list[str],
-        typer.Argument(
-            metavar="PATH", help="Files, directories or - for standard input.", show_default=False
-        ),
-    ],
-    glob: Annotated[
-        str, typer.Option(help="Comma-separated file name patterns searched in directories.")
-    ] = DEFAULT_GLOB,
-    id_field: Annotated[str, typer.Option(help="JSONL key / CSV column of the id.")] = "id",
-    text_field: Annotated[str, typer.Option(help="JSONL key / CSV column of the text.")] = "text",
-    stdin_format: Annotated[
-        StdinFormat,
-        typer.Option(
-            "--format",
-            help="Format of standard input (text: the whole stream is one document, "
-            "with the id given by --id).",
-        ),
-    ] = StdinFormat.jsonl,
-    stdin_id: Annotated[
-        str | None,
-        typer.Option(
-            "--id",
-            help=f"Id of the document read from standard input with --format text "
-            f"(default {STDIN_TEXT_ID!r}).",
-            show_default=False,
-        ),
-    ] = None,
-    on_error: Annotated[
-        OnError, typer.Option(help="On a bad record: stop, or skip it and report it.")
-    ] = OnError.stop,
-    batch_size: Annotated[int, typer.Option(min=1, help="Documents per transaction.")] = 2000,
-    update: Annotated[
-        bool,
-        typer.Option(
-            "--update",
-            help="Replace documents whose id is already stored "
-            "(default: skip them, so re-running is idempotent).",
-        ),
-    ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
-    engine: Annotated[
-        Engine, typer.Option(help="local: this process; spark: Apache Spark (the spark extra).")
-    ] = Engine.local,
-    spark_master: Annotated[
-        str, typer.Option(help="Spark master URL for --engine spark.")
-    ] = "local[*]",
-    bulk: Annotated[
-        bool | None,
-        typer.Option(
-            "--bulk/--no-bulk",
-            help="Load in one transaction without maintaining the lookup indexes, building "
-            "them at the end (default: when the store is empty). Other readers and writers "
-            "wait until it commits.",
-            show_default=False,
-        ),
-    ] = None,
-    workers: Annotated[
-        int | None,
-        typer.Option(
-            min=0,
-            help="Processes that fingerprint the next batches while this one writes (0: "
-            "fingerprint in this process; default: 1 for a bulk load on a machine with 2 cores "
-            "or more).",
-            show_default=False,
-        ),
-    ] = None,
-    max_bytes: MaxBytes = None,
-) -> None:
-    """Add documents from files, directories, JSONL, CSV or standard input.
-
-    Directories are searched recursively for files matching --glob. A text or HTML file is one
-    document whose id is its path (relative to the directory given).
-    JSONL and CSV records give the id and text in --id-field and --text-field; their other fields
-    are kept as metadata. The store is created with default parameters if it does not exist.
-    Bad records, ids repeated in the input and ids already stored are reported on standard
-    error and counted in the summary. Ctrl-C stops the run and prints what was stored.
-    """
-    if stdin_id is not None and (STDIN not in paths or stdin_format is not StdinFormat.text):
-        raise typer.BadParameter(
-            "names the document of '-' read with --format text", param_hint="--id"
-        )
-    if update and engine is Engine.spark:
-        raise typer.BadParameter("is not supported with --engine spark", param_hint="--update")
-    if update and bulk:
-        raise typer.BadParameter("a bulk load adds documents: drop --update", param_hint="--bulk")
-    settings = settings_of(ctx)
-    spark_ingest = _spark_ingest(spark_master) if engine is Engine.spark else None
-    policy: Literal["stop", "skip"] = "skip" if on_error is OnError.skip else "stop"
-    fmt: InputFormat = stdin_format.value
-    started = time.perf_counter()
-    with (
-        settings.store(create=True, **_limit(max_bytes)) as store,
-        IngestProgress(not quiet) as progress,
-    ):
-        if engine is Engine.spark:
-            from dedup_store.spark.ingest import require_spark_params
-
-            require_spark_params(store.params)  # before the input is read
-        repeats = RepeatedIds(progress.warn, update=update)
-        records = read_inputs(
-            paths,
-            glob=glob,
-            id_field=id_field,
-            text_field=text_field,
-            stdin_format=fmt,
-            stdin=typer.get_binary_stream("stdin"),
-            stdin_id=stdin_id or STDIN_TEXT_ID,
-        )
-        documents = repeats.watch(apply_error_policy(records, policy, progress.skip_record))
-        try:
-            if spark_ingest is not None:
-                summary = spark_ingest(
-                    documents,
-                    settings.resolve(),
-                    settings.schema,
-                    master=spark_master,
-                    batch_size=batch_size,
-                    on_error=policy,
-                    on_errors=lambda errors: progress.on_batch([], errors),
-                    max_bytes=store.max_bytes,
-                ).summary
-            else:
-                summary = store.ingest(
-                    documents,
-                    batch_size=batch_size,
-                    update=update,
-                    on_error=policy,
-                    on_batch=progress.on_batch,
-                    on_progress=progress.on_progress,
-                    on_phase=progress.on_phase,
-                    count_clusters=True,
-                    bulk=bulk,
-                    workers="auto" if workers is None else workers,
-                )
-        except KeyboardInterrupt:
-            summary = progress.stored
-            interrupted = True
-        else:
-            interrupted = False
-    summary.errors += progress.reader_errors
-    summary.seconds = max(summary.seconds, time.perf_counter() - started)
-    print_ingest_summary(summary, as_json, repeated_ids=repeats.count, interrupted=interrupted)
-    if interrupted:
-        typer.echo(
-            f"error: interrupted after storing {summary.documents} documents; the same command "
-            "goes on where it stopped (stored ids are skipped)",
-            err=True,
-        )
-        raise typer.Exit(EXIT_INTERRUPTED)
-    warn_about_skips(summary, repeats.count, stdin_text=STDIN in paths and fmt == "text")
-
-
-def _limit(max_bytes: int | None) -> dict[str, Any]:
-    """The store's ``max_bytes`` option when ``--max-bytes`` is given (else its default)."""
-    return {} if max_bytes is None else {"max_bytes": max_bytes}
-
-
-def _spark_ingest(master: str) -> Callable[..., SparkIngest]:
-    """``dedup_store.spark.ingest_records``, once the spark extra is there and ``master`` is a
-    master URL that answers (before the store is opened and the input read)."""
-    try:
-        from dedup_store.spark import check_master, ingest_records
-    except ImportError as error:
-        raise SparkError(str(error)) from None
-    check_master(master)
-    return ingest_records
+app.command()(cli_ingest.ingest)
 
 
 # -- queries ---------------------------------------------------------------------------------
@@ -503,7 +290,7 @@ def check(
     documents with their scores, and the cluster it would join.
     """
     body = _text_to_check(text, file)
-    with settings_of(ctx).store(**_limit(max_bytes)) as store:
+    with settings_of(ctx).store(**store_limits(max_bytes)) as store:
         result = store.check(body, meta_object(meta))
     out = Output(fmt)
     matches = [m.to_dict() for m in result.matches]

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
@@ -26,6 +26,17 @@ if TYPE_CHECKING:
     from dedup_store.service import DedupStore
 
 EXIT_INTERRUPTED = 130
+
+#: ``--max-bytes`` of the commands that read documents (``ingest``, ``check``).
+MaxBytes = Annotated[
+    int | None,
+    typer.Option(
+        "--max-bytes",
+        min=1,
+        help="Largest document in UTF-8 bytes (default 16777216, 16 MiB).",
+        show_default=False,
+    ),
+]
 
 
 @dataclasses.dataclass
@@ -207,3 +218,8 @@ def meta_object(meta: str | None) -> dict[str, Any] | None:
 def field_names(names: str) -> tuple[str, ...]:
     """The names of a comma-separated option such as ``--meta-fields``."""
     return tuple(name.strip() for name in names.split(",") if name.strip())
+
+
+def store_limits(max_bytes: int | None) -> dict[str, Any]:
+    """The store's ``max_bytes`` option when ``--max-bytes`` is given (else its default)."""
+    return {} if max_bytes is None else {"max_bytes": max_bytes}

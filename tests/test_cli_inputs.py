@@ -15,6 +15,7 @@ import pytest
 from typer.testing import Result
 
 from dedup_store import cli as cli_module
+from dedup_store import cli_ingest
 from tests.test_cli import CliHelper, ingest_json, words
 
 pytestmark = pytest.mark.db
@@ -189,7 +190,7 @@ def test_interrupt_prints_what_was_stored(
 ) -> None:
     path = tmp_path / "docs.jsonl"
     path.write_text("".join(jsonl_line(f"d{i}", i) + "\n" for i in range(6)))
-    real_reader = cli_module.read_inputs
+    real_reader = cli_ingest.read_inputs
 
     def interrupted_reader(*args: Any, **kwargs: Any) -> Iterator[Any]:
         for number, record in enumerate(real_reader(*args, **kwargs), start=1):
@@ -197,7 +198,7 @@ def test_interrupt_prints_what_was_stored(
                 raise KeyboardInterrupt  # Ctrl-C while the third record is read
             yield record
 
-    monkeypatch.setattr(cli_module, "read_inputs", interrupted_reader)
+    monkeypatch.setattr(cli_ingest, "read_inputs", interrupted_reader)
     result = cli("ingest", str(path), "--batch-size", "2", "--json")
     assert result.exit_code == 130, result.output
     summary = json.loads(result.stdout)
