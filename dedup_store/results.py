@@ -274,6 +274,12 @@ class MatchRow(Scores, _Found):
 
     new_id: int | None = None
 
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> MatchRow:
+        """The match in ``row``, a statement's row read by column name: the columns named as
+        the fields (``new_id`` may be missing), others ignored."""
+        return cls(**{name: row[name] for name in _MATCH_ROW_FIELDS if name in row})
+
     @property
     def rank(self) -> tuple[int, float, str]:
         """Sort key, best first: by method, then by decreasing combined score, then by id."""
@@ -290,6 +296,9 @@ class MatchRow(Scores, _Found):
             self.meta_score,
             self.score,
         )
+
+
+_MATCH_ROW_FIELDS = tuple(field.name for field in dataclasses.fields(MatchRow))
 
 
 def sorted_matches(rows: Iterable[MatchRow]) -> list[Match]:

@@ -432,12 +432,16 @@ class DedupStore(Reviewing):
             self._hot_keys.seed(stored)
         return self._hot_keys.slots(fp)
 
-    def _check_rows(self, statement: str, parameters: dict[str, Any]) -> list[Any]:
-        """The rows of the ``check`` statement."""
+    def _check_rows(self, statement: str, parameters: dict[str, Any]) -> list[dict[str, Any]]:
+        """The rows of the ``check`` statement, by column name."""
         found = self._db.native(lambda raw: raw_statements.fetch_all(raw, statement, parameters))
         if found is None:  # inside a caller's transaction
-            found = self._run(lambda conn: list(conn.execute(sa_text(statement), parameters)))
-        return list(found)
+            found = self._run(
+                lambda conn: [
+                    dict(row) for row in conn.execute(sa_text(statement), parameters).mappings()
+                ]
+            )
+        return found
 
     def similar(self, id: str, *, limit: int | None = None, offset: int = 0) -> list[Match]:
         """The documents that document ``id`` matches (older and newer), best first.

@@ -205,7 +205,7 @@ def test_a_query_owning_a_hot_key_runs_again_with_its_secondary_keys(
             fp = fingerprint(text_, store.params)
             statement, parameters = scoring.check_statement(schemas[0], fp, slots)
             with engine.connect() as conn:
-                return scoring.touched_slots(conn.execute(text(statement), parameters).all())
+                return scoring.touched_slots(conn.execute(text(statement), parameters).mappings())
 
         hot_slots = touched(probe, [])
         assert hot_slots and len(set(hot_slots)) == len(hot_slots)

@@ -23,7 +23,7 @@ in one statement (:func:`matches_sql`, for ``check`` and ``add``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -290,40 +290,38 @@ def _check_statement(
 ) -> TextClause:
     """The statement of :func:`check_statement` (built once: it is long and parsed for binds).
 
-    Its matches, the columns of :class:`~dedup_store.results.MatchRow` but ``new_id``, then
-    ``hot_kind`` and ``hot_slot`` (``NULL``); and a row of its own for each hot slot of the
-    query whose secondary keys were not sent (:func:`~dedup_store.db.candidates.hot.touched_sql`),
-    with only ``hot_kind`` and ``hot_slot``: run it again with them.
+    Its rows, read by column name, are of two kinds (``row_kind``): a ``match``, with the
+    columns of :class:`~dedup_store.results.MatchRow` but ``new_id``; and a ``touched`` row for
+    each hot slot of the query whose secondary keys were not sent
+    (:func:`~dedup_store.db.candidates.hot.touched_sql`), with only ``hot_kind`` and
+    ``hot_slot``: run it again with them.
     """
     s = qualified(schema)
     lookups = found_sql(schema, band_count, block_count, hot_limit, secondary)
     matches = matches_sql(schema, band_count, block_count, hot_limit, secondary, "found")
     return text(f"""
         WITH found AS MATERIALIZED ({lookups})
-        SELECT m.*, NULL::integer AS hot_kind, NULL::integer AS hot_slot FROM ({matches}) m
+        SELECT 'match' AS row_kind, m.a AS doc_id, m.external_id, m.cluster_id, m.method,
+               m.jaccard, m.containment, m.hamming, m.meta_score, m.score,
+               NULL::integer AS hot_kind, NULL::integer AS hot_slot
+        FROM ({matches}) m
         UNION ALL
-        SELECT DISTINCT NULL::bigint, NULL::text, NULL::bigint, NULL::text, NULL::float8,
-               NULL::float8, NULL::integer, NULL::float8, NULL::float8, t.kind::integer,
-               t.slot::integer
-        FROM ({hot.touched_sql(s, secondary, hot_limit)}) t
+        SELECT 'touched', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+               t.kind::integer, t.slot::integer
+        FROM (SELECT DISTINCT kind, slot FROM ({hot.touched_sql(s, secondary, hot_limit)}) h) t
     """)
 
 
-#: The columns of a match in a row of the statement of :func:`check_statement`; the hot slot
-#: columns follow.
-CHECK_MATCH_COLUMNS = 9
+def touched_slots(rows: Iterable[Mapping[str, Any]]) -> list[tuple[int, int]]:
+    """``(kind, slot)`` of the ``touched`` rows of the statement of :func:`check_statement`."""
+    return [
+        (int(row["hot_kind"]), int(row["hot_slot"])) for row in rows if row["row_kind"] == "touched"
+    ]
 
 
-def touched_slots(rows: Iterable[Sequence[Any]]) -> list[tuple[int, int]]:
-    """``(kind, slot)`` of the hot slot rows of the statement of :func:`check_statement`."""
-    at = CHECK_MATCH_COLUMNS
-    return [(int(row[at]), int(row[at + 1])) for row in rows if row[at] is not None]
-
-
-def check_matches(rows: Iterable[Sequence[Any]]) -> list[MatchRow]:
-    """The matches among the rows of the statement of :func:`check_statement`."""
-    at = CHECK_MATCH_COLUMNS
-    return [MatchRow(*row[:at]) for row in rows if row[at] is None]
+def check_matches(rows: Iterable[Mapping[str, Any]]) -> list[MatchRow]:
+    """The ``match`` rows of the statement of :func:`check_statement`."""
+    return [MatchRow.of(row) for row in rows if row["row_kind"] == "match"]
 
 
 def fingerprint_parameters(

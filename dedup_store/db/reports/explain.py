@@ -46,9 +46,10 @@ class StoredPair:
     excerpt_keys: int
 
 
+#: The columns of a :class:`StoredDocument`, named as its fields.
 _DOCUMENT = (
-    "id, external_id, coalesce(exact_of, id), cluster_id, exact_hash, simhash, shingles, "
-    "meta_signature, body"
+    "id, external_id, coalesce(exact_of, id) AS first, cluster_id, exact_hash, simhash, "
+    "shingles, meta_signature, body"
 )
 
 
@@ -65,7 +66,7 @@ def stored_pair(
         text(f"SELECT {_DOCUMENT} FROM {s}.documents WHERE external_id = ANY(:ids)"),
         {"ids": [a, b]},
     ).all()
-    found = {row[1]: StoredDocument(*row) for row in rows}
+    found = {row.external_id: StoredDocument(**row._mapping) for row in rows}
     for external_id in (a, b):
         if external_id not in found:
             raise UnknownDocumentError(external_id)

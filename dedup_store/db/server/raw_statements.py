@@ -8,16 +8,19 @@ few calls. :func:`locked_statement` also sends the writers' locks
 (:func:`~dedup_store.db.write.locks.lock_statement`), the statement and the commit in one pipeline,
 so the locks are held for the server's work only, not while the client waits for a CPU between
 round trips.
+
+Rows come back as dictionaries, read by column name (:func:`psycopg.rows.dict_row`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
 
 #: A ``:name`` bind parameter (not the ``::`` of a cast).
 _BIND = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
@@ -38,10 +41,10 @@ def positional(statement: str) -> tuple[str, tuple[str, ...]]:
 
 def fetch_all(
     raw: psycopg.Connection[Any], statement: str, parameters: Mapping[str, Any]
-) -> list[Sequence[Any]]:
+) -> list[dict[str, Any]]:
     """Run ``statement`` (with ``:name`` parameters) and return its rows."""
     query, names = positional(statement)
-    with psycopg.RawCursor(raw) as cur:
+    with psycopg.RawCursor(raw, row_factory=dict_row) as cur:
         cur.execute(query, [parameters[name] for name in names])
         return cur.fetchall()
 
@@ -51,7 +54,7 @@ def locked_statement(
     lock: tuple[str, Mapping[str, Any]],
     statement: str,
     parameters: Mapping[str, Any],
-) -> list[Sequence[Any]]:
+) -> list[dict[str, Any]]:
     """In one READ COMMITTED transaction and one round trip: run the ``lock`` statement (with
     its parameters), run ``statement``, commit.
 
@@ -59,7 +62,10 @@ def locked_statement(
     """
     query, names = positional(statement)
     lock_query, lock_names = positional(lock[0])
-    with psycopg.RawCursor(raw) as control, psycopg.RawCursor(raw) as cur:
+    with (
+        psycopg.RawCursor(raw) as control,
+        psycopg.RawCursor(raw, row_factory=dict_row) as cur,
+    ):
         try:
             with raw.pipeline():
                 control.execute("BEGIN ISOLATION LEVEL READ COMMITTED")

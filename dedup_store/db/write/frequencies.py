@@ -18,7 +18,7 @@ weights leave the tables empty.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -35,7 +35,7 @@ from dedup_store.db.server.binary_copy import INT8_OID, copy_payload
 def read(conn: Connection, schema: str, features: I64) -> DocumentFrequencies:
     """The stored frequencies of ``features`` (sorted, distinct) and the documents counted."""
     statement, parameters = read_statement(schema, features)
-    return frequencies_of(conn.execute(text(statement), parameters).one())
+    return frequencies_of(dict(conn.execute(text(statement), parameters).mappings().one()))
 
 
 def read_statement(schema: str, features: I64) -> tuple[str, dict[str, Any]]:
@@ -43,21 +43,21 @@ def read_statement(schema: str, features: I64) -> tuple[str, dict[str, Any]]:
     reads its one row."""
     s = qualified(schema)
     statement = (
-        f"SELECT (SELECT documents FROM {s}.feature_documents), "
-        "array_agg(f.feature ORDER BY f.feature), array_agg(f.df ORDER BY f.feature) "
+        f"SELECT (SELECT documents FROM {s}.feature_documents) AS documents, "
+        "array_agg(f.feature ORDER BY f.feature) AS features, "
+        "array_agg(f.df ORDER BY f.feature) AS counts "
         f"FROM unnest(CAST(:features AS bigint[])) AS n(feature) "
         f"JOIN {s}.feature_df f ON f.feature = n.feature"
     )
     return statement, {"features": array_literal(features.tolist())}
 
 
-def frequencies_of(row: Sequence[Any]) -> DocumentFrequencies:
-    """The frequencies in the row of :func:`read_statement`."""
-    documents, found, counts = row
+def frequencies_of(row: Mapping[str, Any]) -> DocumentFrequencies:
+    """The frequencies in the row of :func:`read_statement`, read by column name."""
     return DocumentFrequencies(
-        np.array(found or [], dtype=np.int64),
-        np.array(counts or [], dtype=np.int64),
-        documents or 0,
+        np.array(row["features"] or [], dtype=np.int64),
+        np.array(row["counts"] or [], dtype=np.int64),
+        row["documents"] or 0,
     )
 
 

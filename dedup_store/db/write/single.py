@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -217,21 +217,25 @@ def _statement(
             WHERE d.cluster_id IN (SELECT cluster_id FROM sizes) AND d.cluster_id <> k.label
               AND EXISTS (SELECT 1 FROM new_id)
         )
-        SELECT coalesce((SELECT id FROM new_id), (SELECT id FROM known)),
-               EXISTS (SELECT 1 FROM new_id),
-               coalesce((SELECT label FROM keeper), (SELECT cluster_id FROM known)),
+        SELECT 'outcome' AS row_kind,
+               coalesce((SELECT id FROM new_id), (SELECT id FROM known)) AS doc_id,
+               EXISTS (SELECT 1 FROM new_id) AS inserted,
+               coalesce((SELECT label FROM keeper), (SELECT cluster_id FROM known))
+                   AS cluster_id,
                coalesce((SELECT 'judged'::text FROM judged),
-                        (SELECT 'merge'::text FROM blocked)),
-               NULL, NULL, NULL, NULL, NULL, NULL::float8, NULL::float8
+                        (SELECT 'merge'::text FROM blocked)) AS unwritten,
+               NULL::text AS external_id, NULL::text AS method, NULL::float8 AS jaccard,
+               NULL::float8 AS containment, NULL::bigint AS hamming,
+               NULL::float8 AS meta_score, NULL::float8 AS score,
+               NULL::integer AS hot_kind, NULL::integer AS hot_slot
         UNION ALL
-        SELECT m.a, NULL, NULL, m.external_id, m.cluster_id, m.method, m.jaccard,
-               m.containment, m.hamming, m.meta_score, m.score
+        SELECT 'match', m.a, NULL, m.cluster_id, NULL, m.external_id, m.method, m.jaccard,
+               m.containment, m.hamming, m.meta_score, m.score, NULL, NULL
         FROM matched m
         UNION ALL
-        SELECT DISTINCT -1::bigint, NULL::boolean, t.slot::bigint, NULL::text, NULL::bigint,
-               NULL::text, NULL::float8, NULL::float8, t.kind::integer, NULL::float8,
-               NULL::float8
-        FROM touched t WHERE EXISTS (SELECT 1 FROM pending)
+        SELECT 'touched', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+               t.kind::integer, t.slot::integer
+        FROM (SELECT DISTINCT kind, slot FROM touched) t WHERE EXISTS (SELECT 1 FROM pending)
     """)
 
 
@@ -276,8 +280,8 @@ def _rows(
     parameters: dict[str, Any],
     keys: I64 | None,
     labels: list[int],
-) -> list[Any]:
-    """The rows of ``statement`` in a transaction of its own holding the locks
+) -> list[dict[str, Any]]:
+    """The rows of ``statement``, by column name, in a transaction of its own holding the locks
     (:func:`~dedup_store.db.write.locks.lock_statement`), or in the caller's."""
     lock, lock_parameters, _ = locks.lock_statement(schema, keys, labels)
     rows = db.native(
@@ -287,9 +291,10 @@ def _rows(
     )
     if rows is None:  # inside a caller's transaction
 
-        def work(conn: Connection) -> list[Any]:
+        def work(conn: Connection) -> list[dict[str, Any]]:
             shared = locks.lock_store(conn, schema, keys, labels)
-            return list(conn.execute(text(statement), {**parameters, "exclusive": not shared}))
+            bound = {**parameters, "exclusive": not shared}
+            return [dict(row) for row in conn.execute(text(statement), bound).mappings()]
 
         rows = db.run(work)
     return list(rows)
@@ -352,17 +357,26 @@ def add_statement(
     return statement.text, parameters
 
 
-def outcome(rows: Sequence[Sequence[Any]]) -> SingleOutcome:
-    """What the statement of :func:`add_statement` did, from its rows."""
-    head, *found = rows
-    if head[0] is None and head[3] == "judged":
+def outcome(rows: Iterable[Mapping[str, Any]]) -> SingleOutcome:
+    """What the statement of :func:`add_statement` did, from its rows (read by column name).
+
+    Its rows are of three kinds (``row_kind``): one ``outcome`` (the document's ``doc_id``,
+    whether it was ``inserted``, its ``cluster_id``, and why nothing was written, ``unwritten``:
+    ``judged``, ``merge`` or ``NULL``), its ``match`` rows (the columns of
+    :class:`~dedup_store.results.MatchRow` but ``new_id``), and a ``touched`` row (``hot_kind``,
+    ``hot_slot``) for each hot slot it owns whose secondary keys were not sent.
+    """
+    kinds: dict[str, list[Mapping[str, Any]]] = {"outcome": [], "match": [], "touched": []}
+    for row in rows:
+        kinds[row["row_kind"]].append(row)
+    (head,) = kinds["outcome"]
+    if head["doc_id"] is None and head["unwritten"] == "judged":
         return SingleOutcome(0, False, 0, [], judged=True)
-    if head[0] is None and head[3] == "merge":
-        matches = [MatchRow(*row[:1], *row[3:]) for row in found if row[0] != -1]
+    matches = [MatchRow.of(row) for row in kinds["match"]]
+    if head["doc_id"] is None and head["unwritten"] == "merge":
         return SingleOutcome(0, False, 0, matches, merge=True)
-    if head[0] is None:  # neither inserted nor known: keys to make hot first
-        touched = [(int(row[8]), int(row[2])) for row in found if row[0] == -1]
+    if head["doc_id"] is None:  # neither inserted nor known: keys to make hot first
+        touched = [(int(row["hot_kind"]), int(row["hot_slot"])) for row in kinds["touched"]]
         return SingleOutcome(0, False, 0, [], rekey=True, touched=touched)
-    doc_id, inserted, cluster_id = int(head[0]), bool(head[1]), int(head[2])
-    matches = [MatchRow(*row[:1], *row[3:]) for row in found if row[0] != -1]
-    return SingleOutcome(doc_id, inserted, cluster_id, matches)
+    doc_id, inserted = int(head["doc_id"]), bool(head["inserted"])
+    return SingleOutcome(doc_id, inserted, int(head["cluster_id"]), matches)
