@@ -102,16 +102,25 @@ def _statement(
     hot_limit: int,
     secondary: tuple[int, int],
 ) -> TextClause:
+    """The statement of :func:`add_statement`: what to do (:func:`_deciding`), what is written
+    (:func:`_writing`), and the rows it answers (:data:`_ANSWER`)."""
     s = qualified(schema)
     lookups = found_sql(schema, band_count, block_count, hot_limit, secondary)
-    keeper = keeper_order("size", "cluster_id")
-    slots = [("band_keys", i) for i in range(1, band_count + 1)]
-    slots += [("block_keys", i) for i in range(1, block_count + 1)]
-    key_names = ", ".join(quote(key_column(column, slot)) for column, slot in slots)
-    key_values = ", ".join(f"(CAST(:{column} AS bigint[]))[{slot}]" for column, slot in slots)
     matches = matches_sql(schema, band_count, block_count, hot_limit, secondary, "found")
-    return text(f"""
-        WITH known AS (
+    deciding = _deciding(
+        s,
+        lookups,
+        matches,
+        hot.touched_sql(s, secondary, hot_limit),
+        hot.pending_keys_sql(s, secondary, hot_limit),
+    )
+    return text("\n" + deciding + _writing(s, band_count, block_count) + _ANSWER + "    ")
+
+
+def _deciding(s: str, lookups: str, matches: str, touched: str, pending: str) -> str:
+    """The CTEs up to ``blocked``: the stored document of the id, the exact group, verdicts,
+    candidates and matches, and whether the labels it merges are locked."""
+    return f"""        WITH known AS (
             SELECT id, cluster_id FROM {s}.documents WHERE external_id = :external_id
         ),
         first AS (
@@ -124,9 +133,9 @@ def _statement(
             LIMIT 1
         ),
         found AS MATERIALIZED ({lookups}),
-        touched AS MATERIALIZED ({hot.touched_sql(s, secondary, hot_limit)}),
+        touched AS MATERIALIZED ({touched}),
         pending AS MATERIALIZED (
-            SELECT 1 FROM ({hot.pending_keys_sql(s, secondary, hot_limit)}
+            SELECT 1 FROM ({pending}
                            UNION ALL SELECT * FROM touched) p
             WHERE NOT EXISTS (SELECT 1 FROM known) AND NOT EXISTS (SELECT 1 FROM first) LIMIT 1
         ),
@@ -165,7 +174,18 @@ def _statement(
                 OR EXISTS (SELECT 1 FROM fresh f
                            WHERE f.cluster_id NOT IN (SELECT cluster_id FROM labels)))
         ),
-        new_id AS (
+"""
+
+
+def _writing(s: str, band_count: int, block_count: int) -> str:
+    """The CTEs from ``new_id`` on: the id, the cluster it joins (the keeper of the clusters it
+    merges), and the rows it writes."""
+    keeper = keeper_order("size", "cluster_id")
+    slots = [("band_keys", i) for i in range(1, band_count + 1)]
+    slots += [("block_keys", i) for i in range(1, block_count + 1)]
+    key_names = ", ".join(quote(key_column(column, slot)) for column, slot in slots)
+    key_values = ", ".join(f"(CAST(:{column} AS bigint[]))[{slot}]" for column, slot in slots)
+    return f"""        new_id AS (
             SELECT nextval(CAST(:seq AS regclass)) AS id
             WHERE EXISTS (SELECT 1 FROM proceed) AND NOT EXISTS (SELECT 1 FROM blocked)
         ),
@@ -217,7 +237,12 @@ def _statement(
             WHERE d.cluster_id IN (SELECT cluster_id FROM sizes) AND d.cluster_id <> k.label
               AND EXISTS (SELECT 1 FROM new_id)
         )
-        SELECT 'outcome' AS row_kind,
+"""
+
+
+#: The rows of the statement of :func:`add_statement`: its outcome, its matches, and the hot
+#: slots it met that it sent no secondary keys of.
+_ANSWER = """        SELECT 'outcome' AS row_kind,
                coalesce((SELECT id FROM new_id), (SELECT id FROM known)) AS doc_id,
                EXISTS (SELECT 1 FROM new_id) AS inserted,
                coalesce((SELECT label FROM keeper), (SELECT cluster_id FROM known))
@@ -236,7 +261,7 @@ def _statement(
         SELECT 'touched', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                t.kind::integer, t.slot::integer
         FROM (SELECT DISTINCT kind, slot FROM touched) t WHERE EXISTS (SELECT 1 FROM pending)
-    """)
+"""
 
 
 #: Rounds of :func:`run` for a document whose clusters keep moving, before the batch path.
