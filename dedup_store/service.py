@@ -1,7 +1,11 @@
 """The service facade: :class:`DedupStore`.
 
-The ingest pipeline, the bulk load and the report are imported by the methods that use them,
-so that a store opened for a ``check`` (a command line run per document) does not load them.
+It validates, fingerprints and builds the answers; every read and write goes through the
+store's tables (:class:`~dedup_store.db.repository.StoreTables`).
+
+The ingest pipeline and the report are imported by the methods that use them (the bulk load by
+the tables' ``settle``), so that a store opened for a ``check`` (a command line run per
+document) does not load them.
 """
 
 from __future__ import annotations
@@ -11,9 +15,6 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from typing import TYPE_CHECKING, Any, Literal
 
-from sqlalchemy import Connection
-from sqlalchemy import text as sa_text
-
 from dedup_store.core.fingerprint import (
     Fingerprint,
     FingerprintBatch,
@@ -21,21 +22,15 @@ from dedup_store.core.fingerprint import (
     fingerprint_valid_texts,
     reweighted,
 )
+from dedup_store.core.matchrule import merging_methods
 from dedup_store.core.metadata import with_meta
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.validation import DEFAULT_MAX_BYTES, validate_text
-from dedup_store.db.candidates import hot, tier_rows
-from dedup_store.db.matches import exact_groups, scoring
-from dedup_store.db.matches.scoring import merging_methods
-from dedup_store.db.reports import reads
-from dedup_store.db.schema import ddl, migrate, settings
+from dedup_store.db.repository import StoreTables
 from dedup_store.db.schema.ddl import DEFAULT_SCHEMA
 from dedup_store.db.schema.names import validate_schema
 from dedup_store.db.schema.settings import StoreSettings, check_rule
-from dedup_store.db.server import raw_statements
 from dedup_store.db.server.engine import Bind, Database
-from dedup_store.db.write import batch as batch_write
-from dedup_store.db.write import frequencies, locks, single
 from dedup_store.errors import EmptyDocumentError, OwnerRequiredError, UnknownDocumentError
 from dedup_store.prepared import prepare_batch
 from dedup_store.records import Record, validate_meta
@@ -59,8 +54,6 @@ if TYPE_CHECKING:
     from dedup_store.pipeline import OnBatch, OnProgress
     from dedup_store.report.model import ReportSummary
 
-#: What a parameter mismatch with a stored store says to do.
-PARAMS_WAY_OUT = "open it with the stored parameters (omit them), or use another --schema"
 #: A load of at least this many times the documents stored is written in bulk by default.
 BULK_FACTOR = 4
 #: A load known to hold fewer documents is not written in bulk by default: rebuilding the
@@ -115,99 +108,14 @@ class DedupStore(Reviewing):
         self.schema = validate_schema(schema)  # before any statement is built with it
         self.max_bytes = max_bytes
         self._db = Database(bind, schema, pool_size)
-        self._hot_keys = hot.MetHotKeys()
         chosen = StoreSettings(bool(keep_text), check_rule(canonical_rule or "oldest"))
         try:
-            # a complete store is only read, on one autocommit connection
-            opened = self._db.read(lambda conn: self._ready(conn, params))
-            if opened is None:
-                opened = self._db.run(lambda conn: self._open(conn, params, create, chosen))
+            self._tables, stored = StoreTables.open(self._db, params, create, chosen)
         except BaseException:
             self._db.close()
             raise
-        self.params, stored = opened
+        self.params = self._tables.params
         self.keep_text: bool = stored.keep_text if keep_text is None else keep_text
-
-    def _open(
-        self,
-        conn: Connection,
-        params: FingerprintParams | Mapping[str, Any] | None,
-        create: bool,
-        chosen: StoreSettings,
-    ) -> tuple[FingerprintParams, StoreSettings]:
-        """Check (and with ``create``, make or complete) the store; returns its params and
-        settings (``chosen`` for a new store).
-
-        An existing, complete store is only read (:meth:`_ready`), so opening it needs no
-        privilege beyond reading and never waits on a writer.
-        """
-        opened = self._ready(conn, params)
-        if opened is not None:
-            return opened
-        if not create:
-            migrate.verify_schema(conn, self.schema)
-        locks.lock_store(conn, self.schema)
-        stored = self._create(conn, params, chosen)
-        return stored, settings.load(conn, self.schema)
-
-    def _ready(
-        self, conn: Connection, params: FingerprintParams | Mapping[str, Any] | None
-    ) -> tuple[FingerprintParams, StoreSettings] | None:
-        """The params and settings of a complete store at this code's revision (refusing
-        other ``params``), else ``None``."""
-        stored = self._ready_params(conn)
-        if stored is None:
-            return None
-        if params is not None:
-            self._require(stored, params)
-        return stored, settings.load(conn, self.schema)
-
-    def _require(
-        self, stored: FingerprintParams, params: FingerprintParams | Mapping[str, Any]
-    ) -> None:
-        """Refuse ``params`` (all of them, or the named ones) that differ from the stored ones."""
-        context = f"store {self.schema!r} was created with other parameters"
-        if isinstance(params, FingerprintParams):
-            stored.require_same(params, context, PARAMS_WAY_OUT)
-            return
-        wanted = {**stored.to_dict(), **params}
-        stored.require_same(FingerprintParams.from_dict(wanted), context, PARAMS_WAY_OUT)
-
-    def _ready_params(self, conn: Connection) -> FingerprintParams | None:
-        """The params of a complete store at this code's revision, else ``None``."""
-        if migrate.current_revision(conn, self.schema) != migrate.head():
-            return None
-        stored = ddl.load_params(conn, self.schema)
-        if stored is None or ddl.missing_key_indexes(conn, self.schema, stored):
-            return None
-        return stored
-
-    def _create(
-        self,
-        conn: Connection,
-        params: FingerprintParams | Mapping[str, Any] | None,
-        chosen: StoreSettings,
-    ) -> FingerprintParams:
-        """Create or complete the store under the writers' lock (a new store records the
-        ``chosen`` settings)."""
-        if migrate.current_revision(conn, self.schema) is None:
-            migrate.upgrade_connection(conn, self.schema)
-        migrate.verify_schema(conn, self.schema)
-        stored = ddl.load_params(conn, self.schema)
-        if stored is None:
-            if isinstance(params, FingerprintParams):
-                stored = params
-            else:
-                stored = FingerprintParams.from_dict(dict(params or {}))
-            ddl.save_params(conn, self.schema, stored)
-            settings.save(conn, self.schema, chosen)
-        elif params is not None:
-            self._require(stored, params)
-        tier_rows.create_key_tables(conn, self.schema, stored)
-        ddl.create_key_indexes(
-            conn, self.schema, ddl.missing_key_indexes(conn, self.schema, stored)
-        )
-        return stored
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -231,29 +139,9 @@ class DedupStore(Reviewing):
         body = text if self.keep_text else None
 
         meta_signature = prepared.meta.row(0) if prepared.meta else None
-        keys = locks.keys_of(self.schema, fp, id)
-        statement, parameters = single.add_statement(
-            self.schema, fp, id, meta, body, language, meta_signature, self._hot_slots(fp),
-            exclusive=len(keys) > locks.MAX_KEY_LOCKS,
-        )  # fmt: skip
-        outcome = single.run(self._db, self.schema, statement, parameters, keys)
+        outcome = self._tables.add_one(fp, id, meta, body, language, meta_signature)
         if outcome.judged or outcome.merge:  # verdicts to apply, clusters to merge: as a batch
             return self.add_many([document])[0]
-
-        def promote(conn: Connection) -> None:
-            locks.lock_store(conn, self.schema)
-            single.promote_pending(conn, self.schema, fp)
-
-        if outcome.rekey:  # it owns hot keys, or makes keys hot: with its secondary keys
-            self._hot_keys.learn(fp, outcome.touched)
-            parameters = {**parameters, **hot.query_parameters(fp)}
-        while outcome.rekey:  # the document makes keys hot: split their buckets, then add it
-            self._db.run(promote)
-            outcome = single.run(self._db, self.schema, statement, parameters, keys)
-        if outcome.inserted and outcome.doc_id % 1024 == 0:
-            self._db.run(
-                lambda conn: batch_write.refresh_statistics(conn, self.schema, outcome.doc_id)
-            )
         if not outcome.inserted:
             return AddResult(id, Status.SKIPPED, [], outcome.cluster_id)
         status = Status.of((m.method for m in outcome.matches), merging_methods(self.params))
@@ -336,7 +224,7 @@ class DedupStore(Reviewing):
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         if bulk is None:
-            bulk = self._bulk_pays(records, update) and self._owner_of_tables() is None
+            bulk = self._bulk_pays(records, update) and self._tables.other_owner() is None
         elif bulk:
             self._require_owner("a bulk load")
         if workers == "auto":
@@ -357,7 +245,7 @@ class DedupStore(Reviewing):
             on_phase=on_phase,
         )
         if count_clusters:
-            summary.clusters = self._run(lambda conn: reads.count_clusters(conn, self.schema))
+            summary.clusters = self._tables.count_clusters()
         return summary
 
     # -- reading ----------------------------------------------------------------------------
@@ -375,13 +263,7 @@ class DedupStore(Reviewing):
             raise EmptyDocumentError()
         fp = self._weighted(batch) if self.params.weighted else batch.row(0)
         fp, signature = with_meta(fp, meta)
-        statement = scoring.check_statement(self.schema, fp, self._hot_slots(fp), signature)
-        found = self._check_rows(*statement)
-        touched = scoring.touched_slots(found)
-        if touched:  # it owns hot keys not met before: again with every slot's secondary keys
-            self._hot_keys.learn(fp, touched)
-            found = self._check_rows(*scoring.check_statement(self.schema, fp, None, signature))
-        rows = scoring.check_matches(found)
+        rows = self._tables.check_matches(fp, signature)
         merging = merging_methods(self.params)
         status = Status.of((r.method for r in rows), merging)
         return CheckResult(status, sorted_matches(rows), joined_cluster(rows, merging))
@@ -390,9 +272,7 @@ class DedupStore(Reviewing):
         """The fingerprint of a batch of one text weighed with the store's document frequencies
         as if it were added now (a store with weighted SimHash features)."""
         index = batch.feature_index or feature_index(batch)
-        statement, parameters = frequencies.read_statement(self.schema, index.unique)
-        rows = self._check_rows(statement, parameters)
-        return reweighted(batch, frequencies.frequencies_of(rows[0])).row(0)
+        return reweighted(batch, self._tables.document_frequencies(index.unique)).row(0)
 
     def settle(self) -> dict[str, float]:
         """Move the documents added since the last bulk load (or settle) from the recent tier
@@ -405,14 +285,8 @@ class DedupStore(Reviewing):
             ``settled_through`` (the largest settled id), ``moved`` (documents that were in the
             recent tier) and ``seconds`` (the index and filter builds).
         """
-        from dedup_store.db.bulk.load import settle
-
         self._require_owner("settling the key tiers")
-        return self._db.run(lambda conn: settle(conn, self.schema, self.params))
-
-    def _owner_of_tables(self) -> str | None:
-        """The owner of the store's tables, when this connection's role may not act as it."""
-        return self._db.read(lambda conn: ddl.other_owner(conn, self.schema))
+        return self._tables.settle()
 
     def _require_owner(self, work: str) -> None:
         """Refuse ``work`` that drops and builds the store's indexes, unless the role owns them.
@@ -420,28 +294,9 @@ class DedupStore(Reviewing):
         Raises:
             OwnerRequiredError: naming the owner.
         """
-        owner = self._owner_of_tables()
+        owner = self._tables.other_owner()
         if owner is not None:
             raise OwnerRequiredError(work, owner)
-
-    def _hot_slots(self, fp: Fingerprint) -> list[tuple[int, int]]:
-        """The slots of ``fp`` whose key this object knows to be hot (:class:`hot.MetHotKeys`,
-        seeded with the store's hot keys the first time)."""
-        if not self._hot_keys.seeded:
-            stored = self._run(lambda conn: hot.stored_hot_keys(conn, self.schema))
-            self._hot_keys.seed(stored)
-        return self._hot_keys.slots(fp)
-
-    def _check_rows(self, statement: str, parameters: dict[str, Any]) -> list[dict[str, Any]]:
-        """The rows of the ``check`` statement, by column name."""
-        found = self._db.native(lambda raw: raw_statements.fetch_all(raw, statement, parameters))
-        if found is None:  # inside a caller's transaction
-            found = self._run(
-                lambda conn: [
-                    dict(row) for row in conn.execute(sa_text(statement), parameters).mappings()
-                ]
-            )
-        return found
 
     def similar(self, id: str, *, limit: int | None = None, offset: int = 0) -> list[Match]:
         """The documents that document ``id`` matches (older and newer), best first.
@@ -461,25 +316,14 @@ class DedupStore(Reviewing):
         """
         if (limit is not None and limit < 0) or offset < 0:
             raise ValueError(f"limit and offset must not be negative, got {limit} and {offset}")
-        rows = self._run(
-            lambda conn: exact_groups.similar_rows(
-                conn, self.schema, id, self.params, limit, offset
-            )
-        )
+        rows = self._tables.similar_rows(id, limit, offset)
         if rows is None:
             raise UnknownDocumentError(id)
         return [row.match() for row in rows]
 
     def cluster(self, id: str) -> Cluster:
         """The cluster of document ``id``."""
-
-        def work(conn: Connection) -> Cluster:
-            label = reads.cluster_ids(conn, self.schema, [self._doc_id(conn, id)])
-            rows = reads.cluster_rows(conn, self.schema, next(iter(label.values())), 1)
-            return next(_group_clusters(rows))
-
-        result: Cluster = self._db.run(work)  # a server-side cursor needs a transaction
-        return result
+        return next(_group_clusters(self._tables.cluster_of(id)))
 
     def clusters(
         self, min_size: int = 2, *, min_similarity: float | None = None
@@ -489,8 +333,7 @@ class DedupStore(Reviewing):
         With ``min_similarity``, the clusters the stored merging edges of at least that score
         make (verdicts applied), as a stricter store would keep them, without re-ingesting.
         """
-        with self._db.transaction() as conn:
-            rows = reads.cluster_rows(conn, self.schema, None, min_size, min_similarity)
+        with self._tables.cluster_rows(min_size, min_similarity) as rows:
             yield from _group_clusters(rows)
 
     def pairs(
@@ -508,8 +351,7 @@ class DedupStore(Reviewing):
         """
         if pending and expand:
             raise ValueError("pending lists stored pairs: it does not go with expand")
-        with self._db.transaction() as conn:
-            rows = reads.pair_rows(conn, self.schema, self.params, min_similarity, pending, expand)
+        with self._tables.pair_rows(min_similarity, pending, expand) as rows:
             for row in rows:  # columns named as Pair's fields
                 yield Pair(**{**row._mapping, "method": Method(row.method)})
 
@@ -518,15 +360,14 @@ class DedupStore(Reviewing):
         with an older document (``match`` and the scores are ``None`` without one), streamed."""
         names = ("id", "cluster_id", "representative", "created_at", "meta", "match", "method")
         scores = ("jaccard", "meta_score", "score")
-        with self._db.transaction() as conn:
-            for row in reads.export_rows(conn, self.schema, self.params):
-                record = dict(zip(names + scores, row, strict=True))
-                record["created_at"] = record["created_at"].isoformat()
-                yield record
+        for row in self._tables.export_rows():
+            record = dict(zip(names + scores, row, strict=True))
+            record["created_at"] = record["created_at"].isoformat()
+            yield record
 
     def stats(self) -> Stats:
         """Counts over the whole store."""
-        counts = self._run(lambda conn: reads.stats_row(conn, self.schema, self.params))
+        counts = self._tables.stats_counts()
         return Stats(**counts, params=self.params.to_dict(), schema=self.schema)
 
     def report(
@@ -558,20 +399,13 @@ class DedupStore(Reviewing):
         """
         import time
 
-        from dedup_store.db.reports import review_report
         from dedup_store.report import ReportOptions, write_report
 
         started = time.perf_counter()
         options = ReportOptions.of(
             max_bytes=max_bytes, max_words=max_words, html=self.params.html, workers=workers
         )
-        with self._db.transaction() as conn:
-            label = None
-            if cluster is not None:
-                doc_id = self._doc_id(conn, cluster)
-                label = reads.cluster_ids(conn, self.schema, [doc_id])[doc_id]
-            counts = review_report.overview(conn, self.schema, self.params, label, cluster)
-            items = review_report.report_items(conn, self.schema, self.params, label)
+        with self._tables.report_rows(cluster) as (counts, items):
             return write_report(out, counts, items, options, started=started)
 
     # -- deleting ---------------------------------------------------------------------------
@@ -583,17 +417,7 @@ class DedupStore(Reviewing):
             UnknownDocumentError: some id is not stored (then nothing is deleted).
         """
         wanted = [ids] if isinstance(ids, str) else list(dict.fromkeys(ids))
-
-        def work(conn: Connection) -> int:
-            locks.lock_store(conn, self.schema)
-            found = reads.find_documents(conn, self.schema, wanted)
-            missing = [i for i in wanted if i not in found]
-            if missing:
-                raise UnknownDocumentError(missing[0])
-            batch_write.delete_documents(conn, self.schema, list(found.values()), self.params)
-            return len(found)
-
-        return self._db.run(work)
+        return self._tables.delete(wanted)
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -604,19 +428,8 @@ class DedupStore(Reviewing):
         size = len(records) if isinstance(records, Sized) else 0
         if isinstance(records, Sized) and size < BULK_MINIMUM:
             return False
-        stored = self._db.read(
-            lambda conn: reads.count_documents(conn, self.schema, size // BULK_FACTOR + 1)
-        )
+        stored = self._tables.count_documents(size // BULK_FACTOR + 1)
         return stored == 0 or stored * BULK_FACTOR <= size
-
-    def _run(self, work: Callable[[Connection], Any]) -> Any:
-        return self._db.read(work)
-
-    def _doc_id(self, conn: Connection, external_id: str) -> int:
-        found = reads.find_documents(conn, self.schema, [external_id])
-        if external_id not in found:
-            raise UnknownDocumentError(external_id)
-        return found[external_id]
 
     def close(self) -> None:
         """Release the engine the store created (a caller's Engine or Connection is left open)."""

@@ -72,6 +72,9 @@ Rooms:
   - :mod:`~dedup_store.db.reports.explain`: what the store holds of a pair, for an explanation of
     its match.
 
+:mod:`~dedup_store.db.repository`: the store's tables as the service reads and writes them (every
+database call of :class:`~dedup_store.service.DedupStore`, each in the transaction it needs).
+
 Outside the rooms, :mod:`dedup_store.db.migrate` only keeps the documented path of ``upgrade``
 (``docs/embedding.md``); the migrations live in :mod:`~dedup_store.db.schema.migrate`.
 """

@@ -15,6 +15,7 @@ from dedup_store.core import rekey
 from dedup_store.core.fingerprint import fingerprint
 from dedup_store.db.candidates import hot
 from dedup_store.db.matches import scoring
+from dedup_store.db.repository import StoreTables
 from dedup_store.db.schema import migrate
 from tests.conftest import drop_schema
 from tests.db.corpus import PlantedCorpus
@@ -231,18 +232,18 @@ def test_the_hot_keys_a_store_has_met_do_not_change_its_answers(
     with DedupStore(engine, params, schema=schemas[0]) as store:
         store.add_many(_documents(), batch_size=1)
     with DedupStore(engine, params, schema=schemas[0]) as store:
-        store._hot_keys.seed([])  # a list that starts empty
+        store._tables.hot_keys.seed([])  # a list that starts empty
         fresh = [store.check(t) for t in probes]
         again = [store.check(t) for t in probes]  # the hot keys met by the first round listed
-        assert store._hot_keys.slots(fingerprint(probes[0], store.params))
+        assert store._tables.hot_keys.slots(fingerprint(probes[0], store.params))
         assert again == fresh
     with DedupStore(engine, params, schema=schemas[0]) as store:  # the store's hot keys listed
         assert [store.check(t) for t in probes] == fresh
     with DedupStore(engine, params, schema=schemas[0]) as store:
         for probe in probes:  # every key of the probes listed, hot or not
             fp = fingerprint(probe, store.params)
-            store._hot_keys.learn(fp, [(0, s) for s in range(1, len(fp.band_keys) + 1)])
-            store._hot_keys.learn(fp, [(1, s) for s in range(1, len(fp.block_keys) + 1)])
+            store._tables.hot_keys.learn(fp, [(0, s) for s in range(1, len(fp.band_keys) + 1)])
+            store._tables.hot_keys.learn(fp, [(1, s) for s in range(1, len(fp.block_keys) + 1)])
         assert [store.check(t) for t in probes] == fresh
         added = [store.add(f"p{i}", t) for i, t in enumerate(probes)]
     with DedupStore(engine, params, schema=schemas[1]) as store:
@@ -259,15 +260,15 @@ def test_a_store_object_starts_with_the_stores_hot_keys(
     with DedupStore(engine, params, schema=schemas[0]) as store:
         store.add_many(_documents(), batch_size=1)
     statements = []
-    original = DedupStore._check_rows
+    original = StoreTables._statement_rows
 
-    def counted(self: DedupStore, statement: str, parameters: dict[str, Any]) -> list[Any]:
+    def counted(self: StoreTables, statement: str, parameters: dict[str, Any]) -> list[Any]:
         statements.append(statement)
         return original(self, statement, parameters)
 
-    monkeypatch.setattr(DedupStore, "_check_rows", counted)
+    monkeypatch.setattr(StoreTables, "_statement_rows", counted)
     with DedupStore(engine, params, schema=schemas[0]) as store:
-        store._hot_keys.seed([])  # as before the store's hot keys were read: twice
+        store._tables.hot_keys.seed([])  # as before the store's hot keys were read: twice
         cold = store.check(probe)
     assert len(statements) == 2
     with engine.connect() as conn:
