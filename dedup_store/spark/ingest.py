@@ -372,14 +372,8 @@ def _load(
                 params,
                 keep=("seq", "batch", "external_id", "meta", "body"),
             ).persist()
-            empty_rows = fingerprints.where("empty").select("seq").collect()
-            empty = np.array(sorted(row[0] for row in empty_rows), dtype=np.int64)
+            empty, errors = _empty_documents(fingerprints, prepared, on_error, on_errors)
             count = fingerprints.count() - len(empty)
-            errors = _errors(prepared, empty)
-            if errors and on_error == "stop":
-                raise EmptyDocumentError(describe(errors[0][1]))
-            if on_errors is not None and errors:
-                on_errors([e for _, e in errors])
             seconds["fingerprint"] = time.perf_counter() - clock
 
             clock = time.perf_counter()
@@ -387,16 +381,7 @@ def _load(
             first = int(ids[0]) if count else last + 1
             docs = _with_ids(fingerprints.where("NOT empty"), first, empty).persist()
             stored = StoredRows(spark, dsn, schema, last, params)
-            hashes = docs.select("id", "exact_hash").unionByName(stored.exact_hashes())
-            group_first = F.min("id").over(Window.partitionBy("exact_hash"))
-            exact = (
-                hashes.withColumn("first", group_first)  # one shuffle, not a group and a join
-                .where(F.col("id") >= first)
-                .select(
-                    "id", F.when(F.col("first") != F.col("id"), F.col("first")).alias("exact_of")
-                )
-                .persist()
-            )
+            exact = _exact_of(docs, stored, first).persist()
             firsts = exact.where(F.col("exact_of").isNull()).select("id")
             grouped = group_keys(conn, Load(docs, firsts, first, last), stored, params)
             candidates = grouped.candidates.persist()
@@ -421,13 +406,7 @@ def _load(
                 .join(clusters, "id", "left")
                 .withColumn("cluster_id", F.coalesce("cluster_id", "id"))
             )
-            tables = staging.tables
-            write = partial(write_documents, dsn=dsn, schema=schema, tables=tables)
-            rows.mapInArrow(write, "rows bigint").collect()
-            write = partial(write_edges, dsn=dsn, schema=schema, tables=tables)
-            edges.mapInArrow(write, "rows bigint").collect()
-            write = partial(write_secondary, dsn=dsn, schema=schema, tables=tables)
-            grouped.secondary.mapInArrow(write, "rows bigint").collect()
+            _write_staged(rows, edges, grouped.secondary, dsn, schema, staging)
             seconds["write"] = time.perf_counter() - clock
             clock = time.perf_counter()
             relabel(conn, schema, stored_mapping)
@@ -447,6 +426,51 @@ def _load(
     for cached in (fingerprints, docs, exact, candidates, edges, labels, *grouped.cached):
         cached.unpersist()
     return SparkIngest(summary, [e for _, e in errors], seconds, edge_count)
+
+
+def _empty_documents(
+    fingerprints: DataFrame,
+    prepared: _Prepared,
+    on_error: str,
+    on_errors: Callable[[list[RecordError]], None] | None,
+) -> tuple[np.ndarray, list[tuple[int, RecordError]]]:
+    """The positions (``seq``) of the documents empty after canonicalization, and their errors
+    (reported to ``on_errors``; the first raised with ``on_error`` ``stop``)."""
+    empty_rows = fingerprints.where("empty").select("seq").collect()
+    empty = np.array(sorted(row[0] for row in empty_rows), dtype=np.int64)
+    errors = _errors(prepared, empty)
+    if errors and on_error == "stop":
+        raise EmptyDocumentError(describe(errors[0][1]))
+    if on_errors is not None and errors:
+        on_errors([e for _, e in errors])
+    return empty, errors
+
+
+def _exact_of(docs: DataFrame, stored: StoredRows, first: int) -> DataFrame:
+    """``(id, exact_of)`` of the new documents: the first document of their exact group, stored
+    or new (``NULL`` for the first itself)."""
+    hashes = docs.select("id", "exact_hash").unionByName(stored.exact_hashes())
+    group_first = F.min("id").over(Window.partitionBy("exact_hash"))
+    return (
+        hashes.withColumn("first", group_first)  # one shuffle, not a group and a join
+        .where(F.col("id") >= first)
+        .select("id", F.when(F.col("first") != F.col("id"), F.col("first")).alias("exact_of"))
+    )
+
+
+def _write_staged(
+    rows: DataFrame, edges: DataFrame, secondary: DataFrame, dsn: str, schema: str, staging: Staging
+) -> None:
+    """COPY the documents, edges and secondary keys into the load's staging tables, from the
+    executors."""
+    tables = staging.tables
+    for frame, writer in (
+        (rows, write_documents),
+        (edges, write_edges),
+        (secondary, write_secondary),
+    ):
+        write = partial(writer, dsn=dsn, schema=schema, tables=tables)
+        frame.mapInArrow(write, "rows bigint").collect()
 
 
 def _errors(prepared: _Prepared, empty: np.ndarray) -> list[tuple[int, RecordError]]:
