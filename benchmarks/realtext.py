@@ -1,7 +1,7 @@
 """Real-text benchmark: throughput and quality of the store on text nobody wrote for it.
 
 For each corpus of :mod:`benchmarks.realtext_corpus` (``copyright``, ``licenses``, ``man``,
-``docstrings``, ``seeded``), in one run:
+``pysrc``, ``docstrings``, ``seeded``), in one run:
 
 1. Ground truth by brute force (:mod:`benchmarks.shingle_truth`): exact Jaccard and containment
    over the store's own shingle hashes for every pair sharing a shingle.

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import random
+import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -132,3 +134,19 @@ def test_docstrings_have_qualified_names() -> None:
 def test_markdown_table_escapes_and_formats() -> None:
     text = realtext_report.table(["a", "b"], [["x|y", 1234], [0.5, 12.345]])
     assert text.splitlines() == ["| a | b |", "|---|---|", "| x\\|y | 1,234 |", "| 0.5 | 12.3 |"]
+
+
+def test_pysrc_docs_read_the_modules_of_every_version(tmp_path: Path) -> None:
+    body = "".join(f"def f{i}(x):\n    return x + {i}\n" for i in range(300))
+    for version in ("1.0", "1.1"):
+        with zipfile.ZipFile(tmp_path / f"demo_pkg-{version}-py3-none-any.whl", "w") as wheel:
+            wheel.writestr("demo_pkg/__init__.py", "")
+            wheel.writestr("demo_pkg/core.py", body + f"VERSION = {version!r}\n")
+            wheel.writestr(f"demo_pkg-{version}.dist-info/METADATA", "Name: demo-pkg\n")
+    docs = realtext_corpus.pysrc_docs({"demo-pkg": ("1.0", "1.1")}, tmp_path, min_bytes=1000)
+    assert [d.id for d in docs] == [
+        "demo_pkg-1.0/demo_pkg/core.py",
+        "demo_pkg-1.1/demo_pkg/core.py",
+    ]
+    assert docs[1].text.endswith("VERSION = '1.1'\n")
+    assert docs[0].source.endswith("demo_pkg-1.0-py3-none-any.whl/demo_pkg/core.py")
