@@ -6,13 +6,15 @@ For each corpus of :mod:`benchmarks.realtext_corpus` (``copyright``, ``licenses`
 1. Ground truth by brute force (:mod:`benchmarks.shingle_truth`): exact Jaccard and containment
    over the store's own shingle hashes for every pair sharing a shingle.
 2. ``DedupStore.ingest`` (default parameters and batch size, as ``dedup-store ingest`` does) into
-   a fresh schema, dropped afterwards; then the same with ``containment=0`` (excerpt index off).
-   Reported: docs/s and MB/s of the ingest call; recall and precision at each threshold ``t``
-   (pairs of ``store.pairs()`` with Jaccard >= ``t`` against the true pairs with Jaccard >=
-   ``t``); per method, the reported pairs that are not near-duplicates (Jaccard < 0.3 and
-   containment < 0.8) and the lowest-Jaccard ones with the longest run of canonical words the
-   two documents share; the largest cluster against the largest connected component of the
-   true pairs of Jaccard >= 0.5.
+   a fresh schema, dropped afterwards; ``dedup-store ingest`` of the corpus as a JSONL file, in a
+   new process, timed from its start to its exit; then ``DedupStore.ingest`` with
+   ``containment=0`` (excerpt index off) and with ``threshold=0.5``.
+   Reported: docs/s and MB/s of the ingest call (of the process for the command line);
+   recall and precision at each threshold ``t`` (pairs of ``store.pairs()`` with Jaccard >=
+   ``t`` against the true pairs with Jaccard >= ``t``); per method (in-process runs), the
+   reported pairs that are not near-duplicates (Jaccard < 0.3 and containment < 0.8) and the
+   lowest-Jaccard ones with the longest run of canonical words the two documents share; the
+   largest cluster against the largest connected component of the true pairs of Jaccard >= 0.5.
 3. datasketch ``MinHashLSH(threshold=t, num_perm=84)`` over ``MinHash.bulk`` of the same
    shingles (the same canonical tokens, cut as the store cuts them, as bytes), candidates kept
    when their MinHash estimate reaches ``t``, and union-find over those at the store's threshold:
@@ -44,10 +46,11 @@ from benchmarks.common import add_seed, add_url
 from benchmarks.evaluation import Row, evaluate
 from benchmarks.quality import relation
 from benchmarks.quality_corpus import CorpusDoc
-from benchmarks.realtext_report import headline, markdown
+from benchmarks.realtext_report import CLI_RUN, headline, markdown
 from benchmarks.realtext_runs import (
     THRESHOLDS,
     RunResult,
+    run_cli,
     run_datasketch,
     run_rensa,
     run_store,
@@ -312,22 +315,35 @@ def benchmark(name: str, args: argparse.Namespace) -> dict[str, Any]:
         simhash_blocks=args.simhash_blocks,
         simhash_key_max_shingles=args.simhash_key_max_shingles,
     )
-    runs: list[RunResult] = []
-    if args.url:
-        runs.append(run_store(args.url, "store (defaults)", default, corpus.docs))
-        _progress(f"{name}: store ingest {runs[-1].seconds:.1f} s")
-        no_excerpts = dataclasses.replace(default, containment=0.0)
-        runs.append(run_store(args.url, "store (containment 0)", no_excerpts, corpus.docs))
-        _progress(f"{name}: store ingest, containment 0: {runs[-1].seconds:.1f} s")
-        # what a user who wants pairs from Jaccard 0.5 on creates: bands chosen for 0.5
-        low = dataclasses.replace(default, threshold=LOW_THRESHOLD)
-        runs.append(run_store(args.url, f"store (threshold {LOW_THRESHOLD:g})", low, corpus.docs))
-        _progress(f"{name}: store ingest, threshold {LOW_THRESHOLD:g}: {runs[-1].seconds:.1f} s")
+    runs = store_runs(args.url, name, default, corpus.docs) if args.url else []
     peers = run_datasketch(corpus.docs, default)
     _progress(f"{name}: datasketch {peers[1].seconds:.1f} s")
     peers.append(run_rensa(corpus.docs, default))
     _progress(f"{name}: rensa {peers[2].seconds:.1f} s")
     return report(corpus, runs, peers, default, time.perf_counter() - started)
+
+
+def store_runs(
+    url: str, name: str, default: FingerprintParams, docs: Sequence[CorpusDoc]
+) -> list[RunResult]:
+    """``DedupStore.ingest`` at ``default``, the command line at ``default``, then
+    ``DedupStore.ingest`` with the excerpt index off and with bands chosen for
+    :data:`LOW_THRESHOLD` (what a user who wants pairs from Jaccard 0.5 on creates)."""
+    configs: list[tuple[str, Callable[..., RunResult], FingerprintParams]] = [
+        ("store (defaults)", run_store, default),
+        (CLI_RUN, run_cli, default),
+        ("store (containment 0)", run_store, dataclasses.replace(default, containment=0.0)),
+        (
+            f"store (threshold {LOW_THRESHOLD:g})",
+            run_store,
+            dataclasses.replace(default, threshold=LOW_THRESHOLD),
+        ),
+    ]
+    runs = []
+    for label, run, params in configs:
+        runs.append(run(url, label, params, docs))
+        _progress(f"{name}: {label}: {runs[-1].seconds:.1f} s")
+    return runs
 
 
 def report(
@@ -340,6 +356,7 @@ def report(
     """The figures of one corpus as a JSON-ready dict."""
     truth = corpus.truth
     everything = runs + peers
+    in_process = [r for r in runs if r.name != CLI_RUN]  # the CLI's pairs are the same
     result: dict[str, Any] = {
         "corpus": corpus.name,
         "documents": len(corpus.docs),
@@ -351,9 +368,9 @@ def report(
         "true_excerpt_pairs": len(truth.containment_pairs(EXCERPT)),
         "throughput": [throughput(corpus, r) for r in [*runs, *peers[1:]]],
         "quality": [_row(r) for r in quality_rows(corpus, everything)],
-        "not_near": [row for r in runs for row in not_near(corpus, r)],
-        "largest_clusters": largest_clusters(corpus, [*runs, *peers[1:]]),
-        "worst_pairs": [row for r in runs for row in worst_pairs(corpus, r, params)],
+        "not_near": [row for r in in_process for row in not_near(corpus, r)],
+        "largest_clusters": largest_clusters(corpus, [*in_process, *peers[1:]]),
+        "worst_pairs": [row for r in in_process for row in worst_pairs(corpus, r, params)],
         "seconds": round(seconds, 1),
     }
     keep = languages_subset(corpus)

@@ -1,4 +1,5 @@
-"""The systems the real-text benchmark runs on a corpus: the store, datasketch and rensa.
+"""The systems the real-text benchmark runs on a corpus: the store (in this process and through
+its command line), datasketch and rensa.
 
 Each run returns a :class:`RunResult`: the pairs it reports at each of :data:`THRESHOLDS`, its
 clusters, and the time of its timed work (see :mod:`benchmarks.realtext`).
@@ -7,9 +8,14 @@ clusters, and the time of its timed work (see :mod:`benchmarks.realtext`).
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import subprocess
+import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -52,18 +58,89 @@ class RunResult:
 def run_store(
     url: str, label: str, params: FingerprintParams, docs: Sequence[CorpusDoc]
 ) -> RunResult:
-    """Ingest ``docs`` into a fresh schema as ``dedup-store ingest`` does, read pairs and
-    clusters back, drop the schema."""
+    """One ``DedupStore.ingest`` call of ``docs`` in this process (what ``dedup-store ingest``
+    does) into a fresh schema, timed; pairs and clusters read back, the schema dropped."""
+
+    def load(engine: sa.Engine, schema: str) -> float:
+        with DedupStore(engine, params, schema=schema) as store:
+            start = time.perf_counter()
+            store.ingest([(d.id, d.text) for d in docs])
+            return time.perf_counter() - start
+
+    return _scratch_run(url, label, params, docs, load)
+
+
+def run_cli(
+    url: str, label: str, params: FingerprintParams, docs: Sequence[CorpusDoc]
+) -> RunResult:
+    """``dedup-store ingest`` of ``docs`` written as one JSONL file (untimed), in a process of
+    its own, into a fresh schema: timed from the start of the process to its exit, so the
+    interpreter, imports, connection, store creation and checks are included (a store whose
+    parameters are not the defaults is created by ``dedup-store init`` first, timed as well)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "documents.jsonl"
+        write_jsonl(docs, path)
+        return _scratch_run(
+            url, label, params, docs, lambda _, schema: cli_ingest(url, schema, params, path)
+        )
+
+
+def write_jsonl(docs: Sequence[CorpusDoc], path: Path) -> None:
+    """``docs`` as JSONL records with ``id`` and ``text``, as ``dedup-store ingest`` reads them."""
+    with path.open("w", encoding="utf-8") as out:
+        for doc in docs:
+            out.write(json.dumps({"id": doc.id, "text": doc.text}, ensure_ascii=False) + "\n")
+
+
+def cli_ingest(url: str, schema: str, params: FingerprintParams, path: Path) -> float:
+    """Seconds of ``dedup-store init`` (only when ``params`` are not the defaults) and
+    ``dedup-store ingest --quiet path``, each a new ``python -m dedup_store`` process."""
+    command = [sys.executable, "-m", "dedup_store", "--db-url", url, "--schema", schema]
+    runs = [[*command, "ingest", "--quiet", str(path)]]
+    options = init_options(params)
+    if options:
+        runs.insert(0, [*command, "init", *options])
+    start = time.perf_counter()
+    for run in runs:
+        subprocess.run(run, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def init_options(params: FingerprintParams) -> list[str]:
+    """The ``dedup-store init`` options that give ``params`` where they differ from the
+    defaults."""
+    default = FingerprintParams()
+    options: list[str] = []
+    for field in dataclasses.fields(params):
+        value = getattr(params, field.name)
+        if value == getattr(default, field.name):
+            continue
+        name = field.name.replace("_", "-")
+        if isinstance(value, bool):
+            options.append(f"--{name}" if value else f"--no-{name}")
+        else:
+            options += [f"--{name}", str(value)]
+    return options
+
+
+def _scratch_run(
+    url: str,
+    label: str,
+    params: FingerprintParams,
+    docs: Sequence[CorpusDoc],
+    load: Callable[[sa.Engine, str], float],
+) -> RunResult:
+    """``load(engine, schema)`` into a fresh schema (it returns its timed seconds), then the
+    store's pairs and clusters read back; the schema is dropped."""
     schema = f"realtext_{os.getpid()}"
     engine = sa.create_engine(sqlalchemy_url(url))
     index = {d.id: i for i, d in enumerate(docs)}
     try:
-        with scratch_schema(engine, schema), DedupStore(engine, params, schema=schema) as store:
-            start = time.perf_counter()
-            store.ingest([(d.id, d.text) for d in docs])
-            seconds = time.perf_counter() - start
-            pairs = _store_pairs(store, index)
-            clusters = [[index[m] for m in c.members] for c in store.clusters()]
+        with scratch_schema(engine, schema):
+            seconds = load(engine, schema)
+            with DedupStore(engine, params, schema=schema, create=False) as store:
+                pairs = _store_pairs(store, index)
+                clusters = [[index[m] for m in c.members] for c in store.clusters()]
     finally:
         engine.dispose()
     found = {t: {p for p, (_, j, _, _) in pairs.items() if j >= t} for t in THRESHOLDS}
