@@ -1,18 +1,20 @@
 """Real-text benchmark: throughput and quality of the store on text nobody wrote for it.
 
 For each corpus of :mod:`benchmarks.realtext_corpus` (``copyright``, ``licenses``, ``man``,
-``docstrings``, ``seeded``), in one run:
+``pysrc``, ``docstrings``, ``seeded``), in one run:
 
 1. Ground truth by brute force (:mod:`benchmarks.shingle_truth`): exact Jaccard and containment
    over the store's own shingle hashes for every pair sharing a shingle.
 2. ``DedupStore.ingest`` (default parameters and batch size, as ``dedup-store ingest`` does) into
-   a fresh schema, dropped afterwards; then the same with ``containment=0`` (excerpt index off).
-   Reported: docs/s and MB/s of the ingest call; recall and precision at each threshold ``t``
-   (pairs of ``store.pairs()`` with Jaccard >= ``t`` against the true pairs with Jaccard >=
-   ``t``); per method, the reported pairs that are not near-duplicates (Jaccard < 0.3 and
-   containment < 0.8) and the lowest-Jaccard ones with the longest run of canonical words the
-   two documents share; the largest cluster against the largest connected component of the
-   true pairs of Jaccard >= 0.5.
+   a fresh schema, dropped afterwards; ``dedup-store ingest`` of the corpus as a JSONL file, in a
+   new process, timed from its start to its exit; then ``DedupStore.ingest`` with
+   ``containment=0`` (excerpt index off) and with ``threshold=0.5``.
+   Reported: docs/s and MB/s of the ingest call (of the process for the command line);
+   recall and precision at each threshold ``t`` (pairs of ``store.pairs()`` with Jaccard >=
+   ``t`` against the true pairs with Jaccard >= ``t``); per method (in-process runs), the
+   reported pairs that are not near-duplicates (Jaccard < 0.3 and containment < 0.8) and the
+   lowest-Jaccard ones with the longest run of canonical words the two documents share; the
+   largest cluster against the largest connected component of the true pairs of Jaccard >= 0.5.
 3. datasketch ``MinHashLSH(threshold=t, num_perm=84)`` over ``MinHash.bulk`` of the same
    shingles (the same canonical tokens, cut as the store cuts them, as bytes), candidates kept
    when their MinHash estimate reaches ``t``, and union-find over those at the store's threshold:
@@ -30,7 +32,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import sys
 import time
 from collections import Counter
@@ -39,33 +40,30 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import sqlalchemy as sa
 
 from benchmarks import realtext_corpus as rc
-from benchmarks.common import add_seed, add_url, scratch_schema, sqlalchemy_url
-from benchmarks.evaluation import (
-    PairSet,
-    Row,
-    evaluate,
-    expand_exact_groups,
-)
-from benchmarks.fingerprint import peer_input
+from benchmarks.common import add_seed, add_url
+from benchmarks.evaluation import Row, evaluate
 from benchmarks.quality import relation
 from benchmarks.quality_corpus import CorpusDoc
-from benchmarks.realtext_report import headline, markdown
+from benchmarks.realtext_report import CLI_RUN, headline, markdown
+from benchmarks.realtext_runs import (
+    THRESHOLDS,
+    RunResult,
+    run_cli,
+    run_datasketch,
+    run_rensa,
+    run_store,
+)
 from benchmarks.shingle_truth import ShingleTruth, components, document_shingles, shingle_truth
-from dedup_store import DedupStore, FingerprintParams, canonicalize
-from dedup_store.core import canonical_tokens
-from dedup_store.core.clustering import UnionFind
+from dedup_store import FingerprintParams, canonicalize
 
-THRESHOLDS = (0.5, 0.8, 0.9)
 NOT_NEAR_JACCARD = 0.3
 EXCERPT = 0.8
 COMPONENT_JACCARD = 0.5
 WORST = 5
 SHOWN_MEMBERS = 10
 HUBS = 3
-PairScores = dict[tuple[int, int], tuple[str, float, float, int]]
 
 
 @dataclasses.dataclass
@@ -90,25 +88,6 @@ class Corpus:
         return sum(len(d.text.encode("utf-8")) for d in self.docs) / 1e6
 
 
-@dataclasses.dataclass
-class RunResult:
-    """What one system reported.
-
-    Attributes:
-        name: the system and configuration.
-        seconds: time of the timed work (the ingest call, or the peer end to end).
-        found: the pairs it reports as reaching each threshold.
-        clusters: its clusters of two or more documents, largest first (document positions).
-        pairs: every reported pair with ``(method, jaccard, containment, hamming)`` (the store).
-    """
-
-    name: str
-    seconds: float
-    found: dict[float, PairSet]
-    clusters: list[list[int]]
-    pairs: PairScores = dataclasses.field(default_factory=dict)
-
-
 # -- corpus and truth ----------------------------------------------------------------------
 
 
@@ -120,133 +99,6 @@ def prepare(name: str, limit: int | None, seed: int, extra: Sequence[Path]) -> C
     kept = [i for i in range(len(docs)) if i not in left_out]
     truth = shingle_truth([shingles[i] for i in kept])
     return Corpus(name, [docs[i] for i in kept], len(left_out), truth)
-
-
-# -- the store -----------------------------------------------------------------------------
-
-
-def run_store(
-    url: str, label: str, params: FingerprintParams, docs: Sequence[CorpusDoc]
-) -> RunResult:
-    """Ingest ``docs`` into a fresh schema as ``dedup-store ingest`` does, read pairs and
-    clusters back, drop the schema."""
-    schema = f"realtext_{os.getpid()}"
-    engine = sa.create_engine(sqlalchemy_url(url))
-    index = {d.id: i for i, d in enumerate(docs)}
-    try:
-        with scratch_schema(engine, schema), DedupStore(engine, params, schema=schema) as store:
-            start = time.perf_counter()
-            store.ingest([(d.id, d.text) for d in docs])
-            seconds = time.perf_counter() - start
-            pairs = _store_pairs(store, index)
-            clusters = [[index[m] for m in c.members] for c in store.clusters()]
-    finally:
-        engine.dispose()
-    found = {t: {p for p, (_, j, _, _) in pairs.items() if j >= t} for t in THRESHOLDS}
-    clusters.sort(key=lambda c: (-len(c), c[0]))
-    return RunResult(label, seconds, found, clusters, pairs)
-
-
-def _store_pairs(store: DedupStore, index: dict[str, int]) -> PairScores:
-    pairs: PairScores = {}
-    for pair in store.pairs():
-        i, j = sorted((index[pair.a], index[pair.b]))
-        pairs[(i, j)] = (str(pair.method), pair.jaccard, pair.containment, pair.hamming)
-    return expand_exact_groups(pairs)
-
-
-# -- the peer ------------------------------------------------------------------------------
-
-
-def run_datasketch(docs: Sequence[CorpusDoc], params: FingerprintParams) -> list[RunResult]:
-    """datasketch end to end at each threshold: raw LSH candidates, and those whose estimate
-    reaches the threshold (clustered by union-find; timed at the store's threshold)."""
-    from datasketch import MinHash
-
-    start = time.perf_counter()
-    shingles = [peer_input(canonical_tokens(d.text, params), params)[0] for d in docs]
-    sketches = MinHash.bulk(shingles, num_perm=params.num_perm, seed=params.seed)
-    prepared = time.perf_counter() - start
-    raw: dict[float, PairSet] = {}
-    verified: dict[float, PairSet] = {}
-    seconds, clusters = prepared, []
-    for tau in THRESHOLDS:
-        start = time.perf_counter()
-        raw[tau] = lsh_pairs(sketches, tau, params.num_perm)
-        verified[tau] = {p for p in raw[tau] if sketches[p[0]].jaccard(sketches[p[1]]) >= tau}
-        groups = union_find_clusters(len(docs), verified[tau])
-        if tau == params.threshold:
-            seconds, clusters = prepared + time.perf_counter() - start, groups
-    return [
-        RunResult("datasketch (raw candidates)", seconds, raw, []),
-        RunResult("datasketch (estimate >= t)", seconds, verified, clusters),
-    ]
-
-
-def run_rensa(docs: Sequence[CorpusDoc], params: FingerprintParams) -> RunResult:
-    """rensa end to end at each threshold, as :func:`run_datasketch` (timed at the store's
-    threshold), on the same shingles."""
-    from rensa import RMinHash, RMinHashLSH
-
-    start = time.perf_counter()
-    sketches = []
-    for doc in docs:
-        sketch = RMinHash(num_perm=params.num_perm, seed=params.seed)
-        sketch.update(peer_input(canonical_tokens(doc.text, params), params)[0])
-        sketches.append(sketch)
-    prepared = time.perf_counter() - start
-    verified: dict[float, PairSet] = {}
-    seconds, clusters = prepared, []
-    for tau in THRESHOLDS:
-        start = time.perf_counter()
-        lsh = RMinHashLSH(tau, params.num_perm, rensa_bands(tau, params.num_perm))
-        for i, sketch in enumerate(sketches):
-            lsh.insert(i, sketch)
-        found = {(min(i, j), max(i, j)) for i, s in enumerate(sketches) for j in lsh.query(s)}
-        verified[tau] = {
-            (a, b) for a, b in found if a != b and sketches[a].jaccard(sketches[b]) >= tau
-        }
-        groups = union_find_clusters(len(docs), verified[tau])
-        if tau == params.threshold:
-            seconds, clusters = prepared + time.perf_counter() - start, groups
-    return RunResult("rensa (estimate >= t)", seconds, verified, clusters)
-
-
-def rensa_bands(tau: float, num_perm: int) -> int:
-    """The bands ``b`` dividing ``num_perm`` whose S-curve ``1 - (1 - s**r)**b`` has the least
-    false-positive plus false-negative area around ``tau`` (datasketch's weights, 0.5 each)."""
-    low, high = np.linspace(0.0, tau, 257), np.linspace(tau, 1.0, 257)
-
-    def error(b: int) -> float:
-        r = num_perm // b
-        fp = np.trapezoid(1.0 - (1.0 - low**r) ** b, low)
-        fn = np.trapezoid((1.0 - high**r) ** b, high)
-        return float(fp + fn)
-
-    return min((b for b in range(1, num_perm + 1) if num_perm % b == 0), key=error)
-
-
-def lsh_pairs(sketches: Sequence[Any], tau: float, num_perm: int) -> PairSet:
-    """Candidate pairs of ``MinHashLSH(threshold=tau)``: every sketch inserted, then queried."""
-    from datasketch import MinHashLSH
-
-    lsh = MinHashLSH(threshold=tau, num_perm=num_perm)
-    with lsh.insertion_session() as session:
-        for i, sketch in enumerate(sketches):
-            session.insert(i, sketch)
-    found: PairSet = set()
-    for i, sketch in enumerate(sketches):
-        found.update((min(i, j), max(i, j)) for j in lsh.query(sketch) if j != i)
-    return found
-
-
-def union_find_clusters(n: int, pairs: PairSet) -> list[list[int]]:
-    """Clusters of two or more of ``n`` documents joined by ``pairs``, largest first."""
-    sets: UnionFind[int] = UnionFind(range(n))
-    for a, b in pairs:
-        sets.union(a, b)
-    groups = [sorted(g) for g in sets.groups().values() if len(g) > 1]
-    return sorted(groups, key=lambda g: (-len(g), g[0]))
 
 
 # -- figures -------------------------------------------------------------------------------
@@ -463,22 +315,35 @@ def benchmark(name: str, args: argparse.Namespace) -> dict[str, Any]:
         simhash_blocks=args.simhash_blocks,
         simhash_key_max_shingles=args.simhash_key_max_shingles,
     )
-    runs: list[RunResult] = []
-    if args.url:
-        runs.append(run_store(args.url, "store (defaults)", default, corpus.docs))
-        _progress(f"{name}: store ingest {runs[-1].seconds:.1f} s")
-        no_excerpts = dataclasses.replace(default, containment=0.0)
-        runs.append(run_store(args.url, "store (containment 0)", no_excerpts, corpus.docs))
-        _progress(f"{name}: store ingest, containment 0: {runs[-1].seconds:.1f} s")
-        # what a user who wants pairs from Jaccard 0.5 on creates: bands chosen for 0.5
-        low = dataclasses.replace(default, threshold=LOW_THRESHOLD)
-        runs.append(run_store(args.url, f"store (threshold {LOW_THRESHOLD:g})", low, corpus.docs))
-        _progress(f"{name}: store ingest, threshold {LOW_THRESHOLD:g}: {runs[-1].seconds:.1f} s")
+    runs = store_runs(args.url, name, default, corpus.docs) if args.url else []
     peers = run_datasketch(corpus.docs, default)
     _progress(f"{name}: datasketch {peers[1].seconds:.1f} s")
     peers.append(run_rensa(corpus.docs, default))
     _progress(f"{name}: rensa {peers[2].seconds:.1f} s")
     return report(corpus, runs, peers, default, time.perf_counter() - started)
+
+
+def store_runs(
+    url: str, name: str, default: FingerprintParams, docs: Sequence[CorpusDoc]
+) -> list[RunResult]:
+    """``DedupStore.ingest`` at ``default``, the command line at ``default``, then
+    ``DedupStore.ingest`` with the excerpt index off and with bands chosen for
+    :data:`LOW_THRESHOLD` (what a user who wants pairs from Jaccard 0.5 on creates)."""
+    configs: list[tuple[str, Callable[..., RunResult], FingerprintParams]] = [
+        ("store (defaults)", run_store, default),
+        (CLI_RUN, run_cli, default),
+        ("store (containment 0)", run_store, dataclasses.replace(default, containment=0.0)),
+        (
+            f"store (threshold {LOW_THRESHOLD:g})",
+            run_store,
+            dataclasses.replace(default, threshold=LOW_THRESHOLD),
+        ),
+    ]
+    runs = []
+    for label, run, params in configs:
+        runs.append(run(url, label, params, docs))
+        _progress(f"{name}: {label}: {runs[-1].seconds:.1f} s")
+    return runs
 
 
 def report(
@@ -491,6 +356,7 @@ def report(
     """The figures of one corpus as a JSON-ready dict."""
     truth = corpus.truth
     everything = runs + peers
+    in_process = [r for r in runs if r.name != CLI_RUN]  # the CLI's pairs are the same
     result: dict[str, Any] = {
         "corpus": corpus.name,
         "documents": len(corpus.docs),
@@ -502,9 +368,9 @@ def report(
         "true_excerpt_pairs": len(truth.containment_pairs(EXCERPT)),
         "throughput": [throughput(corpus, r) for r in [*runs, *peers[1:]]],
         "quality": [_row(r) for r in quality_rows(corpus, everything)],
-        "not_near": [row for r in runs for row in not_near(corpus, r)],
-        "largest_clusters": largest_clusters(corpus, [*runs, *peers[1:]]),
-        "worst_pairs": [row for r in runs for row in worst_pairs(corpus, r, params)],
+        "not_near": [row for r in in_process for row in not_near(corpus, r)],
+        "largest_clusters": largest_clusters(corpus, [*in_process, *peers[1:]]),
+        "worst_pairs": [row for r in in_process for row in worst_pairs(corpus, r, params)],
         "seconds": round(seconds, 1),
     }
     keep = languages_subset(corpus)

@@ -7,6 +7,15 @@ Each corpus is a list of :class:`~benchmarks.quality_corpus.CorpusDoc`, in a fix
 - ``licenses``: every file of ``/usr/share/common-licenses`` (some are links to others).
 - ``man``: manual pages of sections 1, 5, 7 and 8 rendered as plain text (a seeded sample;
   rendered pages are cached, see :data:`CACHE`), id = ``man1/ls.1``.
+- ``pysrc``: Python modules of several released versions of a few pure-Python packages (pip,
+  setuptools, fsspec, rich, pytest, marshmallow, mistune, more-itertools; :data:`PYSRC_WHEELS`),
+  one document per ``.py`` file of at least :data:`PYSRC_MIN_BYTES` bytes (about 21 KB on
+  average), id = ``pip-23.2.1/pip/_internal/req/req_install.py``, in the order of that table.
+  The same module in successive versions is where its near-duplicates come from; modules a
+  release left unchanged are exact copies, kept as the other corpora keep theirs. The wheels
+  are kept in :data:`CACHE` (``pysrc/``); a missing one is fetched with ``pip download`` from
+  the configured package index, looking first in the wheel directories of this machine
+  (:data:`WHEEL_DIRS`: the pip and setuptools wheels bundled with each installed Python).
 - ``docstrings``: docstrings of the Python standard library (modules, classes, functions) of at
   least 20 words, id = ``module:qualified.name``.
 - ``seeded``: pieces of those texts, of the translated (Russian, Chinese) manual pages and of
@@ -20,8 +29,11 @@ import ast
 import os
 import random
 import re
+import subprocess
+import sys
 import textwrap
-from collections.abc import Callable, Iterator, Sequence
+import zipfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -38,7 +50,36 @@ MAN_PAGES = 2500
 SEEDED_DOCS = 6000
 DOCSTRING_MIN_WORDS = 20
 SEEDED_MAN_PAGES = 400
-CORPORA = ("copyright", "licenses", "man", "docstrings", "seeded")
+CORPORA = ("copyright", "licenses", "man", "pysrc", "docstrings", "seeded")
+#: The ``pysrc`` corpus: released versions of a few pure-Python packages, oldest first.
+PYSRC_WHEELS: dict[str, tuple[str, ...]] = {
+    "pip": ("18.1", "19.2.3", "22.0.4", "23.0.1", "23.2.1", "24.2", "26.2.1"),
+    "setuptools": (
+        "40.6.2",
+        "41.2.0",
+        "47.1.0",
+        "56.0.0",
+        "58.1.0",
+        "65.5.0",
+        "66.1.1",
+        "80.9.0",
+        "84.0.0",
+    ),
+    "fsspec": ("2026.6.0", "2026.7.0", "2026.9.0"),
+    "rich": ("13.9.4", "15.0.0"),
+    "pytest": ("8.4.2", "9.1.1"),
+    "marshmallow": ("3.26.2", "4.3.1"),
+    "mistune": ("2.0.5", "3.3.4"),
+    "more-itertools": ("10.8.0", "11.1.0"),
+}
+#: Smaller modules (``__init__.py``, short helpers) are left out of ``pysrc``.
+PYSRC_MIN_BYTES = 4096
+#: Where wheels already on this machine are looked for (glob patterns).
+WHEEL_DIRS = (
+    "/usr/share/python-wheels",
+    f"{Path(sys.base_prefix).parent}/*/lib/python*/ensurepip/_bundled",
+    "/usr/lib/python3*/ensurepip/_bundled",
+)
 _CJK_CHAR = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
 _LETTER = re.compile(r"[^\W\d_]")
@@ -90,6 +131,58 @@ def _rendered_page(page: Path) -> str:
 
 def _man_id(page: Path) -> str:
     return str(page.relative_to(MAN_ROOT)).removesuffix(".gz")
+
+
+def pysrc_docs(
+    wheels: Mapping[str, Sequence[str]] = PYSRC_WHEELS,
+    cache: Path | None = None,
+    min_bytes: int = PYSRC_MIN_BYTES,
+) -> list[CorpusDoc]:
+    """The ``.py`` files of at least ``min_bytes`` of every version of ``wheels``, wheel after
+    wheel, id = ``name-version/path``; wheels missing from ``cache`` are downloaded into it."""
+    folder = cache or CACHE / "pysrc"
+    docs: list[CorpusDoc] = []
+    for name, versions in wheels.items():
+        for version in versions:
+            docs += wheel_docs(pysrc_wheel(name, version, folder), min_bytes)
+    return docs
+
+
+def pysrc_wheel(name: str, version: str, cache: Path) -> Path:
+    """The wheel of ``name==version`` in ``cache``, downloaded into it if it is not there."""
+    pattern = f"{re.sub(r'[-_.]+', '_', name).lower()}-{version}-*.whl"
+    found = sorted(cache.glob(pattern))
+    if not found:
+        _download_wheel(f"{name}=={version}", cache)
+        found = sorted(cache.glob(pattern))
+    if not found:
+        raise FileNotFoundError(f"pip download {name}=={version} left no {pattern} in {cache}")
+    return found[0]
+
+
+def _download_wheel(requirement: str, cache: Path) -> None:
+    cache.mkdir(parents=True, exist_ok=True)
+    links = [f"--find-links={d}" for p in WHEEL_DIRS for d in sorted(Path("/").glob(p[1:]))]
+    command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps"]
+    command += ["--only-binary=:all:", f"--dest={cache}", *links, requirement]
+    print(f"pysrc: pip download {requirement}", file=sys.stderr, flush=True)
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+
+
+def wheel_docs(wheel: Path, min_bytes: int) -> list[CorpusDoc]:
+    """The ``.py`` files of at least ``min_bytes`` in ``wheel``, in path order,
+    id = ``name-version/path``."""
+    prefix = "-".join(wheel.name.split("-")[:2])
+    with zipfile.ZipFile(wheel) as archive:
+        members = sorted(
+            info.filename
+            for info in archive.infolist()
+            if info.filename.endswith(".py") and info.file_size >= min_bytes
+        )
+        return [
+            _doc(f"{prefix}/{m}", archive.read(m).decode("utf-8", "replace"), wheel / m)
+            for m in members
+        ]
 
 
 def docstring_docs(limit: int | None = None) -> list[CorpusDoc]:
@@ -331,6 +424,8 @@ def load(name: str, limit: int | None, seed: int, extra: Sequence[Path] = ()) ->
         docs = license_docs()
     elif name == "man":
         docs = man_docs(limit or MAN_PAGES, seed)
+    elif name == "pysrc":
+        docs = pysrc_docs()
     elif name == "docstrings":
         docs = docstring_docs(limit)
     elif name == "seeded":

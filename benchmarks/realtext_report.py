@@ -7,6 +7,8 @@ from typing import Any
 
 _PEER = "datasketch (estimate >= t)"
 _PEERS = (("datasketch", _PEER), ("rensa", "rensa (estimate >= t)"))
+#: The run of the command line, process start included.
+CLI_RUN = "store CLI (defaults)"
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -211,6 +213,7 @@ def headline(results: Sequence[dict[str, Any]]) -> str:
                 f"{r['corpus']} ({r['documents']:,}, {r['megabytes']} MB)",
                 f"{store['docs_per_s']:,.0f} / {peer['docs_per_s']:,.0f} "
                 f"({store['docs_per_s'] / peer['docs_per_s']:.2f}x)",
+                _cli(speed),
                 f"{off['seconds'] / store['seconds']:.2f}",
                 _recall(quality, "store (defaults)", 0.8, _PEER),
                 _recall(quality, "store (threshold 0.5)", 0.5, _PEER),
@@ -224,6 +227,7 @@ def headline(results: Sequence[dict[str, Any]]) -> str:
         [
             "corpus (documents, size)",
             "docs/s: store / datasketch",
+            "CLI docs/s: x datasketch, x rensa",
             "excerpt index: speed on / off",
             "t 0.8: recall, precision (datasketch)",
             "t 0.5, store at 0.5 (datasketch)",
@@ -232,6 +236,16 @@ def headline(results: Sequence[dict[str, Any]]) -> str:
         ],
         rows,
     )
+
+
+def _cli(speed: dict[str, dict[str, Any]]) -> str:
+    cli = speed.get(CLI_RUN)
+    if cli is None:
+        return "-"
+    ratios = [
+        f"{cli['docs_per_s'] / speed[run]['docs_per_s']:.2f}x" for _, run in _PEERS if run in speed
+    ]
+    return f"{cli['docs_per_s']:,.0f}: " + ", ".join(ratios)
 
 
 def _recall(quality: dict[tuple[str, float], Any], run: str, tau: float, peer: str) -> str:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import itertools
 import random
+import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from benchmarks import realtext, realtext_corpus, realtext_report
+from benchmarks import realtext, realtext_corpus, realtext_report, realtext_runs
 from benchmarks.quality_corpus import CorpusDoc
 from benchmarks.shingle_truth import components, document_shingles, shingle_truth
 from dedup_store import FingerprintParams
@@ -65,7 +67,7 @@ def test_truth_equals_pairwise_intersections() -> None:
 
 def test_rensa_end_to_end_finds_the_copies() -> None:
     docs = [CorpusDoc(str(i), t, "base", None, "test") for i, t in enumerate(_texts()[:7])]
-    run = realtext.run_rensa(docs, PARAMS)
+    run = realtext_runs.run_rensa(docs, PARAMS)
     # the page and its HTML wrapping have the same shingles; unrelated texts are never paired
     assert (4, 5) in run.found[0.9]
     assert all(b - a == 1 and a % 2 == 0 for a, b in run.found[0.5])
@@ -75,12 +77,12 @@ def test_rensa_end_to_end_finds_the_copies() -> None:
 @pytest.mark.parametrize(("tau", "bands"), [(0.5, 21), (0.8, 7), (0.9, 4)])
 def test_rensa_bands_divide_num_perm(tau: float, bands: int) -> None:
     # datasketch's bands where they divide 84 (7 and 4); its 16 at 0.5 does not, 21 errs least
-    assert realtext.rensa_bands(tau, 84) == bands
+    assert realtext_runs.rensa_bands(tau, 84) == bands
 
 
 def test_components_largest_first() -> None:
     assert components(6, {(0, 1), (1, 2), (4, 5)}) == [[0, 1, 2], [4, 5], [3]]
-    assert realtext.union_find_clusters(6, {(4, 5), (0, 1), (1, 2)}) == [[0, 1, 2], [4, 5]]
+    assert realtext_runs.union_find_clusters(6, {(4, 5), (0, 1), (1, 2)}) == [[0, 1, 2], [4, 5]]
 
 
 def test_longest_shared_run_names_the_shared_words() -> None:
@@ -132,3 +134,19 @@ def test_docstrings_have_qualified_names() -> None:
 def test_markdown_table_escapes_and_formats() -> None:
     text = realtext_report.table(["a", "b"], [["x|y", 1234], [0.5, 12.345]])
     assert text.splitlines() == ["| a | b |", "|---|---|", "| x\\|y | 1,234 |", "| 0.5 | 12.3 |"]
+
+
+def test_pysrc_docs_read_the_modules_of_every_version(tmp_path: Path) -> None:
+    body = "".join(f"def f{i}(x):\n    return x + {i}\n" for i in range(300))
+    for version in ("1.0", "1.1"):
+        with zipfile.ZipFile(tmp_path / f"demo_pkg-{version}-py3-none-any.whl", "w") as wheel:
+            wheel.writestr("demo_pkg/__init__.py", "")
+            wheel.writestr("demo_pkg/core.py", body + f"VERSION = {version!r}\n")
+            wheel.writestr(f"demo_pkg-{version}.dist-info/METADATA", "Name: demo-pkg\n")
+    docs = realtext_corpus.pysrc_docs({"demo-pkg": ("1.0", "1.1")}, tmp_path, min_bytes=1000)
+    assert [d.id for d in docs] == [
+        "demo_pkg-1.0/demo_pkg/core.py",
+        "demo_pkg-1.1/demo_pkg/core.py",
+    ]
+    assert docs[1].text.endswith("VERSION = '1.1'\n")
+    assert docs[0].source.endswith("demo_pkg-1.0-py3-none-any.whl/demo_pkg/core.py")
