@@ -191,10 +191,7 @@ def stage_batch(
     if params.weighted:  # the store's document frequencies as of now, plus the batch's
         batch = frequencies.weigh(connection_of(conn), schema, prepared.batch, row_array)
         prepared.weigh(batch)
-    if isinstance(stored, load.LoadedKeys):
-        ids = stored.allocate(len(rows))
-    else:
-        ids = batch_write.allocate_ids(connection_of(conn), schema, len(rows), shared)
+    ids = stored.allocate_ids(conn, schema, len(rows), shared)
     new = new_rows(conn, schema, prepared.batch, row_array, ids, stored, prepared.stored_shingles)
     firsts = new.firsts  # exact copies have no keys of their own
     found, secondary, promotion = hot.find_candidates(
@@ -204,8 +201,6 @@ def stage_batch(
     inter, possible = scoring.batch_intersections(conn, schema, new, found, stored)
     encoded = prepared.encoded_rows(dest.keep_text)
     with_meta = prepared.meta is not None
-    loading = isinstance(stored, load.LoadedKeys)
-    frozen = isinstance(stored, load.LoadedKeys) and stored.frozen
     return StagedBatch(
         prepared,
         known,
@@ -213,11 +208,15 @@ def stage_batch(
         secondary,
         promotion,
         batch_write.document_rows(
-            new, [encoded[r] for r in new.rows.tolist()], with_meta, frozen, settled=loading
+            new,
+            [encoded[r] for r in new.rows.tolist()],
+            with_meta,
+            stored.frozen,
+            settled=stored.bulk_load,
         ),
         scoring.verified_parameters(new, found, inter, possible),
         stored.bulk_load,
-        stored.held if isinstance(stored, load.LoadedKeys) else None,
+        stored.held,
         shared,
     )
 

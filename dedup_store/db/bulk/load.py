@@ -128,6 +128,10 @@ class LoadedKeys:
             return here
         return merged_segments(kept, here, INDEXED.shingles(conn, schema, ids[~kept]))
 
+    def allocate_ids(self, conn: Reach, schema: str, count: int, shared: bool) -> I64:
+        """``count`` new document ids from memory (:meth:`allocate`)."""
+        return self.allocate(count)
+
     def allocate(self, count: int) -> I64:
         """``count`` new document ids, as :func:`~dedup_store.db.write.batch.allocate_ids` would
         draw them; :func:`finish` moves the sequence past those written."""

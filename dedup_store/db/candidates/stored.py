@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +35,9 @@ from dedup_store.db.schema.encoding import (
     sorted_top32,
 )
 from dedup_store.db.schema.names import qualified
+
+if TYPE_CHECKING:
+    from dedup_store.db.write.batch import HeldRows
 
 _ARRAY_HEADER = 20  # bytes before the elements of a one-dimensional array_send
 
@@ -115,10 +118,24 @@ class StoredKeys(Protocol):
 
     Attributes:
         bulk_load: a bulk load answers: it holds the store's lock exclusively for its whole
-            transaction already, and refreshes the planner's statistics once, at its end.
+            transaction already, refreshes the planner's statistics once, at its end, and
+            writes its documents' keys into the settled tier.
+        frozen: the rows are written frozen (``COPY ... FREEZE``: a bulk load into an empty
+            store, in its own transaction).
+        held: where the batches' sample keys and tier rows wait for larger COPYs (``None``:
+            each batch writes its own).
     """
 
     bulk_load: bool
+    frozen: bool
+
+    @property
+    def held(self) -> HeldRows | None: ...
+
+    def allocate_ids(self, conn: Reach, schema: str, count: int, shared: bool) -> I64:
+        """``count`` new document ids, ascending (``shared``: the store's lock is held shared,
+        as :func:`~dedup_store.db.write.batch.allocate_ids` says)."""
+        ...
 
     def find(
         self,
@@ -194,6 +211,14 @@ class IndexedKeys:
     """:class:`StoredKeys` answered by the store's tables and indexes."""
 
     bulk_load = False
+    frozen = False
+    held: HeldRows | None = None
+
+    def allocate_ids(self, conn: Reach, schema: str, count: int, shared: bool) -> I64:
+        """Ids drawn from the store's sequence."""
+        from dedup_store.db.write.batch import allocate_ids  # the writer imports this module
+
+        return allocate_ids(connection_of(conn), schema, count, shared)
 
     def find(
         self,
