@@ -15,7 +15,9 @@ and ``--version`` answer at once.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import os
+import typing
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -39,7 +41,6 @@ from dedup_store.cli_render import (
     OutputFormat,
 )
 from dedup_store.cli_report import report
-from dedup_store.core.params import HtmlMode, Scheme, SimhashWeights, VerifyMode
 from dedup_store.errors import InputFormatError
 from dedup_store.inputs import (
     open_regular,
@@ -140,60 +141,59 @@ class _InitCommand(TyperCommand):
         super().format_help(ctx, formatter)
 
 
+#: The help of each fingerprint parameter ``init`` takes, in the order ``--help`` lists them;
+#: each option's name, type and switch form come from the field of
+#: :class:`~dedup_store.core.params.FingerprintParams` of that name (:func:`_init_options`).
+INIT_HELP = {
+    "shingle_size": "Words per shingle",
+    "cjk_shingle_size": "Characters per shingle in Chinese/Japanese text",
+    "num_perm": "Min-hashes per MinHash signature",
+    "scheme": "MinHash band scheme",
+    "threshold": "Target Jaccard similarity of near-duplicates",
+    "simhash_k": "Largest Hamming distance of matching SimHashes",
+    "simhash_blocks": "SimHash blocks, more than --simhash-k",
+    "simhash_key_max_shingles": "Most shingles of a document with SimHash block keys, 0: no limit",
+    "containment": "Containment threshold for excerpts, 0 turns it off",
+    "containment_merges": "Let excerpt matches merge clusters",
+    "simhash_min_jaccard": "Jaccard a SimHash match must also reach",
+    "simhash_weights": (
+        "SimHash feature weights: counts, tf-idf, or tf-idf times a term-length curve"
+    ),
+    "hot_key_limit": "Most documents one key leads to (0: no limit)",
+    "verify": "Score candidates by exact Jaccard or by the MinHash estimate",
+    "stopwords": "Drop stop words",
+    "stem": "Snowball stemming",
+    "html": "Whether input is HTML (auto detects markup)",
+    "meta_fields": "Comma-separated fields of a document's meta that hold sets (tags, keywords...)",
+    "meta_weight": "Weight of the metadata score in the combined score (1 - mu)",
+}
+
+
+def _init_options() -> list[inspect.Parameter]:
+    """``init``'s options, one per parameter of :data:`INIT_HELP`: named as its field, of its
+    field's type (``--name/--no-name`` for a flag; ``meta_fields`` as one comma-separated
+    string), ``None`` when not given (:class:`_InitCommand` shows the default)."""
+    from dedup_store.core.params import FingerprintParams
+
+    types = typing.get_type_hints(FingerprintParams)
+    options = []
+    for name, text in INIT_HELP.items():
+        kind = str if name == "meta_fields" else types[name]
+        dashed = name.replace("_", "-")
+        flags = (f"--{dashed}/--no-{dashed}",) if kind is bool else ()
+        annotation = Annotated[kind | None, _param(text, *flags)]  # type: ignore[valid-type]
+        options.append(
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation
+            )
+        )
+    return options
+
+
 @app.command(cls=_InitCommand)
 def init(
     ctx: typer.Context,
-    shingle_size: Annotated[int | None, _param("Words per shingle")] = None,
-    cjk_shingle_size: Annotated[
-        int | None, _param("Characters per shingle in Chinese/Japanese text")
-    ] = None,
-    num_perm: Annotated[int | None, _param("Min-hashes per MinHash signature")] = None,
-    scheme: Annotated[Scheme | None, _param("MinHash band scheme")] = None,
-    threshold: Annotated[
-        float | None, _param("Target Jaccard similarity of near-duplicates")
-    ] = None,
-    simhash_k: Annotated[
-        int | None, _param("Largest Hamming distance of matching SimHashes")
-    ] = None,
-    simhash_blocks: Annotated[int | None, _param("SimHash blocks, more than --simhash-k")] = None,
-    simhash_key_max_shingles: Annotated[
-        int | None, _param("Most shingles of a document with SimHash block keys, 0: no limit")
-    ] = None,
-    containment: Annotated[
-        float | None, _param("Containment threshold for excerpts, 0 turns it off")
-    ] = None,
-    containment_merges: Annotated[
-        bool | None,
-        _param(
-            "Let excerpt matches merge clusters", "--containment-merges/--no-containment-merges"
-        ),
-    ] = None,
-    simhash_min_jaccard: Annotated[
-        float | None, _param("Jaccard a SimHash match must also reach")
-    ] = None,
-    simhash_weights: Annotated[
-        SimhashWeights | None,
-        _param("SimHash feature weights: counts, tf-idf, or tf-idf times a term-length curve"),
-    ] = None,
-    hot_key_limit: Annotated[
-        int | None, _param("Most documents one key leads to (0: no limit)")
-    ] = None,
-    verify: Annotated[
-        VerifyMode | None,
-        _param("Score candidates by exact Jaccard or by the MinHash estimate"),
-    ] = None,
-    stopwords: Annotated[
-        bool | None, _param("Drop stop words", "--stopwords/--no-stopwords")
-    ] = None,
-    stem: Annotated[bool | None, _param("Snowball stemming", "--stem/--no-stem")] = None,
-    html: Annotated[HtmlMode | None, _param("Whether input is HTML (auto detects markup)")] = None,
-    meta_fields: Annotated[
-        str | None,
-        _param("Comma-separated fields of a document's meta that hold sets (tags, keywords...)"),
-    ] = None,
-    meta_weight: Annotated[
-        float | None, _param("Weight of the metadata score in the combined score (1 - mu)")
-    ] = None,
+    *,
     keep_text: Annotated[
         bool,
         typer.Option(
@@ -211,6 +211,7 @@ def init(
         ),
     ] = None,
     fmt: FormatOption = OutputFormat.table,
+    **parameters: Any,
 ) -> None:
     """Create the store, or upgrade its schema.
 
@@ -226,8 +227,8 @@ def init(
         for field in dataclasses.fields(FingerprintParams)
         if ctx.params.get(field.name) is not None
     }
-    if meta_fields is not None:
-        chosen["meta_fields"] = field_names(meta_fields)
+    if parameters.get("meta_fields") is not None:
+        chosen["meta_fields"] = field_names(parameters["meta_fields"])
     FingerprintParams.from_dict(chosen)  # out-of-range values fail before anything is made
     settings = settings_of(ctx)
     migrate.upgrade(settings.resolve(), settings.schema)
@@ -246,6 +247,12 @@ def init(
 
 
 # -- ingest ----------------------------------------------------------------------------------
+
+
+_declared = list(inspect.signature(init, eval_str=True).parameters.values())
+init.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [_declared[0], *_init_options(), *(p for p in _declared[1:] if p.kind != p.VAR_KEYWORD)]
+)
 
 
 app.command()(cli_ingest.ingest)

@@ -189,3 +189,25 @@ def test_every_fingerprint_parameter_is_an_init_option_or_left_out_by_name() -> 
     fields = {field.name for field in dataclasses.fields(FingerprintParams)}
     assert fields - options == set(NO_INIT_OPTION)
     assert options - fields == {"keep_text", "canonical", "fmt"}
+
+
+def test_init_options_take_their_fields_types() -> None:
+    """The options are made from the parameters' fields: a flag is a --x/--no-x switch, a
+    choice takes only its field's values, a number is parsed as its field's type."""
+    from typer.main import get_command
+    from typer.testing import CliRunner
+
+    from dedup_store.cli import app
+
+    init = get_command(app).commands["init"]  # type: ignore[attr-defined]
+    stem = next(param for param in init.params if param.name == "stem")
+    assert stem.opts == ["--stem"] and stem.secondary_opts == ["--no-stem"]
+    runner = CliRunner()
+    for args, named in (
+        (["--scheme", "nope"], "'threshold', 'broder'"),
+        (["--num-perm", "1.5"], "valid integer"),
+        (["--threshold", "high"], "valid number"),
+    ):
+        result = runner.invoke(app, ["init", *args])
+        assert result.exit_code == 2, args
+        assert named in result.output, result.output
