@@ -415,8 +415,8 @@ def _load(
             verdicts.apply_to_new(conn, schema, range(first, first + count))
             seconds["publish"] = time.perf_counter() - clock - seconds["indexes"]
             summary = load_summary(edges, merging, first, count, prepared.skipped, len(errors))
-        with DedupStore(url, schema=schema, create=False) as store:
-            summary.clusters = store.stats().clusters
+        with engine.connect() as conn:
+            summary.clusters = reads.count_clusters(conn, schema)
     finally:
         if staging is not None:  # published: already gone; failed: dropped here
             with engine.begin() as conn:
