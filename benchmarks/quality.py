@@ -38,6 +38,7 @@ from benchmarks.evaluation import (
 )
 from benchmarks.fingerprint import cjk_runs
 from benchmarks.quality_corpus import CorpusDoc, build_corpus
+from benchmarks.realtext_runs import lsh_pairs
 from dedup_store.core import FingerprintParams, canonical_tokens, fingerprint_batch
 from dedup_store.core.scripts import is_cjk, starts_cjk
 
@@ -183,7 +184,7 @@ def _counts(counter: Counter[str]) -> str:
 
 def datasketch_rows(truth: Truth, thresholds: Iterable[float], seed: int = 1) -> list[Row]:
     """datasketch MinHashLSH at each threshold: raw candidates, then verified by its estimate."""
-    from datasketch import MinHash, MinHashLSH
+    from datasketch import MinHash
 
     start = time.perf_counter()
     encoded = [[" ".join(g).encode("utf-8") for g in grams] for grams in truth.sets]
@@ -192,13 +193,7 @@ def datasketch_rows(truth: Truth, thresholds: Iterable[float], seed: int = 1) ->
     rows = []
     for tau in thresholds:
         start = time.perf_counter()
-        lsh = MinHashLSH(threshold=tau, num_perm=NUM_PERM)
-        with lsh.insertion_session() as session:
-            for i, sketch in enumerate(sketches):
-                session.insert(i, sketch)
-        found: PairSet = set()
-        for i, sketch in enumerate(sketches):
-            found.update((min(i, j), max(i, j)) for j in lsh.query(sketch) if j != i)
+        found = lsh_pairs(sketches, tau, NUM_PERM)
         seconds = sketch_seconds + time.perf_counter() - start
         rows.append(jaccard_row("datasketch MinHashLSH (raw)", tau, found, truth, seconds))
         verified = {p for p in found if sketches[p[0]].jaccard(sketches[p[1]]) >= tau}
