@@ -120,7 +120,7 @@ def ingest(
         typer.Option(
             min=0,
             help="Processes that fingerprint the next batches while this one writes (0: "
-            "fingerprint in this process; default: 1 for a bulk load on a machine with 2 cores "
+            "fingerprint in this process; default: 1 for a bulk load on a machine with 3 cores "
             "or more).",
             show_default=False,
         ),

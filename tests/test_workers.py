@@ -77,3 +77,18 @@ def test_processes_given_no_batch_are_ended_without_waiting_for_them_to_start() 
     # terminated (a process waited for would have ended by itself, with exit code 0)
     assert [p.exitcode for p in processes] == [-signal.SIGTERM]
     assert len(prepared.errors) == 1
+
+
+def test_auto_starts_a_worker_only_with_a_core_to_spare() -> None:
+    """A load keeps this process and the server's backend busy: ``workers="auto"`` adds a
+    fingerprinting process on three cores or more, for a bulk load or a large known load."""
+    from dedup_store.service import BULK_MINIMUM, _auto_workers
+
+    large = [("id", "text")] * BULK_MINIMUM
+    small = large[:10]
+    assert _auto_workers(iter(small), bulk=True, cores=2) == 0
+    assert _auto_workers(large, bulk=False, cores=2) == 0
+    assert _auto_workers(iter(small), bulk=True, cores=3) == 1
+    assert _auto_workers(large, bulk=False, cores=8) == 1
+    assert _auto_workers(small, bulk=False, cores=8) == 0
+    assert _auto_workers(iter(small), bulk=False, cores=8) == 0
