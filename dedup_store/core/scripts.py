@@ -50,10 +50,11 @@ def script_classes() -> bytes:
     Katakana, 1 for other letters, digits and marks, 0 for the rest.
 
     Taken from the ``regex`` module itself (its Unicode tables decide), by matching both classes
-    against every code point once: about 0.1 s, the first time CJK text is tokenized.
+    against every code point once: about 0.06 s, the first time CJK text is tokenized. The
+    string of every code point (surrogates left out) is decoded from UTF-32 in one call.
     """
-    points = np.concatenate([np.arange(0xD800), np.arange(0xE000, 0x110000)])
-    every = "".join(map(chr, points.tolist()))
+    points = np.concatenate([np.arange(0xD800), np.arange(0xE000, 0x110000)]).astype("<u4")
+    every = points.tobytes().decode("utf-32-le")
     classes = np.zeros(0x110000, dtype=np.uint8)
     for match in TOKEN.finditer(every):
         kind = CJK_KIND if match.start(1) >= 0 else WORD_KIND
