@@ -15,6 +15,7 @@ and ``--version`` answer at once.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import inspect
 import os
 import typing
@@ -347,5 +348,15 @@ app.command()(cli_serve.serve)
 
 
 def main() -> None:
-    """Run the command line interface (the ``dedup-store`` console script)."""
-    app(prog_name="dedup-store")
+    """Run the command line interface (the ``dedup-store`` console script).
+
+    When the command is done, every object left is moved out of the garbage collector's reach
+    (:func:`gc.freeze`): the interpreter's exit would otherwise walk all of them, the imported
+    modules' included, in full collections that cost a one-document command about 0.2 s and an
+    ingest up to 0.4 s. The store has been closed by then, and what is left goes with the
+    process.
+    """
+    try:
+        app(prog_name="dedup-store")
+    finally:
+        gc.freeze()
