@@ -113,9 +113,14 @@ def pairs(
 
 def stats(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
     """Show counts over the whole store and its parameters."""
+    from dedup_store.db.server.tuning import memory_note
+
     with settings_of(ctx).store() as store:
         found = store.stats()
     Output(fmt).record(found.to_dict(), title="store statistics")
+    note = memory_note(found.storage)
+    if note:
+        typer.echo(note, err=True)
 
 
 def delete(

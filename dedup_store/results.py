@@ -482,6 +482,8 @@ class Stats:
             last bulk load or :meth:`~dedup_store.DedupStore.settle`; exact copies included).
         settings: the store's settings (``keep_text``, ``canonical_rule``) and how many
             ``verdicts`` reviewers gave.
+        storage: bytes of the store's ``tables`` (with their TOAST) and ``indexes``, and the
+            server's ``shared_buffers`` (:func:`~dedup_store.db.server.tuning.memory_note`).
     """
 
     documents: int
@@ -497,6 +499,7 @@ class Stats:
     hottest_keys: dict[str, int] = dataclasses.field(default_factory=dict)
     recent_documents: int = 0
     settings: dict[str, Any] = dataclasses.field(default_factory=dict)
+    storage: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

@@ -185,7 +185,11 @@ def test_check_by_argument_file_and_stdin(cli: CliHelper, corpus: Path, tmp_path
     assert fresh == {"status": "new", "cluster_id": None, "matches": []}
     human = cli.ok("check", probe).stdout
     assert "near_duplicate" in human
-    assert cli.json("stats")["documents"] == 4
+    stats = cli.ok("stats", "--format", "json")
+    assert json.loads(stats.stdout)["documents"] == 4
+    storage = json.loads(stats.stdout)["storage"]
+    assert storage["tables"] > 0 and 0 < storage["indexes"] < storage["shared_buffers"]
+    assert "shared_buffers" not in stats.stderr  # a small store: no note
 
 
 def test_check_rejects_bad_utf8_on_stdin(cli: CliHelper, corpus: Path) -> None:

@@ -430,6 +430,8 @@ def test_metrics_count_requests_and_the_store(client: httpx.Client, loaded: Dedu
     )
     assert f"dedup_store_documents {float(loaded.stats().documents)}" in text
     assert 'dedup_store_edges{method="minhash"}' in text
+    assert re.search(r'dedup_store_bytes\{kind="indexes"\} [1-9]', text)
+    assert re.search(r"dedup_store_server_shared_buffers_bytes [1-9]", text)
     assert re.search(r'dedup_store_documents_added_total\{status="rejected"\} [1-9]', text)
 
 

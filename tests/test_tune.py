@@ -57,3 +57,15 @@ def test_sizes_of_postgresql_style() -> None:
     assert tuning.parse_size("2tb") == 2 * 2**40
     with pytest.raises(ValueError, match="has no unit"):
         tuning.parse_size("64")
+
+
+def test_the_note_speaks_when_the_indexes_outgrow_shared_buffers() -> None:
+    mb = 2**20
+    assert (
+        tuning.memory_note({"tables": 900 * mb, "indexes": 100 * mb, "shared_buffers": 128 * mb})
+        is None
+    )
+    assert tuning.memory_note({}) is None
+    note = tuning.memory_note({"tables": 900 * mb, "indexes": 420 * mb, "shared_buffers": 128 * mb})
+    assert note is not None
+    assert "420MB" in note and "128MB" in note and "dedup-store db tune" in note

@@ -78,7 +78,7 @@ def metrics() -> Metrics:
 
 
 class StoreCounts(Collector):
-    """The store's documents, clusters and edges, as read for one scrape."""
+    """The store's documents, clusters, edges and bytes, as read for one scrape."""
 
     def __init__(self, stats: Stats) -> None:
         self._stats = stats
@@ -92,6 +92,17 @@ class StoreCounts(Collector):
         for method, count in sorted(stats.edges_by_method.items()):
             edges.add_metric([method], count)
         yield edges
+        storage = GaugeMetricFamily(
+            "dedup_store_bytes", "Bytes of the store's tables and indexes", labels=["kind"]
+        )
+        for kind in ("tables", "indexes"):
+            storage.add_metric([kind], stats.storage.get(kind, 0))
+        yield storage
+        yield GaugeMetricFamily(
+            "dedup_store_server_shared_buffers_bytes",
+            "The server's shared_buffers, which the indexes' pages are read through",
+            stats.storage.get("shared_buffers", 0),
+        )
 
 
 def exposition(stats: Stats) -> bytes:

@@ -209,7 +209,24 @@ def stats_row(conn: Connection, schema: str, params: FingerprintParams) -> dict[
         "documents_in_duplicate_clusters": int(dup_docs),
         "edges": sum(by_method.values()),
         "edges_by_method": by_method,
+        "storage": storage_row(conn, schema),
     }
+
+
+def storage_row(conn: Connection, schema: str) -> dict[str, int]:
+    """Bytes of the store's tables (with their TOAST) and of its indexes, and the server's
+    ``shared_buffers``, which the pages that lookups and writes touch at random must fit in."""
+    tables, indexes, buffers = conn.execute(
+        text(
+            "SELECT coalesce(sum(pg_table_size(c.oid)) FILTER (WHERE c.relkind = 'r'), 0), "
+            "coalesce(sum(pg_relation_size(c.oid)) FILTER (WHERE c.relkind = 'i'), 0), "
+            "pg_size_bytes(current_setting('shared_buffers')) "
+            "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = :schema"
+        ),
+        {"schema": schema},
+    ).one()
+    return {"tables": int(tables), "indexes": int(indexes), "shared_buffers": int(buffers)}
 
 
 def count_clusters(conn: Connection, schema: str) -> int:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import psutil
@@ -194,6 +194,26 @@ def _write_if_different(path: Path, content: str) -> bool:
 
 def _clamp(value: int, low: int, high: int) -> int:
     return max(low, min(high, value))
+
+
+def memory_note(storage: Mapping[str, int]) -> str | None:
+    """What to tell an operator whose store's indexes outgrow the server's ``shared_buffers``
+    (``storage`` as :attr:`~dedup_store.results.Stats.storage` gives it), else ``None``.
+
+    Incremental ingest and ``check`` touch the key and excerpt indexes at random; once those
+    outgrow ``shared_buffers``, most of their pages come through the kernel's page cache, and
+    a write or a lookup costs more the larger the store: on a 2-core machine with the stock
+    128MB, appending ~600-word documents to 100k of them ran at 0.55 of the rate into an empty
+    store, against 0.88 with 3GB.
+    """
+    indexes, buffers = storage.get("indexes", 0), storage.get("shared_buffers", 0)
+    if not buffers or indexes <= buffers:
+        return None
+    return (
+        f"note: the store's indexes ({_size(indexes)}) outgrow the server's shared_buffers "
+        f"({_size(buffers)}): incremental ingest and check slow down as the store grows; "
+        "`dedup-store db tune` prints settings sized for the server's machine"
+    )
 
 
 def _size(size: int) -> str:
