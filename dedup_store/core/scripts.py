@@ -25,6 +25,7 @@ _ANY_CJK = regex.compile(rf"[{_CJK_CLASS}]")
 # No Han, Hiragana or Katakana character lies below this one (U+2E80, the first CJK radical).
 _AT_OR_ABOVE_FIRST_CJK = re.compile("[\u2e80-\U0010ffff]")
 _KANA = re.compile("[\u3040-\u30ff]")
+_AT_OR_ABOVE_CYRILLIC = re.compile("[\u0400-\U0010ffff]")
 _NOT_CYRILLIC = re.compile("[^\u0400-\u04ff]+")
 
 
@@ -80,13 +81,15 @@ def starts_cjk(token: str) -> bool:
     return first >= "\u2e80" and script_classes()[ord(first)] == CJK_KIND
 
 
-def has_cjk(text: str) -> bool:
-    """Whether ``text`` contains any Han, Hiragana or Katakana character."""
+def has_cjk(text: str, start: int = 0) -> bool:
+    """Whether ``text`` (from position ``start``) contains any Han, Hiragana or Katakana
+    character."""
     # all of them lie at or above the first CJK radical: most text is ruled out by one scan for
     # such a character (the standard library's, much faster than the script classes of regex)
-    if _AT_OR_ABOVE_FIRST_CJK.search(text) is None:
+    first = _AT_OR_ABOVE_FIRST_CJK.search(text, start)
+    if first is None:
         return False
-    return _ANY_CJK.search(text) is not None
+    return _ANY_CJK.search(text, first.start()) is not None
 
 
 def guess_language(canonical_text: str) -> str:
@@ -96,7 +99,13 @@ def guess_language(canonical_text: str) -> str:
     """
     if canonical_text.isascii():
         return "en"
-    if has_cjk(canonical_text):
-        return "ja" if _KANA.search(canonical_text) else "zh"
-    cyrillic = len(_NOT_CYRILLIC.sub("", canonical_text))
+    # Cyrillic and CJK characters lie at or above U+0400: one scan rules out the text of a
+    # Latin script with accents, the most common that is not ASCII, and the scans that follow
+    # start where the first such character is
+    first = _AT_OR_ABOVE_CYRILLIC.search(canonical_text)
+    if first is None:
+        return "und"
+    if has_cjk(canonical_text, first.start()):
+        return "ja" if _KANA.search(canonical_text, first.start()) else "zh"
+    cyrillic = len(_NOT_CYRILLIC.sub("", canonical_text[first.start() :]))
     return "ru" if cyrillic * 2 > len(canonical_text) - canonical_text.count(" ") else "und"
