@@ -203,8 +203,8 @@ def memory_note(storage: Mapping[str, int]) -> str | None:
     Incremental ingest and ``check`` touch the key and excerpt indexes at random; once those
     outgrow ``shared_buffers``, most of their pages come through the kernel's page cache, and
     a write or a lookup costs more the larger the store: on a 2-core machine with the stock
-    128MB, appending ~600-word documents to 100k of them ran at 0.55 of the rate into an empty
-    store, against 0.88 with 3GB.
+    128MB, while ~600-word documents were appended to 100k of them, a third of the server's
+    time went to the kernel copying pages in and out of its page cache.
     """
     indexes, buffers = storage.get("indexes", 0), storage.get("shared_buffers", 0)
     if not buffers or indexes <= buffers:
