@@ -16,6 +16,7 @@ from typer.testing import Result
 
 from dedup_store import cli as cli_module
 from dedup_store import cli_ingest
+from tests.probes import modules_loaded
 from tests.test_cli import CliHelper, ingest_json, words
 
 pytestmark = pytest.mark.db
@@ -242,15 +243,8 @@ def test_password_with_an_unencoded_at_sign_is_hidden(cli: CliHelper) -> None:
 
 
 def test_cli_import_leaves_the_store_unloaded() -> None:
-    probe = (
-        "import sys, dedup_store.cli\n"
-        "heavy = ['numpy', 'sqlalchemy', 'psycopg', 'alembic', 'dedup_store.service']\n"
-        "print([m for m in heavy if m in sys.modules])\n"
-    )
-    loaded = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    )
-    assert loaded.stdout.strip() == "[]"
+    heavy = ["numpy", "sqlalchemy", "psycopg", "alembic", "dedup_store.service"]
+    assert modules_loaded("import dedup_store.cli", heavy) == []
     version = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "dedup_store", "--version"],
         capture_output=True,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Sequence
 
 import pytest
@@ -21,6 +19,7 @@ from dedup_store import (
     Status,
     UnknownDocumentError,
 )
+from tests.probes import modules_loaded
 
 NEWS = (
     "The national weather service warned on Monday that a strong storm system will bring "
@@ -175,16 +174,13 @@ def test_reads_survive_a_dropped_connection(engine: Engine, database_url: str, s
 
 def test_the_store_loads_the_ingest_pipeline_and_the_report_when_used() -> None:
     """A command that opens the store for a check does not load what it does not run."""
-    probe = (
-        "import sys, dedup_store.service\n"
-        "unused = ['dedup_store.pipeline', 'dedup_store.db.bulk', 'dedup_store.workers',\n"
-        "          'dedup_store.report']\n"
-        "print([m for m in unused if m in sys.modules])\n"
-    )
-    loaded = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    )
-    assert loaded.stdout.strip() == "[]"
+    unused = [
+        "dedup_store.pipeline",
+        "dedup_store.db.bulk",
+        "dedup_store.workers",
+        "dedup_store.report",
+    ]
+    assert modules_loaded("import dedup_store.service", unused) == []
 
 
 def test_an_ingest_counts_the_clusters_as_stats_does(store: DedupStore) -> None:
