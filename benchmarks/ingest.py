@@ -14,8 +14,8 @@ One run, on one seeded corpus (:mod:`benchmarks.ingest_corpus`) of ``--docs`` do
    over the wall time of that one call; each batch's completion is timestamped (``on_batch``)
    to give the rate of every 10 % slice.
 3. **Append**: the next ``--append`` documents, incrementally (``bulk=False``), into that store
-   (into the recent tier of its key indexes); after ``check``, ``DedupStore.settle`` moves them
-   into the settled tier, timed.
+   (their keys inserted into the store's key index); after ``check``, ``DedupStore.settle``
+   packs that index again, timed.
 4. ``check`` latency over ``--check-queries`` texts (half near-duplicates of documents at random
    positions of the store, half new documents), 50 untimed warm-up calls first, on the store as
    the ingests left it, then after ``ANALYZE`` (``--no-analyze`` skips this).
@@ -269,8 +269,8 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
             if args.append:
                 settled = store.settle()
                 print(
-                    f"\n== settle: {settled['moved']:,.0f} recent documents into the settled key "
-                    f"indexes of {ours.summary.documents + args.append:,} documents in "
+                    f"\n== settle: the key index of {settled['documents']:,.0f} first documents "
+                    f"of {ours.summary.documents + args.append:,} built anew in "
                     f"{settled['seconds']:.1f} s =="
                 )
         if args.check_queries:

@@ -26,7 +26,7 @@ from dedup_store import (
 )
 from dedup_store.db.schema.names import quote
 
-TABLES = ("documents", "settled_keys", "recent_keys", "sample_keys", "edges")
+TABLES = ("documents", "slot_keys", "sample_keys", "edges")
 WARM_UP = 50
 BEFORE_ANALYZE = 200
 SLICES = 10

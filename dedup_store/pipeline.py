@@ -31,7 +31,6 @@ from dedup_store.db.bulk import checkpoint, load
 from dedup_store.db.candidates import hot
 from dedup_store.db.candidates.lane import Lane
 from dedup_store.db.candidates.lookup import Reach, connection_of
-from dedup_store.db.candidates.side import SideIndexedKeys, SideReader
 from dedup_store.db.candidates.stored import INDEXED, NewRows, StoredKeys, new_rows
 from dedup_store.db.matches import scoring
 from dedup_store.db.reports import reads
@@ -114,7 +113,7 @@ class StagedBatch:
         verified: the parameters that score and store the candidates that may match
             (:func:`~dedup_store.db.matches.scoring.verified_parameters`).
         bulk_load: the batch is part of a bulk load.
-        held: where a bulk load holds the batch's sample keys and tier rows
+        held: where a bulk load holds the batch's sample keys and key rows
             (:class:`~dedup_store.db.write.batch.HeldRows`).
         shared: the batch holds the store's lock shared (with its key locks), so it locks the
             cluster labels it merges.
@@ -212,7 +211,6 @@ def stage_batch(
             [encoded[r] for r in new.rows.tolist()],
             with_meta,
             stored.frozen,
-            settled=stored.bulk_load,
         ),
         scoring.verified_parameters(new, found, inter, possible),
         stored.bulk_load,
@@ -272,22 +270,19 @@ def ingest(
             )
         own_engine = dest.db.connection is None
         try:
-            with SideReader(dest.db.read) as side:
-                # on our own engine the settled tier is looked up on a connection of its own
-                split = SideIndexedKeys(side) if own_engine else INDEXED
-                return _stream(
-                    records,
-                    batch_size,
-                    on_error,
-                    on_batch,
-                    on_progress,
-                    prepare=lambda chunk, first: preparer.submit(
-                        chunk, _stored_ids(dest, chunk), first
-                    ),
-                    ahead=preparer.ahead,
-                    write=lambda prepared: _write(dest, prepared, split),
-                    pipelined=own_engine,
-                )
+            return _stream(
+                records,
+                batch_size,
+                on_error,
+                on_batch,
+                on_progress,
+                prepare=lambda chunk, first: preparer.submit(
+                    chunk, _stored_ids(dest, chunk), first
+                ),
+                ahead=preparer.ahead,
+                write=lambda prepared: _write(dest, prepared, INDEXED),
+                pipelined=own_engine,
+            )
         except _StoppedAt as stop:
             raise stop.error from None
 

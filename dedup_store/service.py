@@ -285,17 +285,16 @@ class DedupStore(Reviewing):
         return reweighted(batch, self._tables.document_frequencies(index.unique)).row(0)
 
     def settle(self) -> dict[str, float]:
-        """Move the documents added since the last bulk load (or settle) from the recent tier
-        of the key tables into the settled one: the settled indexes, and the filter of their
-        keys that ingests consult, are built again over every document, the recent ones start
-        empty, so later incremental writes insert into small indexes again. As long as it runs
-        (the index builds of the whole store), readers wait.
+        """Build the index of the band and block keys anew, its pages full, and refresh the
+        planner's statistics of the key tables. Single adds split the index's pages as they
+        insert keys in random order; after many of them (tens of thousands since the last bulk
+        load) this packs the index again. As long as it runs, readers wait.
 
         Returns:
-            ``settled_through`` (the largest settled id), ``moved`` (documents that were in the
-            recent tier) and ``seconds`` (the index and filter builds).
+            ``documents`` (first documents, whose keys the index holds) and ``seconds`` (the
+            index build).
         """
-        self._require_owner("settling the key tiers")
+        self._require_owner("rebuilding the key index")
         return self._tables.settle()
 
     def _require_owner(self, work: str) -> None:

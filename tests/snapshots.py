@@ -22,8 +22,8 @@ def snapshot(engine: Engine, schema: str) -> dict[str, Any]:
         ).all()
         keys = conn.execute(
             text(
-                f"SELECT * FROM (SELECT * FROM {s}.settled_keys UNION ALL "
-                f"SELECT * FROM {s}.recent_keys) k ORDER BY id"
+                f"SELECT doc_id, array_agg(key ORDER BY kind, slot) FROM {s}.slot_keys "
+                "GROUP BY doc_id ORDER BY doc_id"
             )
         ).all()
         edges = conn.execute(

@@ -1589,130 +1589,6 @@ static PyObject *multimap_find(PyObject *self, PyObject *args)
     return result;
 }
 
-/* ---- key filter ------------------------------------------------------------------------ */
-
-/* A split block Bloom filter (the layout of Parquet's): blocks of eight uint32 words, one bit
-   set in each word per key. A key's hash h = mix64(key ^ salt) picks the block from its upper
-   half, and the bit of word i is the top five bits of its lower half times SALT[i]. */
-
-static const uint32_t FILTER_SALT[8] = {0x47b6137bU, 0x44974d91U, 0x8824ad5bU, 0xa2b7289dU,
-                                        0x705495c7U, 0x2df1424bU, 0x9efc4947U, 0x5c6bfb31U};
-
-static inline size_t filter_block(uint64_t h, uint64_t blocks)
-{
-    return (size_t)(((h >> 32) * blocks) >> 32);
-}
-
-static inline void fetch_block(const uint32_t *words, size_t block)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    __builtin_prefetch(&words[block * 8], 1, 1);
-#else
-    (void)words;
-    (void)block;
-#endif
-}
-
-/* The filter's words and the keys, checked: a whole number of blocks, fewer than 2**32. */
-static int get_filter(PyObject *words_obj, PyObject *keys_obj, Py_buffer *words, Py_buffer *keys,
-                      int writable)
-{
-    if (get_items(words_obj, words, 4, "filter words") < 0) {
-        return -1;
-    }
-    if (get_items(keys_obj, keys, 8, "keys") < 0) {
-        PyBuffer_Release(words);
-        return -1;
-    }
-    Py_ssize_t blocks = words->len / 32;
-    if (words->len % 32 != 0 || blocks == 0 || (uint64_t)blocks > 0xFFFFFFFFULL) {
-        PyErr_SetString(PyExc_ValueError, "filter: 1 to 2**32 - 1 blocks of eight uint32 words");
-    } else if (writable && words->readonly) {
-        PyErr_SetString(PyExc_ValueError, "filter: the words are read-only");
-    } else {
-        return 0;
-    }
-    PyBuffer_Release(keys);
-    PyBuffer_Release(words);
-    return -1;
-}
-
-/* filter_add (has = 0) and filter_has (has = 1): parse, check, then set or test each key's
-   eight bits, the blocks of the keys PROBE_AHEAD on fetched into the cache. */
-static PyObject *filter_keys(PyObject *args, int has)
-{
-    PyObject *w_obj, *k_obj, *result = NULL;
-    unsigned long long salt;
-    Py_buffer w, k;
-    if (!PyArg_ParseTuple(args, "OOK", &w_obj, &k_obj, &salt)) {
-        return NULL;
-    }
-    if (get_filter(w_obj, k_obj, &w, &k, !has) < 0) {
-        return NULL;
-    }
-    uint32_t *words = w.buf;
-    const uint64_t *keys = k.buf;
-    Py_ssize_t n = k.len / 8;
-    uint64_t blocks = (uint64_t)(w.len / 32);
-    if (has) {
-        result = PyBytes_FromStringAndSize(NULL, n);
-    } else {
-        result = Py_None;
-        Py_INCREF(result);
-    }
-    if (result != NULL) {
-        unsigned char *out = has ? (unsigned char *)PyBytes_AS_STRING(result) : NULL;
-        Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t e = 0; e < n && e < PROBE_AHEAD; e++) {
-            fetch_block(words, filter_block(mix64(keys[e] ^ salt), blocks));
-        }
-        for (Py_ssize_t e = 0; e < n; e++) {
-            if (e + PROBE_AHEAD < n) {
-                fetch_block(words, filter_block(mix64(keys[e + PROBE_AHEAD] ^ salt), blocks));
-            }
-            uint64_t h = mix64(keys[e] ^ salt);
-            uint32_t *block = &words[filter_block(h, blocks) * 8], low = (uint32_t)h, missing = 0;
-            for (int i = 0; i < 8; i++) {
-                uint32_t bit = 1U << ((low * FILTER_SALT[i]) >> 27);
-                if (has) {
-                    missing |= ~block[i] & bit;
-                } else {
-                    block[i] |= bit;
-                }
-            }
-            if (has) {
-                out[e] = missing == 0;
-            }
-        }
-        Py_END_ALLOW_THREADS
-    }
-    PyBuffer_Release(&k);
-    PyBuffer_Release(&w);
-    return result;
-}
-
-PyDoc_STRVAR(filter_add_doc,
-"filter_add(words, keys, salt) -> None\n\n"
-"Add each of keys (uint64) hashed with salt to the split block Bloom filter words (uint32,\n"
-"eight a block).");
-
-static PyObject *filter_add(PyObject *self, PyObject *args)
-{
-    (void)self;
-    return filter_keys(args, 0);
-}
-
-PyDoc_STRVAR(filter_has_doc,
-"filter_has(words, keys, salt) -> bytes\n\n"
-"Per key of keys (uint64) hashed with salt, 1 if the split block Bloom filter words may hold\n"
-"it, 0 if it does not.");
-
-static PyObject *filter_has(PyObject *self, PyObject *args)
-{
-    (void)self;
-    return filter_keys(args, 1);
-}
-
 /* ---- stored shingles ------------------------------------------------------------------- */
 
 PyDoc_STRVAR(high_halves_doc,
@@ -1799,15 +1675,13 @@ static PyMethodDef kernel_methods[] = {
     {"multimap_insert", multimap_insert, METH_VARARGS, multimap_insert_doc},
     {"multimap_rehash", multimap_rehash, METH_VARARGS, multimap_rehash_doc},
     {"multimap_find", multimap_find, METH_VARARGS, multimap_find_doc},
-    {"filter_add", filter_add, METH_VARARGS, filter_add_doc},
-    {"filter_has", filter_has, METH_VARARGS, filter_has_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef kernels_module = {
     PyModuleDef_HEAD_INIT, "_kernels",
     "Compiled kernels of dedup_store.core (words, shingles, MinHash, SimHash, winnowing, key\n"
-    "index and key filter).", -1,
+    "index).", -1,
     kernel_methods,
     NULL, NULL, NULL, NULL,
 };

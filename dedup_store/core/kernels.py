@@ -19,7 +19,6 @@ from types import ModuleType
 from typing import Protocol
 
 import numpy as np
-import numpy.typing as npt
 import xxhash
 
 from dedup_store.config import ENV_KERNELS
@@ -92,13 +91,6 @@ class Backend(Protocol):
     def high_halves(self, values: U64, offsets: I64) -> I32:
         """The high 32 bits of the values of each (sorted) group, as ``int32``, each group
         sorted."""
-
-    def filter_add(self, words: U32, keys: U64, salt: int) -> None:
-        """Add ``keys`` hashed with ``salt`` to the split block Bloom filter ``words`` (see
-        :mod:`dedup_store.core.keyfilter`)."""
-
-    def filter_has(self, words: U32, keys: U64, salt: int) -> npt.NDArray[np.bool_]:
-        """Per key of ``keys`` hashed with ``salt``: may the filter ``words`` hold it."""
 
 
 class CompiledBackend:
@@ -200,12 +192,6 @@ class CompiledBackend:
         """Every ``(id, key)`` entry of the distinct ``keys``, key by key, in insertion order."""
         ids, found = self.module.multimap_find(table_keys, table_ids, _u64(keys))
         return np.frombuffer(ids, dtype=np.int64), np.frombuffer(found, dtype=np.uint64)
-
-    def filter_add(self, words: U32, keys: U64, salt: int) -> None:
-        self.module.filter_add(words, _u64(keys), salt)
-
-    def filter_has(self, words: U32, keys: U64, salt: int) -> npt.NDArray[np.bool_]:
-        return np.frombuffer(self.module.filter_has(words, _u64(keys), salt), dtype=np.bool_)
 
 
 def _u64(values: U64) -> U64:

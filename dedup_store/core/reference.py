@@ -11,7 +11,6 @@ import itertools
 import re
 
 import numpy as np
-import numpy.typing as npt
 import xxhash
 from numpy.lib.stride_tricks import sliding_window_view
 
@@ -177,40 +176,6 @@ class ReferenceBackend:
         halves = (values >> _TOP_HALF).astype(np.uint32).view(np.int32)
         parts = [np.sort(halves[lo:hi]) for lo, hi in itertools.pairwise(offsets.tolist())]
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.int32)
-
-    def filter_add(self, words: U32, keys: U64, salt: int) -> None:
-        """Set each key's eight bits in its block (``np.bitwise_or.at``)."""
-        blocks, bits = _filter_bits(words, keys, salt)
-        np.bitwise_or.at(words.reshape(-1, 8), (blocks[:, None], np.arange(8)), bits)
-
-    def filter_has(self, words: U32, keys: U64, salt: int) -> npt.NDArray[np.bool_]:
-        """Whether every one of each key's eight bits is set in its block."""
-        blocks, bits = _filter_bits(words, keys, salt)
-        found: npt.NDArray[np.bool_] = np.all(words.reshape(-1, 8)[blocks] & bits == bits, axis=1)
-        return found
-
-
-#: The words' multipliers of a key filter's block (Parquet's split block Bloom filter).
-FILTER_SALT = np.array(
-    [
-        *(0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D),
-        *(0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31),
-    ],
-    dtype=np.uint64,
-)
-
-
-def _filter_bits(words: U32, keys: U64, salt: int) -> tuple[I64, U32]:
-    """Each key's block of the filter ``words`` and its bit in each of the block's 8 words."""
-    count = len(words) // 8
-    if len(words) % 8 or not 0 < count < 1 << 32:
-        raise ValueError("filter: 1 to 2**32 - 1 blocks of eight uint32 words")
-    hashes = mix64(np.asarray(keys, dtype=np.uint64) ^ np.uint64(salt))
-    blocks = ((hashes >> _TOP_HALF) * np.uint64(count)) >> _TOP_HALF
-    low = hashes & np.uint64(0xFFFFFFFF)
-    with np.errstate(over="ignore"):
-        shifts = ((low[:, None] * FILTER_SALT) & np.uint64(0xFFFFFFFF)) >> np.uint64(27)
-    return blocks.astype(np.int64), (np.uint32(1) << shifts.astype(np.uint32))
 
 
 def _flush(pairs: list[tuple[str, str]], run: list[str], kind: int) -> None:

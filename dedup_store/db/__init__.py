@@ -17,8 +17,7 @@ Rooms:
 
 - :mod:`~dedup_store.db.schema`: the structure of a store.
 
-  - :mod:`~dedup_store.db.schema.ddl`: the tables, the per-slot key indexes and the parameters
-    row.
+  - :mod:`~dedup_store.db.schema.ddl`: the tables and the parameters row.
   - :mod:`~dedup_store.db.schema.migrate`: the Alembic migrations, configured in code.
   - :mod:`~dedup_store.db.schema.names`: schema names, validated once and quoted everywhere.
   - :mod:`~dedup_store.db.schema.encoding`: how fingerprints are stored (key kinds, 32-bit forms,
@@ -28,18 +27,16 @@ Rooms:
 
 - :mod:`~dedup_store.db.candidates`: candidate pairs from the stored keys.
 
-  - :mod:`~dedup_store.db.candidates.lookup`: the lookup of band, block and sample keys, and the
-    pairs inside a batch.
+  - :mod:`~dedup_store.db.candidates.lookup`: the lookup of band, block and sample keys (one
+    index probe per key), and the pairs inside a batch.
   - :mod:`~dedup_store.db.candidates.hot`: the main candidate search (``find_candidates``) and hot
     keys, their buckets split by secondary keys.
-  - :mod:`~dedup_store.db.candidates.side`: lookups of the settled tier on connections of their
-    own.
-  - :mod:`~dedup_store.db.candidates.settled_filter`: the filter of the settled tier's keys.
+  - :mod:`~dedup_store.db.candidates.key_rows`: the rows of ``slot_keys``, the band and block keys
+    under one index.
   - :mod:`~dedup_store.db.candidates.lane`: a connection whose statements run in order on a
     thread of its own.
   - :mod:`~dedup_store.db.candidates.stored`: what a write finds of the documents stored before
     it (the ``StoredKeys`` protocol).
-  - :mod:`~dedup_store.db.candidates.tier_rows`: the rows of the key tiers' tables.
 
 - :mod:`~dedup_store.db.matches`: from candidate pairs to matches.
 

@@ -23,7 +23,7 @@ from dedup_store.core.arrays import I64, U32
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.weights import DocumentFrequencies
-from dedup_store.db.candidates import hot, tier_rows
+from dedup_store.db.candidates import hot, key_rows
 from dedup_store.db.matches import exact_groups, scoring
 from dedup_store.db.reports import reads
 from dedup_store.db.reports.explain import StoredPair, stored_pair
@@ -261,11 +261,11 @@ class StoreTables:
         return self.db.run(work)
 
     def settle(self) -> dict[str, float]:
-        """Move the recent tier of the key tables into the settled one
-        (:func:`~dedup_store.db.bulk.load.settle`)."""
+        """Build the index of the band and block keys anew and refresh the statistics of the
+        key tables (:func:`~dedup_store.db.bulk.load.settle`)."""
         from dedup_store.db.bulk.load import settle
 
-        return self.db.run(lambda conn: settle(conn, self.schema, self.params))
+        return self.db.run(lambda conn: settle(conn, self.schema))
 
     # -- review -----------------------------------------------------------------------------
 
@@ -396,7 +396,7 @@ def _ready_params(conn: Connection, schema: str) -> FingerprintParams | None:
     if migrate.current_revision(conn, schema) != migrate.head():
         return None
     stored = ddl.load_params(conn, schema)
-    if stored is None or ddl.missing_key_indexes(conn, schema, stored):
+    if stored is None or key_rows.missing(conn, schema):
         return None
     return stored
 
@@ -419,8 +419,7 @@ def _create(
         settings.save(conn, schema, chosen)
     elif params is not None:
         _require(schema, stored, params)
-    tier_rows.create_key_tables(conn, schema, stored)
-    ddl.create_key_indexes(conn, schema, ddl.missing_key_indexes(conn, schema, stored))
+    key_rows.fill_missing(conn, schema, stored)
     return stored
 
 

@@ -18,20 +18,19 @@ from sqlalchemy import Connection, text
 
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.bulk import load
-from dedup_store.db.candidates import tier_rows
+from dedup_store.db.candidates import key_rows
 from dedup_store.db.schema import ddl
 from dedup_store.db.schema.names import qualified, quote
 from dedup_store.db.write.batch import DOCUMENT_COLUMNS
 
 PREFIX = "spark_load_"
-#: The store's tables a load writes, with the columns the executors fill (``None``: the
-#: columns of the store's parameters, :func:`~dedup_store.db.candidates.tier_rows.key_columns`).
-STAGED: dict[str, tuple[str, ...] | None] = {
+#: The store's tables a load writes, with the columns the executors fill.
+STAGED: dict[str, tuple[str, ...]] = {
     "documents": DOCUMENT_COLUMNS,
     "sample_keys": ("key", "doc_id"),
     "secondary_keys": ("kind", "slot", "key", "doc_id"),
     "edges": ("a", "b", "method", "jaccard", "containment", "hamming"),
-    ddl.TIER_TABLES[ddl.SETTLED]: None,
+    key_rows.TABLE: key_rows.COLUMNS,
 }
 
 
@@ -85,10 +84,10 @@ def publish(conn: Connection, staging: Staging, params: FingerprintParams) -> di
     insert set-wise, build the indexes and add the keys back, drop the staging tables. Returns
     the seconds of the index build and of ``ANALYZE``."""
     schema = staging.schema
-    load.drop_lookup_indexes(conn, schema, params)
+    load.drop_lookup_indexes(conn, schema)
     ddl.drop_edge_links(conn, schema)
     for table, columns in STAGED.items():
-        names = ", ".join(quote(c) for c in columns or tier_rows.key_columns(params))
+        names = ", ".join(quote(c) for c in columns)
         conn.execute(
             text(
                 f"INSERT INTO {qualified(schema, table)} ({names}) "

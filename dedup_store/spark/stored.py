@@ -14,9 +14,8 @@ from pyspark.sql.types import StructType
 from sqlalchemy import Connection, create_engine, text
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.schema.ddl import RECENT, SETTLED, TIER_TABLES, key_column, key_slots
-from dedup_store.db.schema.encoding import KEY_COLUMNS
-from dedup_store.db.schema.names import qualified, quote
+from dedup_store.db.candidates.lookup import salts_sql
+from dedup_store.db.schema.names import qualified
 from dedup_store.spark.pairs import BAND, BLOCK, SAMPLE
 
 
@@ -55,23 +54,19 @@ class StoredRows:
 
     def keys(self) -> DataFrame:
         """``(kind, slot, key, id, batch)`` of the stored documents' lookup keys."""
-        slots = key_slots(self.params)
-        arrays = [
-            f"ARRAY[{', '.join(quote(key_column(c, i)) for k, c, i in slots if k == kind)}] "
-            f"AS {KEY_COLUMNS[kind]}"
-            for kind in (BAND, BLOCK)
-        ]
-        settled, recent = (  # the first documents' keys, in the table of each tier
-            self._read(
-                f"id, {', '.join(arrays)}",
-                table,
-                "id bigint, band_keys array<bigint>, block_keys array<bigint>",
-            )
-            for table in (TIER_TABLES[SETTLED], TIER_TABLES[RECENT])
+        # the first documents' band and block keys, untagged
+        slotted = read_stored(
+            self.spark,
+            self.dsn,
+            "SELECT k.kind::int, k.slot::int, k.key # t.salt, k.doc_id "
+            f"FROM {self.s}.slot_keys k JOIN ({salts_sql(self.params)}) t "
+            "ON t.kind = k.kind AND t.slot = k.slot "
+            "WHERE k.doc_id >= %(lo)s AND k.doc_id < %(hi)s",
+            "kind int, slot int, key bigint, id bigint",
+            self.last,
         )
-        slotted = settled.unionByName(recent)
         samples = self._read("doc_id, key", "sample_keys", "doc_id bigint, key int", "doc_id")
-        return slotted_keys(slotted.withColumn("batch", F.lit(-1).cast("bigint"))).unionByName(
+        return slotted.withColumn("batch", F.lit(-1).cast("bigint")).unionByName(
             samples.select(
                 F.lit(SAMPLE).alias("kind"),
                 F.lit(0).alias("slot"),

@@ -19,14 +19,11 @@ import pyarrow as pa
 from psycopg import sql
 
 from dedup_store.core.arrays import stable_order
-from dedup_store.db.candidates import tier_rows
-from dedup_store.db.schema.ddl import SETTLED, TIER_TABLES
+from dedup_store.db.candidates import key_rows
 from dedup_store.db.server import binary_copy
 from dedup_store.db.write.batch import DOCUMENT_COLUMNS
 
 EDGE_COLUMNS = ("a", "b", "method", "jaccard", "containment", "hamming")
-#: The table a load's band and block keys go to: its documents are settled as it publishes them.
-SETTLED_KEYS = TIER_TABLES[SETTLED]
 #: What a writing partition reports.
 WRITTEN_SCHEMA = "rows bigint"
 
@@ -110,9 +107,9 @@ def document_payload(batch: pa.RecordBatch) -> bytes:
     return b"".join(parts)
 
 
-def key_rows(batch: pa.RecordBatch) -> tuple[tuple[str, ...], bytes]:
-    """The columns and rows of a tier table of the batch's first documents of their exact
-    group (:func:`dedup_store.db.candidates.tier_rows.key_rows`)."""
+def slot_rows(batch: pa.RecordBatch) -> bytes:
+    """The ``slot_keys`` rows of the batch's first documents of their exact group
+    (:meth:`dedup_store.db.candidates.key_rows.KeyRows.of`), as binary COPY tuples."""
     chosen = batch.filter(pa.compute.is_null(batch.column("exact_of")))
     n = chosen.num_rows
 
@@ -121,7 +118,8 @@ def key_rows(batch: pa.RecordBatch) -> tuple[tuple[str, ...], bytes]:
         return values.astype(np.int64).reshape(n, len(values) // max(n, 1))
 
     ids = np.asarray(chosen.column("id").to_numpy(), dtype=np.int64)
-    return tier_rows.key_rows(ids, matrix("band_keys"), matrix("block_keys"))
+    rows = key_rows.KeyRows.of(ids, matrix("band_keys"), matrix("block_keys"))
+    return binary_copy.fixed_rows([rows.key, rows.doc, rows.kind, rows.slot]) if len(rows) else b""
 
 
 def sample_rows(batch: pa.RecordBatch) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
@@ -160,15 +158,15 @@ def write_documents(
 ) -> Iterator[pa.RecordBatch]:
     """COPY a partition's documents, their sample keys and their band and block keys in one
     transaction, into the tables ``tables["documents"]``, ``tables["sample_keys"]`` and
-    ``tables["settled_keys"]``."""
+    ``tables["slot_keys"]``."""
 
     def write(conn: psycopg.Connection[Any], batch: pa.RecordBatch) -> None:
         payload = document_payload(batch)
         copy_rows(conn, schema, tables["documents"], DOCUMENT_COLUMNS, payload)
-        copy_rows(conn, schema, tables[SETTLED_KEYS], *key_rows(batch))  # none: no payload
+        copy_rows(conn, schema, tables[key_rows.TABLE], key_rows.COLUMNS, slot_rows(batch))
         keys, docs = sample_rows(batch)
         if len(keys):
-            rows = _fixed_rows(keys, docs)
+            rows = binary_copy.fixed_rows([keys, docs])
             copy_rows(conn, schema, tables["sample_keys"], ("key", "doc_id"), rows)
 
     return _write_partition(batches, dsn, write)
@@ -236,13 +234,3 @@ def _write_partition(
 def _count(rows: int) -> pa.RecordBatch:
     """The one-row result of a partition's write: how many rows it wrote."""
     return pa.RecordBatch.from_arrays([pa.array([rows], pa.int64())], names=["rows"])
-
-
-def _fixed_rows(keys: npt.NDArray[np.int32], docs: npt.NDArray[np.int64]) -> bytes:
-    """Binary COPY tuples ``(integer, bigint)``."""
-    rows = np.empty(
-        len(keys),
-        dtype=[("count", ">i2"), ("l0", ">i4"), ("v0", ">i4"), ("l1", ">i4"), ("v1", ">i8")],
-    )
-    rows["count"], rows["l0"], rows["v0"], rows["l1"], rows["v1"] = 2, 4, keys, 8, docs
-    return rows.tobytes()

@@ -97,7 +97,7 @@ def test_a_bulk_load_leaves_its_key_tables_without_empty_pages() -> None:
         with DedupStore(local, FingerprintParams(), schema="s") as store:
             assert store.ingest(docs, bulk=True, batch_size=5000).bulk
         with local.connect() as conn:
-            for table in ("settled_keys", "sample_keys"):
+            for table in ("slot_keys", "sample_keys"):
                 pages, used = conn.execute(
                     sa.text(
                         f"SELECT pg_relation_size('s.{table}') / 8192, "

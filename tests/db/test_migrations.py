@@ -10,9 +10,9 @@ from sqlalchemy import Engine, inspect, text
 
 from dedup_store import DedupStore, Document, SchemaOutdatedError, StoreNotInitializedError
 from dedup_store.core import FingerprintParams
-from dedup_store.db.candidates import settled_filter
 from dedup_store.db.schema import migrate
 from dedup_store.db.schema.ddl import VIEWS, build_metadata
+from dedup_store.db.schema.encoding import slot_salts
 from tests.db.corpus import PlantedCorpus
 from tests.snapshots import snapshot
 
@@ -89,22 +89,18 @@ def _key_index_names(engine: Engine, schema: str) -> set[str]:
         rows = conn.execute(
             text(
                 "SELECT indexname FROM pg_indexes WHERE schemaname = :s "
-                "AND (indexname LIKE :p OR tablename IN ('settled_keys', 'recent_keys'))"
+                "AND (indexname LIKE :p "
+                "OR tablename IN ('settled_keys', 'recent_keys', 'slot_keys'))"
             ),
             {"s": schema, "p": "documents\\_b%"},
         )
         return set(rows.scalars())
 
 
-def test_store_creates_two_key_indexes_per_slot(engine: Engine, schema: str) -> None:
-    """One on each tier's table (each with its id index), none on ``documents``."""
-    DedupStore(engine, schema=schema).close()
-    params = FingerprintParams()
-    slots = [f"band_{i}" for i in range(1, params.band_key_count + 1)]
-    slots += [f"block_{i}" for i in range(1, params.block_key_count + 1)]
-    expected = {f"{table}_{name}" for table in ("settled_keys", "recent_keys") for name in slots}
-    expected |= {"settled_keys_id", "recent_keys_id"}
-    assert _key_index_names(engine, schema) == expected
+def test_store_keeps_its_band_and_block_keys_under_one_index(engine: Engine, schema: str) -> None:
+    """``slot_keys_lookup``, whatever the parameters, and none on ``documents``."""
+    DedupStore(engine, FingerprintParams(num_perm=128), schema=schema).close()
+    assert _key_index_names(engine, schema) == {"slot_keys_lookup"}
 
 
 def test_0001_store_upgrades_with_its_keys(engine: Engine, schema: str) -> None:
@@ -187,8 +183,7 @@ def test_keys_leave_documents_and_come_back_unchanged(
     later += [Document("copy", texts[3])]
     with DedupStore(engine, params, schema=schema) as store:
         store.ingest(docs, bulk=True)
-        store.add_many(later)  # into the recent tier
-        assert store.stats().recent_documents == 11  # the copy too (it has no row)
+        store.add_many(later)
     before = snapshot(engine, schema)
     firsts = [row[0] for row in before["documents"] if row[2] is None]
     assert [row[0] for row in before["keys"]] == firsts  # one row per first document
@@ -201,7 +196,8 @@ def test_keys_leave_documents_and_come_back_unchanged(
                 f'SELECT id, exact_of, band_keys, block_keys FROM "{schema}".documents ORDER BY id'
             )
         ).all()
-    rows = {row[0]: row[1:] for row in before["keys"]}
+    salts = slot_salts(params.band_key_count, params.block_key_count).tolist()
+    rows = {row[0]: [k ^ s for k, s in zip(row[1], salts, strict=True)] for row in before["keys"]}
     width = params.band_key_count
     for doc_id, exact_of, bands, blocks in arrays:
         keys = rows[exact_of or doc_id]
@@ -214,52 +210,33 @@ def test_keys_leave_documents_and_come_back_unchanged(
     assert snapshot(engine, schema) == before
 
 
-def _settled_triggers(engine: Engine, schema: str) -> list[str]:
-    with engine.connect() as conn:
-        return list(
-            conn.execute(
-                text(
-                    "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal "
-                    "AND tgrelid = CAST(:t AS regclass)"
-                ),
-                {"t": f'"{schema}".settled_keys'},
-            ).scalars()
-        )
-
-
-def test_a_0009_store_gets_the_recent_tier_storage_and_the_settled_filter(
-    engine: Engine, schema: str
-) -> None:
-    """Revision 0010 has autovacuum analyze ``recent_keys`` only once it holds thousands of
-    rows; 0011 adds ``settled_filter`` and, on the ``settled_keys`` the store already has, the
-    trigger that deletes the filter when rows enter that table. The next settle builds the
-    filter."""
+def test_a_0013_store_moves_both_tiers_into_slot_keys_and_back(engine: Engine, schema: str) -> None:
+    """Revision 0014 makes the rows of ``slot_keys`` from the tier tables of a 0013 store, the
+    settled and the recent one, and drops them with ``key_tiers`` and ``settled_filter``;
+    downgrading makes the tier tables again from ``slot_keys``. Both ways the store holds the same
+    keys and answers the same checks."""
     corpus = PlantedCorpus(44, words=(40, 60))
+    texts = [corpus.original() for _ in range(30)]
     with DedupStore(engine, schema=schema) as store:
-        store.ingest([Document(f"d{i}", corpus.original()) for i in range(30)], bulk=True)
-    assert _settled_triggers(engine, schema) == ["settled_keys_changed"]
-    migrate.downgrade(engine, schema, "0009")
-    assert "settled_filter" not in _tables(engine, schema)
-    assert _settled_triggers(engine, schema) == []
-    assert _recent_storage(engine, schema) is None
-
+        store.ingest([Document(f"d{i}", t) for i, t in enumerate(texts)], bulk=True)
+        store.add_many([Document(f"e{i}", corpus.edit(texts[i], 2)) for i in range(8)])
+        queries = [corpus.edit(texts[i], 1) for i in (0, 3, 9)]
+        answers = [[m.external_id for m in store.check(q).matches] for q in queries]
+    before = snapshot(engine, schema)
+    migrate.downgrade(engine, schema, "0013")
+    tables = _tables(engine, schema)
+    assert {"settled_keys", "recent_keys", "key_tiers", "settled_filter"} <= tables
+    assert "slot_keys" not in tables
+    s = f'"{schema}"'
+    with engine.begin() as conn:  # the documents added since the bulk load: the recent tier
+        moved = f"SELECT * FROM {s}.settled_keys WHERE id > 30"
+        conn.execute(text(f"INSERT INTO {s}.recent_keys {moved}"))
+        conn.execute(text(f"DELETE FROM {s}.settled_keys WHERE id > 30"))
+        conn.execute(text(f"UPDATE {s}.key_tiers SET settled_through = 30"))
     migrate.upgrade(engine, schema)
-    assert _settled_triggers(engine, schema) == ["settled_keys_changed"]
-    assert _recent_storage(engine, schema) == ["autovacuum_analyze_threshold=10000"]
-    with DedupStore(engine, schema=schema) as store, engine.connect() as conn:
-        assert settled_filter.stored(conn, schema) is None  # none until the next settle
-        store.settle()
-        conn.rollback()
-        assert settled_filter.stored(conn, schema) is not None
-    with engine.begin() as conn:  # a statement on the table, even of no rows
-        conn.execute(text(f'UPDATE "{schema}".settled_keys SET id = id WHERE false'))
-        assert settled_filter.stored(conn, schema) is None
-
-
-def _recent_storage(engine: Engine, schema: str) -> list[str] | None:
-    with engine.connect() as conn:
-        options = conn.execute(
-            text("SELECT reloptions FROM pg_class WHERE oid = CAST(:t AS regclass)"),
-            {"t": f'"{schema}".recent_keys'},
-        ).scalar_one()
-        return list(options) if options is not None else None
+    assert _diff(engine, schema) == []
+    gone = {"settled_keys", "recent_keys", "key_tiers", "settled_filter"}
+    assert not gone & _tables(engine, schema)
+    assert snapshot(engine, schema) == before
+    with DedupStore(engine, schema=schema) as store:
+        assert [[m.external_id for m in store.check(q).matches] for q in queries] == answers

@@ -39,9 +39,10 @@ def _tables(engine: Engine, schema: str) -> tuple[list[tuple[object, ...]], ...]
         documents = conn.execute(
             text(
                 f"SELECT d.id, external_id, cluster_id, simhash, exact_hash, signature, shingles, "
-                f"shingle_count, token_count, length, language, meta, k "
-                f'FROM "{schema}".documents d LEFT JOIN (SELECT * FROM "{schema}".settled_keys '
-                f'UNION ALL SELECT * FROM "{schema}".recent_keys) k ON k.id = d.id ORDER BY d.id'
+                f"shingle_count, token_count, length, language, meta, "
+                f"(SELECT array_agg(k.key ORDER BY k.kind, k.slot) "
+                f'FROM "{schema}".slot_keys k WHERE k.doc_id = d.id) '
+                f'FROM "{schema}".documents d ORDER BY d.id'
             )
         ).all()
         edges = conn.execute(

@@ -1,8 +1,8 @@
 """Bulk loads: a load large against the store, written without per-key index maintenance.
 
 A bulk load is one transaction holding the store's lock exclusively. It drops the indexes that
-only key lookups use (the per-slot band and block key indexes, the excerpt keys' index and the exact
-hash index), answers those lookups from memory (:class:`LoadedKeys`, seeded with what the store
+only key lookups use (the band and block keys' index, the excerpt keys' index and the exact hash
+index), answers those lookups from memory (:class:`LoadedKeys`, seeded with what the store
 held before), writes its batches as the incremental path does (same batches, same candidates,
 same verification in SQL, same clusters), then builds the dropped indexes in bulk and commits.
 
@@ -18,7 +18,7 @@ import os
 import threading
 import time
 from collections.abc import Mapping
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any, ClassVar
 
 import numpy as np
@@ -26,22 +26,24 @@ import numpy.typing as npt
 from sqlalchemy import Connection, text
 
 from dedup_store.core.arrays import I32, I64, U32, U64, distinct, grown, merged_segments, ranges
-from dedup_store.core.keyfilter import KeyFilter
 from dedup_store.core.keyindex import HashedKeys, LevelKeys, key_index
 from dedup_store.core.mixing import hashint8
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.bulk import checkpoint
-from dedup_store.db.candidates import settled_filter, tier_rows
 from dedup_store.db.candidates.lookup import Found, KeyGroup, Reach, key_groups
 from dedup_store.db.candidates.stored import INDEXED, NewRows
 from dedup_store.db.schema import ddl
-from dedup_store.db.schema.encoding import BAND, SAMPLE, int4_array
+from dedup_store.db.schema.encoding import BAND, SAMPLE, int4_array, int8_array, slot_salt
 from dedup_store.db.schema.names import qualified, quote
 from dedup_store.db.write import batch as batch_write
 from dedup_store.db.write import locks
 
 #: Indexes of the store's tables that only key lookups use: dropped for a bulk load.
-LOOKUP_INDEXES = (("sample_keys", "sample_keys_lookup"), ("documents", "documents_exact_hash"))
+LOOKUP_INDEXES = (
+    ("slot_keys", "slot_keys_lookup"),
+    ("sample_keys", "sample_keys_lookup"),
+    ("documents", "documents_exact_hash"),
+)
 
 
 class LoadedKeys:
@@ -69,7 +71,7 @@ class LoadedKeys:
         self.external_ids: dict[str, int] = {}
         #: The load emptied the tables it writes with COPY (a new store): it writes them frozen.
         self.frozen = False
-        #: The batches' sample keys and tier rows, held for larger COPYs.
+        #: The batches' sample keys and key rows, held for larger COPYs.
         self.held = batch_write.HeldRows()
 
     def find(
@@ -210,7 +212,7 @@ class LoadedKeys:
         self.external_ids = {row[3]: int(row[0]) for row in rows}
         self._max_id = max(self.external_ids.values(), default=0)
         self._exact = {bytes(row[1]): int(row[0]) for row in rows if row[2]}
-        self._load_tiers(conn, schema)
+        self._load_slot_keys(conn, schema)
         samples = conn.execute(
             text(
                 f"SELECT array_send(array_agg(key ORDER BY doc_id)), "
@@ -233,29 +235,19 @@ class LoadedKeys:
             kinds, slots, keys, docs = (np.array(c, dtype=np.int64) for c in columns)
             self.add_secondary(kinds.astype(np.int16), slots.astype(np.int16), keys, docs)
 
-    def _load_tiers(self, conn: Connection, schema: str) -> None:
-        """Index the band and block keys of the stored first documents (the rows of both
-        tiers' tables)."""
-        slots = ddl.key_slots(self.params)
-        names = ", ".join(quote(c) for c in tier_rows.key_columns(self.params))
-        tiers = " UNION ALL ".join(
-            f"SELECT {names} FROM {qualified(schema, table)}" for table in ddl.TIER_TABLES.values()
+    def _load_slot_keys(self, conn: Connection, schema: str) -> None:
+        """Index the band and block keys of the stored first documents (the rows of
+        ``slot_keys``, in id order, read a slot at a time in binary)."""
+        rows = conn.execute(
+            text(
+                "SELECT kind, slot, array_send(array_agg(key ORDER BY doc_id)), "
+                "array_send(array_agg(doc_id ORDER BY doc_id)) "
+                f"FROM {qualified(schema, 'slot_keys')} GROUP BY kind, slot"
+            )
         )
-        rows = conn.execute(text(f"SELECT * FROM ({tiers}) t ORDER BY id")).all()
-        if not rows:
-            return
-        columns = np.array(rows, dtype=np.int64).T.copy()  # one contiguous row per column
-        for column, (kind, _name, slot) in enumerate(slots, start=1):
-            self._index.add((kind, slot), columns[column], columns[0])
-
-    def key_filter(self) -> KeyFilter:
-        """A filter of every band and block key in the index, once the last batch's are in."""
-        self._indexed()
-        slots = [(kind, slot) for kind, _column, slot in ddl.key_slots(self.params)]
-        found = settled_filter.sized(sum(self._index.entries(slot) for slot in slots))
-        for kind, slot in slots:
-            found.add(kind, slot, self._index.keys((kind, slot)))
-        return found
+        for kind, slot, keys, docs in rows:
+            untagged = int8_array(keys) ^ np.int64(slot_salt(int(kind), int(slot)))
+            self._index.add((int(kind), int(slot)), untagged, int8_array(docs))
 
     def _indexed(self) -> None:
         """Wait until the keys of the last batch added are in the index."""
@@ -451,14 +443,14 @@ def begin(
     s = qualified(schema)
     # every table the load changes the indexes or files of, taken together before anything
     # else: the load does not hold some of them through its work while it waits for another
-    lock_tables(conn, schema, ("documents", "edges", "sample_keys", *ddl.TIER_TABLES.values()))
+    lock_tables(conn, schema, ("documents", "edges", "sample_keys", "slot_keys"))
     empty = conn.execute(text(f"SELECT NOT EXISTS (SELECT 1 FROM {s}.documents)")).scalar_one()
     if empty:
         # new files for the tables: on a server with wal_level = minimal (the embedded one)
         # what this transaction writes into them skips the WAL, and its COPYs may freeze
-        tables = ("documents", "edges", "sample_keys", "secondary_keys", *ddl.TIER_TABLES.values())
+        tables = ("documents", "edges", "sample_keys", "slot_keys", "secondary_keys")
         conn.execute(text(f"TRUNCATE {', '.join(f'{s}.{quote(t)}' for t in tables)}"))
-    drop_lookup_indexes(conn, schema, params)
+    drop_lookup_indexes(conn, schema)
     ddl.drop_edge_links(conn, schema)
     loaded = LoadedKeys(params)
     loaded.load(conn, schema)
@@ -466,12 +458,11 @@ def begin(
     return loaded
 
 
-def drop_lookup_indexes(conn: Connection, schema: str, params: FingerprintParams) -> None:
-    """Drop the indexes only key lookups use (:data:`LOOKUP_INDEXES` and the per-slot key
-    indexes) for the rest of the transaction; :func:`finish` builds them again."""
+def drop_lookup_indexes(conn: Connection, schema: str) -> None:
+    """Drop the indexes only key lookups use (:data:`LOOKUP_INDEXES`) for the rest of the
+    transaction; :func:`finish` builds them again."""
     for _table, name in LOOKUP_INDEXES:
         conn.execute(text(f"DROP INDEX IF EXISTS {qualified(schema, name)}"))
-    drop_key_indexes(conn, schema, params)
 
 
 def lock_tables(conn: Connection, schema: str, tables: tuple[str, ...]) -> None:
@@ -480,70 +471,30 @@ def lock_tables(conn: Connection, schema: str, tables: tuple[str, ...]) -> None:
     conn.execute(text(f"LOCK TABLE {names} IN ACCESS EXCLUSIVE MODE"))
 
 
-def drop_key_indexes(conn: Connection, schema: str, params: FingerprintParams) -> None:
-    """Drop the indexes of the settled tier's table (its id index and per-slot key indexes);
-    the recent tier's table keeps its own, which a bulk load leaves empty."""
-    names = [ddl.id_index(ddl.SETTLED)]
-    names += [index.name for index in ddl.key_indexes(params, (ddl.SETTLED,))]
-    for name in names:
-        conn.execute(text(f"DROP INDEX IF EXISTS {qualified(schema, name)}"))
+def settle(conn: Connection, schema: str) -> dict[str, float]:
+    """Build the index of ``slot_keys`` anew, with its pages full, and refresh the planner's
+    statistics of the key tables, in the transaction of ``conn`` (readers wait for it).
 
-
-def build_key_indexes(
-    conn: Connection,
-    schema: str,
-    params: FingerprintParams,
-    made: Future[KeyFilter] | None = None,
-) -> int:
-    """Settle every stored document: move the rows of the recent tier's table into the settled one's
-    (a bulk load wrote its own there already), (re)build the settled tier's indexes and its key
-    filter (:mod:`~dedup_store.db.candidates.settled_filter`), and empty the recent tier's table.
-    Returns the largest settled id.
-
-    The filter is the one being ``made`` (by a bulk load, from keys it holds in memory, while
-    the server builds the indexes), else the stored one with the recent tier's keys added, if
-    it has room for them, else it is read from the table.
-
-    Run in the transaction of ``conn``, holding the store's lock exclusively; until it commits,
-    readers of the store wait for it.
-    """
-    drop_key_indexes(conn, schema, params)
-    last_id = batch_write.next_id(conn, schema) - 1
-    grown = settled_filter.extended(conn, schema, params) if made is None else None
-    tier_rows.settle_recent(conn, schema, params)
-    ddl.set_settled_through(conn, schema, last_id)
-    ddl.create_id_index(conn, schema, ddl.SETTLED)
-    ddl.create_key_indexes(conn, schema, ddl.key_indexes(params, (ddl.SETTLED,)))
-    found = (
-        made.result() if made is not None else grown or settled_filter.build(conn, schema, params)
-    )
-    settled_filter.store(conn, schema, found, last_id)
-    return last_id
-
-
-def settle(conn: Connection, schema: str, params: FingerprintParams) -> dict[str, float]:
-    """Move the recent tier of the key indexes into the settled one
-    (:func:`build_key_indexes` with the index build settings of a bulk load), in the transaction
-    of ``conn``.
+    Single adds insert keys in random order, which splits pages of the index half full; a
+    store that took many of them since its bulk load finds its keys in fewer pages after this.
 
     Returns:
-        ``settled_through`` (the largest settled id), ``moved`` (documents that were in the
-        recent tier), ``seconds`` (the index builds).
+        ``documents`` (the first documents with keys), ``seconds`` (the index build).
     """
     locks.lock_store(conn, schema)
-    lock_tables(conn, schema, tuple(ddl.TIER_TABLES.values()))
-    before = ddl.settled_through(conn, schema)
-    moved = conn.execute(
-        text(f"SELECT count(*) FROM {qualified(schema, 'documents')} WHERE id > :b"), {"b": before}
-    ).scalar_one()
+    lock_tables(conn, schema, ("slot_keys",))
     for name, value in BUILD_SETTINGS.items():
         conn.execute(text("SELECT set_config(:name, :value, true)"), {"name": name, "value": value})
     started = time.perf_counter()
-    last_id = build_key_indexes(conn, schema, params)
+    conn.execute(text(f"REINDEX INDEX {qualified(schema, 'slot_keys_lookup')}"))
     seconds = time.perf_counter() - started
-    # not the recent tier's table, emptied: see ddl.RECENT_STORAGE
-    conn.execute(text(f"ANALYZE {qualified(schema, ddl.TIER_TABLES[ddl.SETTLED])}"))
-    return {"settled_through": last_id, "moved": int(moved), "seconds": seconds}
+    s = qualified(schema)
+    for table in ("slot_keys", "sample_keys"):
+        conn.execute(text(f"ANALYZE {s}.{quote(table)}"))
+    documents = conn.execute(
+        text(f"SELECT count(*) FROM {s}.documents WHERE exact_of IS NULL")
+    ).scalar_one()
+    return {"documents": int(documents), "seconds": seconds}
 
 
 #: Server settings for the index builds that end a bulk load (for its transaction only). The
@@ -562,15 +513,12 @@ def finish(
     """Build the indexes :func:`begin` dropped, add back the foreign keys of ``edges`` (checking
     every edge) and refresh the planner's statistics.
 
-    Every document is settled: the settled tier of the key indexes is built over all of them,
-    the recent tier is created empty.
-
     Args:
         settings: server settings for the rest of the transaction (``SET LOCAL``), such as
             ``maintenance_work_mem``.
-        loaded: the load's keys, from which the settled tier's key filter is made (else it is
-            read from the table). A load into a new store (:attr:`LoadedKeys.frozen`) has the
-            server checkpoint meanwhile (:func:`~dedup_store.db.bulk.checkpoint.meanwhile`).
+        loaded: the load's keys, whose held rows are written first. A load into a new store
+            (:attr:`LoadedKeys.frozen`) has the server checkpoint meanwhile
+            (:func:`~dedup_store.db.bulk.checkpoint.meanwhile`).
 
     Returns:
         Seconds spent building the indexes (``indexes``) and analyzing (``analyze``).
@@ -583,20 +531,13 @@ def finish(
     started = time.perf_counter()
     metadata = ddl.build_metadata(schema)
     new_files = loaded is not None and loaded.frozen
-    with (
-        checkpoint.meanwhile(conn, new_files),
-        ThreadPoolExecutor(max_workers=1, thread_name_prefix="dedup-store-filter") as thread,
-    ):
-        # the settled tier's key filter is made on a thread while the server builds indexes
-        made = thread.submit(loaded.key_filter) if loaded is not None else None
+    with checkpoint.meanwhile(conn, new_files):
         for table, name in LOOKUP_INDEXES:
             index = next(i for i in metadata.tables[f"{schema}.{table}"].indexes if i.name == name)
             index.create(conn)
-        build_key_indexes(conn, schema, params, made)
     ddl.add_edge_links(conn, schema)
     built = time.perf_counter()
     s = qualified(schema)
-    # not the recent tier's table, emptied: see ddl.RECENT_STORAGE
-    for table in (*batch_write.TABLES, ddl.TIER_TABLES[ddl.SETTLED]):
+    for table in batch_write.TABLES:
         conn.execute(text(f"ANALYZE {s}.{quote(table)}"))
     return {"indexes": built - started, "analyze": time.perf_counter() - built}

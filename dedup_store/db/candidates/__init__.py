@@ -1,1 +1,1 @@
-"""Candidate pairs: the lookups of stored keys by tier, hot keys and filter, and their rows."""
+"""Candidate pairs: the lookups of stored keys, hot keys, and the rows of the keys."""

@@ -36,7 +36,7 @@ from dedup_store.db.candidates.lookup import (
     KeyGroup,
     Reach,
     connection_of,
-    slot_lookup,
+    salts_sql,
     window,
 )
 from dedup_store.db.candidates.stored import INDEXED, StoredKeys
@@ -530,18 +530,13 @@ def hot_stats(conn: Connection, schema: str, params: FingerprintParams) -> dict[
     counts: dict[int, int] = dict(
         conn.execute(text(f"SELECT kind, count(*) FROM {s}.hot_keys GROUP BY kind")).all()
     )
-    branches = []
-    for kind, count in ((BAND, params.band_key_count), (BLOCK, params.block_key_count)):
-        for slot in range(1, count + 1):
-            probe = slot_lookup(s, kind, slot, "= h.key")
-            branches.append(
-                f"SELECT h.kind, h.slot, h.key, (SELECT count(*) FROM ({probe}) p) AS documents "
-                f"FROM {s}.hot_keys h WHERE h.kind = {kind} AND h.slot = {slot}"
-            )
     largest = conn.execute(
         text(
-            f"SELECT kind, slot, key, documents FROM ({' UNION ALL '.join(branches)}) b "
-            "ORDER BY documents DESC, kind, slot, key LIMIT 5"
+            "SELECT h.kind, h.slot, h.key, (SELECT count(*) FROM "
+            f"{s}.slot_keys k WHERE k.key = h.key # t.salt) AS documents "
+            f"FROM {s}.hot_keys h JOIN ({salts_sql(params)}) t "
+            "ON t.kind = h.kind AND t.slot = h.slot "
+            "ORDER BY documents DESC, h.kind, h.slot, h.key LIMIT 5"
         )
     ).all()
     names = {BAND: "band", BLOCK: "block"}

@@ -1,18 +1,17 @@
 """Candidate pairs: documents that share a band, block or sample key.
 
-A first document's band keys and SimHash block keys are a row of the table of its tier,
-``recent_keys`` or ``settled_keys``, one ``bigint`` column per slot (band ``i``, block
-combination ``i``: ``band_i``, ``block_i``), and every column has its own index
-(:mod:`dedup_store.db.schema.ddl`). A key therefore costs one index entry, and equal keys of
-different slots never meet. Sample keys (the excerpt index) vary in number per document and live
-in ``sample_keys``.
+A first document's band keys and SimHash block keys are rows of ``slot_keys``, each key XORed with
+a salt of its kind and slot, under one b-tree on ``(key, doc_id)``
+(:mod:`dedup_store.db.candidates.key_rows`): equal keys of different slots never meet, and a key's
+documents come oldest first. Sample keys (the excerpt index) live in ``sample_keys``.
 
-For a batch, one statement looks up every key of every slot (an ``= ANY(keys)`` index scan per
-slot) *before* the batch's rows are written, so it only meets older documents; the keys found
-are joined back to the new documents that own them in numpy, and pairs inside the batch are found
-in numpy too. The probes of one fingerprint (``check``, ``add``) are :func:`key_lookups` and
-:func:`sample_lookup`. Hot band and block keys
-are split by secondary keys (:mod:`dedup_store.db.candidates.hot`).
+Every key of a lookup, whatever its slot, is one rescan of the one index scan of ``slot_keys``
+(:func:`slot_probe`), which reads at most ``hot_limit`` (+ 1) documents of a key. For a batch, one
+statement looks up every key *before* the batch's rows are written, so it only meets older
+documents; the keys found are joined back to the new documents that own them in numpy, and pairs
+inside the batch are found in numpy too. The probes of one fingerprint (``check``, ``add``) are
+:func:`key_lookups` and :func:`sample_lookup`. Hot band and block keys are split by secondary keys
+(:mod:`dedup_store.db.candidates.hot`).
 """
 
 from __future__ import annotations
@@ -29,21 +28,17 @@ from sqlalchemy import Connection, text
 from dedup_store.core.arrays import I64, ranges, stable_order
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.mixing import mix64
-from dedup_store.db.schema.ddl import (
-    RECENT,
-    SETTLED,
-    TIER_TABLES,
-    key_column,
-)
+from dedup_store.core.params import FingerprintParams
 from dedup_store.db.schema.encoding import (
     BAND,
     BLOCK,
-    KEY_COLUMNS,
     SAMPLE,
     array_literal,
     sample_columns,
+    slot_salt,
+    slot_salts,
 )
-from dedup_store.db.schema.names import qualified, quote
+from dedup_store.db.schema.names import qualified
 
 Reach: TypeAlias = Connection | Callable[[], Connection]
 """A connection, or how to get it when a step turns out to need SQL: a staged bulk load
@@ -56,37 +51,39 @@ def connection_of(reach: Reach) -> Connection:
     return reach if isinstance(reach, Connection) else reach()
 
 
-def slot_lookup(
-    s: str, kind: int, slot: int, condition: str, tiers: tuple[str, ...] = (SETTLED, RECENT)
-) -> str:
-    """``(id, key)`` of the stored first documents whose key of ``slot`` meets ``condition``.
+def salts_sql(params: FingerprintParams) -> str:
+    """SQL: the rows ``(kind, slot, salt)`` of every band and block slot of ``params``
+    (:func:`~dedup_store.db.schema.encoding.slot_salt`), as literals."""
+    arrays = salt_arrays(params.band_key_count, params.block_key_count)
+    return f"SELECT * FROM unnest({arrays}) AS salts(kind, slot, salt)"
 
-    ``condition`` follows the key, e.g. ``= ANY(CAST(:keys AS bigint[]))``. One branch per
-    tier, each an index probe of its table (``settled_keys``, ``recent_keys``); ``tiers`` names
-    the tiers to look in (both by default). A document is in one tier's table or the other's,
-    whatever bound a store last saw.
+
+@functools.lru_cache(maxsize=32)
+def salt_arrays(band_count: int, block_count: int) -> str:
+    """SQL: three array literals, the kind, slot and salt of band slots ``1..band_count`` and
+    block slots ``1..block_count``, in that order."""
+    slots = [(BAND, slot) for slot in range(1, band_count + 1)]
+    slots += [(BLOCK, slot) for slot in range(1, block_count + 1)]
+    kinds = array_literal(kind for kind, _ in slots)
+    numbers = array_literal(slot for _, slot in slots)
+    salts = array_literal(slot_salts(band_count, block_count).tolist())
+    return f"'{kinds}'::smallint[], '{numbers}'::smallint[], '{salts}'::bigint[]"
+
+
+def slot_probe(s: str, tagged: str, limit: int = 0) -> str:
+    """SQL: the ``doc_id`` of the stored first documents owning the key ``tagged`` (an SQL
+    expression of a tagged key, :func:`~dedup_store.db.schema.encoding.tagged_keys`), oldest
+    first, at most ``limit`` of them (0: all), for a ``CROSS JOIN LATERAL``.
+
+    One index scan of ``slot_keys`` rescanned per key: a lookup of any number of keys of any
+    slots is one node of the plan. ``OFFSET 0`` keeps the planner from pulling the subquery up
+    (and walking the index in another order).
     """
-    branches = []
-    for tier in tiers:
-        key = f"o.{quote(key_column(KEY_COLUMNS[kind], slot))}"
-        branches.append(
-            f"SELECT o.id, {key} AS key FROM {s}.{quote(TIER_TABLES[tier])} o "
-            f"WHERE {key} {condition}"
-        )
-    return " UNION ALL ".join(branches)
-
-
-def any_of(source: str) -> str:
-    """SQL: ``= ANY`` of the ``bigint[]`` that the one-row query ``source`` gives (such as
-    ``SELECT CAST(:keys AS bigint[])``), for :func:`slot_lookup`.
-
-    The array is read through a scalar subquery, so the planner sizes the lookup as a few keys
-    instead of estimating each of thousands of them, and every batch runs the same generic
-    plan. Taken as a constant, a batch's keys once made it (with the keys in partial expression
-    indexes, which have no statistics) guess a third of the table, scan the whole table or the
-    wrong slot's index, and spend more time planning than running.
-    """
-    return f"= ANY(CAST(({source}) AS bigint[]))"
+    bound = f" LIMIT {int(limit)}" if limit else ""
+    return (
+        f"SELECT k.doc_id FROM {s}.slot_keys k WHERE k.key = {tagged} "
+        f"ORDER BY k.doc_id{bound} OFFSET 0"
+    )
 
 
 def window(s: str, hot_limit: int, kind: str = "n.kind", slot: str = "n.slot") -> str:
@@ -136,8 +133,7 @@ class KeyGroup:
 
     @functools.cached_property
     def literal(self) -> str:
-        """:attr:`uniques` as an array literal (a lookup of both tiers on two connections
-        sends it twice)."""
+        """:attr:`uniques` as an array literal."""
         return array_literal(self.uniques.tolist())
 
     @functools.cached_property
@@ -213,7 +209,7 @@ def find_keys(
     hot_kinds: frozenset[int] = frozenset(),
 ) -> Found:
     """Look up every key of every group in one statement (and which keys of the groups of
-    ``hot_kinds`` are hot); :mod:`dedup_store.db.candidates.side` splits it over connections."""
+    ``hot_kinds`` are hot)."""
     statement, parameters, uniques = lookup_statement(
         schema, groups, hot_limit, hot_kinds=hot_kinds
     )
@@ -277,59 +273,86 @@ def lookup_statement(
     schema: str,
     groups: list[KeyGroup],
     hot_limit: int,
-    tiers: tuple[str, ...] = (SETTLED, RECENT),
     hot_kinds: frozenset[int] = frozenset(),
     samples: bool = True,
 ) -> tuple[str, dict[str, str], list[I64]]:
-    """One statement looking up every key of every group in ``tiers`` of the key indexes (and
-    with ``samples`` the excerpt keys, which have one tier); its parameters and unique keys."""
+    """One statement looking up every key of every group (with ``samples`` the excerpt keys
+    too), and which keys of the groups of ``hot_kinds`` are hot; its parameters and the groups'
+    unique keys.
+
+    Rows ``(group, ids, keys)``; a group's hot keys come as group ``-group - 1``.
+    """
     s = qualified(schema)
     branches = []
-    arrays: list[str] = []
     parameters = {}
-    uniques = []
+    uniques = [group.uniques for group in groups]
+    slotted: list[tuple[int, KeyGroup]] = []
     for number, group in enumerate(groups):
-        name = f"g{number}"
-        keys = group.uniques
-        uniques.append(keys)
-        if len(keys) == 0 or (group.kind == SAMPLE and not samples):
+        if len(group.uniques) == 0 or (group.kind == SAMPLE and not samples):
             continue  # nothing to find
-        parameters[name] = group.literal
-        if group.kind == SAMPLE:
-            # one bounded probe per key: a hot excerpt key must not cost its whole posting list
-            probe = f"SELECT k.doc_id AS id FROM {s}.sample_keys k WHERE k.key = n.key"
-            limit = f"LIMIT {int(hot_limit) + 1}" if hot_limit else ""
-            branches.append(
-                f"SELECT {number} AS grp, f.id, n.key::bigint AS key "
-                f"FROM unnest(CAST(:{name} AS integer[])) AS n(key) "
-                f"CROSS JOIN LATERAL (SELECT p.id FROM ({probe}) p {limit}) f"
-            )
+        if group.kind != SAMPLE:
+            slotted.append((number, group))
             continue
-        # one index scan per slot for all its keys; a key yields its hot_limit + 1 oldest
-        # documents (one more than used, to tell a key that has more)
-        # the keys are parsed once, in a CTE read by both tiers' branches
-        arrays.append(f"k{number} AS MATERIALIZED (SELECT CAST(:{name} AS bigint[]) AS keys)")
-        probe = slot_lookup(s, group.kind, group.slot, any_of(f"SELECT keys FROM k{number}"), tiers)
-        if hot_limit:
-            probe = (
-                "SELECT id, key FROM (SELECT p.id, p.key, "
-                "row_number() OVER (PARTITION BY p.key ORDER BY p.id) AS rank "
-                f"FROM ({probe} OFFSET 0) p) r WHERE r.rank <= {int(hot_limit) + 1}"
-            )
-        branches.append(f"SELECT {number} AS grp, f.id, f.key FROM ({probe}) f")
-        if group.kind in hot_kinds:
-            branches.append(
-                f"SELECT {-number - 1} AS grp, 0::bigint AS id, h.key FROM {s}.hot_keys h "
-                f"WHERE h.kind = {int(group.kind)} AND h.slot = {int(group.slot)} "
-                f"AND h.key = ANY(CAST(:{name} AS bigint[]))"
-            )
+        name = f"g{number}"
+        parameters[name] = group.literal
+        # one bounded probe per key: a hot excerpt key must not cost its whole posting list
+        probe = f"SELECT k.doc_id AS id FROM {s}.sample_keys k WHERE k.key = n.key"
+        limit = f"LIMIT {int(hot_limit) + 1}" if hot_limit else ""
+        branches.append(
+            f"SELECT {number} AS grp, f.id, n.key::bigint AS key "
+            f"FROM unnest(CAST(:{name} AS integer[])) AS n(key) "
+            f"CROSS JOIN LATERAL (SELECT p.id FROM ({probe}) p {limit}) f"
+        )
+    if slotted:
+        branches += _slotted_branches(s, slotted, hot_limit, hot_kinds, parameters)
     if not branches:  # no keys at all
         branches.append("SELECT 0 AS grp, 0::bigint AS id, 0::bigint AS key WHERE false")
-    statement = (f"WITH {', '.join(arrays)} " if arrays else "") + (
+    statement = (
         "SELECT grp, array_agg(id), array_agg(key) "
         f"FROM ({' UNION ALL '.join(branches)}) found GROUP BY grp"
     )
     return statement, parameters, uniques
+
+
+def _slotted_branches(
+    s: str,
+    slotted: list[tuple[int, KeyGroup]],
+    hot_limit: int,
+    hot_kinds: frozenset[int],
+    parameters: dict[str, str],
+) -> list[str]:
+    """The branches of :func:`lookup_statement` for its band and block groups: every key of
+    every slot probes ``slot_keys`` once (each yields its ``hot_limit + 1`` oldest documents, one
+    more than used, to tell a key that has more), and the keys of ``hot_kinds`` meet
+    ``hot_keys``; their parameters are added to ``parameters``."""
+    numbers = np.concatenate([np.full(len(g.uniques), n, dtype=np.int64) for n, g in slotted])
+    keys = np.concatenate([g.uniques for _, g in slotted])
+    salts = np.concatenate(
+        [np.full(len(g.uniques), slot_salt(g.kind, g.slot), dtype=np.int64) for _, g in slotted]
+    )
+    parameters["slot_group"] = array_literal(numbers.tolist())
+    parameters["slot_key"] = array_literal(keys.tolist())
+    parameters["slot_tagged"] = array_literal((keys ^ salts).tolist())
+    limit = int(hot_limit) + 1 if hot_limit else 0
+    branches = [
+        "SELECT n.grp, f.doc_id AS id, n.key "
+        "FROM unnest(CAST(:slot_group AS integer[]), CAST(:slot_key AS bigint[]), "
+        "CAST(:slot_tagged AS bigint[])) AS n(grp, key, tagged) "
+        f"CROSS JOIN LATERAL ({slot_probe(s, 'n.tagged', limit)}) f"
+    ]
+    hot = [(n, g) for n, g in slotted if g.kind in hot_kinds]
+    if hot:
+        parameters["hot_group"] = array_literal(n for n, g in hot for _ in range(len(g.uniques)))
+        parameters["hot_kind"] = array_literal(g.kind for _, g in hot for _ in g.uniques)
+        parameters["hot_slot"] = array_literal(g.slot for _, g in hot for _ in g.uniques)
+        parameters["hot_key"] = array_literal(np.concatenate([g.uniques for _, g in hot]).tolist())
+        branches.append(
+            "SELECT -n.grp - 1 AS grp, 0::bigint AS id, h.key "
+            "FROM unnest(CAST(:hot_group AS integer[]), CAST(:hot_kind AS smallint[]), "
+            "CAST(:hot_slot AS smallint[]), CAST(:hot_key AS bigint[])) AS n(grp, kind, slot, key) "
+            f"JOIN {s}.hot_keys h ON h.kind = n.kind AND h.slot = n.slot AND h.key = n.key"
+        )
+    return branches
 
 
 def _without_hot(
@@ -437,32 +460,20 @@ def _merge(a: I64, b: I64, kind: npt.NDArray[np.int8]) -> Candidates:
 
 
 def key_lookups(s: str, band_count: int, block_count: int, hot_limit: int) -> list[str]:
-    """One index probe per band and block slot of the query (parameters ``k{kind}_{slot}``),
-    in each tier (:func:`slot_lookup`).
+    """The probe of every band and block key of the query (parameter ``slot_keys``: its band
+    keys, then its block keys), one rescan of the index of ``slot_keys`` each
+    (:func:`slot_probe`); rows ``(a, block, sample, kind, slot, pkey)``.
 
-    With ``hot_limit``, a probe keeps the ``hot_limit`` oldest documents of the key, as
-    :func:`~dedup_store.db.candidates.hot.find_candidates` does.
-
-    A sort and a limit per slot cost about a third of the probes again, but one ranking of
-    every slot's rows instead is one subtree whose estimate, with the recent tier's table
-    unanalyzed (:data:`~dedup_store.db.schema.ddl.RECENT_STORAGE`), buys a parallel plan: 14 ms
-    instead of 3.
+    With ``hot_limit``, a key yields its ``hot_limit`` oldest documents, as
+    :func:`~dedup_store.db.candidates.hot.find_candidates` keeps.
     """
-    branches = []
-    for kind, count in ((BAND, band_count), (BLOCK, block_count)):
-        block = "true" if kind == BLOCK else "false"
-        for slot in range(1, count + 1):
-            lookup = slot_lookup(s, kind, slot, f"= CAST(:k{kind}_{slot} AS bigint)")
-            if hot_limit:
-                # OFFSET 0 keeps the key's index scan: without it the planner may walk
-                # the primary key in id order and filter every row
-                lookup = f"SELECT * FROM ({lookup} OFFSET 0) l ORDER BY id LIMIT {int(hot_limit)}"
-            branches.append(
-                f"SELECT f.id AS a, {block} AS block, false AS sample, {kind}::smallint AS kind, "
-                f"{slot}::smallint AS slot, CAST(:k{kind}_{slot} AS bigint) AS pkey "
-                f"FROM ({lookup}) f"
-            )
-    return branches
+    return [
+        f"SELECT f.doc_id AS a, n.kind = {BLOCK} AS block, false AS sample, n.kind, n.slot, "
+        "n.key AS pkey "
+        f"FROM unnest({salt_arrays(band_count, block_count)}, CAST(:slot_keys AS bigint[])) "
+        "AS n(kind, slot, salt, key) "
+        f"CROSS JOIN LATERAL ({slot_probe(s, 'n.key # n.salt', hot_limit)}) f"
+    ]
 
 
 def sample_lookup(s: str, hot_limit: int) -> str:

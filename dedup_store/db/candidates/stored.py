@@ -20,10 +20,8 @@ from dedup_store.db.candidates.lookup import (
     Found,
     KeyGroup,
     Reach,
-    any_of,
     connection_of,
     find_keys,
-    slot_lookup,
     window,
 )
 from dedup_store.db.schema.encoding import (
@@ -32,6 +30,7 @@ from dedup_store.db.schema.encoding import (
     array_literal,
     bytea_array_literal,
     int4_array,
+    slot_salt,
     sorted_top32,
 )
 from dedup_store.db.schema.names import qualified
@@ -119,10 +118,10 @@ class StoredKeys(Protocol):
     Attributes:
         bulk_load: a bulk load answers: it holds the store's lock exclusively for its whole
             transaction already, refreshes the planner's statistics once, at its end, and
-            writes its documents' keys into the settled tier.
+            builds the lookup indexes it dropped.
         frozen: the rows are written frozen (``COPY ... FREEZE``: a bulk load into an empty
             store, in its own transaction).
-        held: where the batches' sample keys and tier rows wait for larger COPYs (``None``:
+        held: where the batches' sample keys and key rows wait for larger COPYs (``None``:
             each batch writes its own).
     """
 
@@ -233,15 +232,21 @@ class IndexedKeys:
     def members(
         self, conn: Reach, schema: str, kind: int, slot: int, keys: list[int]
     ) -> tuple[I64, I64]:
-        connection = connection_of(conn)
-        probe = slot_lookup(qualified(schema), kind, slot, any_of("SELECT CAST(:keys AS bigint[])"))
-        rows = connection.execute(
-            text(
-                "SELECT array_agg(l.id ORDER BY l.id), array_agg(l.key ORDER BY l.id) "
-                f"FROM ({probe}) l"
-            ),
-            {"keys": array_literal(keys)},
-        ).one()
+        salt = slot_salt(kind, slot)
+        tagged = np.array(keys, dtype=np.int64) ^ np.int64(salt)
+        rows = (
+            connection_of(conn)
+            .execute(
+                text(
+                    "SELECT array_agg(k.doc_id ORDER BY k.doc_id), "
+                    "array_agg(k.key # CAST(:salt AS bigint) ORDER BY k.doc_id) "
+                    f"FROM {qualified(schema, 'slot_keys')} k "
+                    "WHERE k.key = ANY(CAST(:keys AS bigint[]))"
+                ),
+                {"keys": array_literal(tagged.tolist()), "salt": salt},
+            )
+            .one()
+        )
         if rows[0] is None:
             empty = np.empty(0, dtype=np.int64)
             return empty, empty

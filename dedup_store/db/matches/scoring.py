@@ -47,8 +47,6 @@ from dedup_store.db.candidates.lookup import (
 )
 from dedup_store.db.candidates.stored import INDEXED, NewRows, StoredKeys
 from dedup_store.db.schema.encoding import (
-    BAND,
-    BLOCK,
     array_literal,
     sparse_excerpt_keys,
     top32,
@@ -348,8 +346,7 @@ def fingerprint_parameters(
         ),
         **score_parameters(fp.params),
     }
-    for kind, keys in ((BAND, fp.band_keys), (BLOCK, fp.block_keys)):
-        parameters.update({f"k{kind}_{i}": key for i, key in enumerate(keys.tolist(), start=1)})
+    parameters["slot_keys"] = array_literal(fp.band_keys.tolist() + fp.block_keys.tolist())
     parameters.update(hot.query_parameters(fp, slots))
     return parameters
 

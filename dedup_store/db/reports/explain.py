@@ -7,12 +7,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
 from sqlalchemy import Connection, text
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.schema.ddl import TIER_TABLES, key_column, key_slots
+from dedup_store.db.candidates import key_rows
+from dedup_store.db.schema.ddl import key_slots
 from dedup_store.db.schema.encoding import BAND
-from dedup_store.db.schema.names import qualified, quote
+from dedup_store.db.schema.names import qualified
 from dedup_store.errors import UnknownDocumentError
 
 
@@ -95,14 +97,23 @@ def _shared_slots(
             [slot for kind, _, slot in slots if kind == BAND],
             [slot for kind, _, slot in slots if kind != BAND],
         )
-    columns = ", ".join(quote(key_column(column, slot)) for _, column, slot in slots)
-    tiers = " UNION ALL ".join(
-        f"SELECT id, {columns} FROM {qualified(schema, table)} WHERE id = ANY(:ids)"
-        for table in TIER_TABLES.values()
-    )
-    rows = {row[0]: row[1:] for row in conn.execute(text(tiers), {"ids": [x, y]})}
-    if x not in rows or y not in rows:
+    stored = conn.execute(
+        text(
+            "SELECT id, signature, simhash, shingle_count FROM "
+            f"{qualified(schema, 'documents')} WHERE id = ANY(:ids) AND exact_of IS NULL"
+        ),
+        {"ids": [x, y]},
+    ).all()
+    if len(stored) != 2:
         return [], []
+    bands, blocks = key_rows.stored_keys(
+        params,
+        np.array([row[1] for row in stored], dtype=np.int64).astype(np.int32).view(np.uint32),
+        np.array([row[2] for row in stored], dtype=np.int64).view(np.uint64),
+        np.array([row[3] for row in stored], dtype=np.int64),
+    )
+    keys = np.concatenate([bands, blocks], axis=1).tolist()
+    rows = {int(row[0]): keys[i] for i, row in enumerate(stored)}
     shared = [
         (kind, slot)
         for (kind, _, slot), kx, ky in zip(slots, rows[x], rows[y], strict=True)

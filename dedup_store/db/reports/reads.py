@@ -13,7 +13,6 @@ from dedup_store.db.candidates import hot
 from dedup_store.db.candidates.stored import find_documents as find_documents
 from dedup_store.db.matches.scoring import combined_score_sql
 from dedup_store.db.schema import settings
-from dedup_store.db.schema.ddl import settled_through
 from dedup_store.db.schema.names import qualified
 from dedup_store.results import Method
 
@@ -193,16 +192,11 @@ def stats_row(conn: Connection, schema: str, params: FingerprintParams) -> dict[
             "ORDER BY count(*) DESC, key LIMIT 5"
         )
     )
-    recent = conn.execute(
-        text(f"SELECT count(*) FROM {s}.documents WHERE id > :settled"),
-        {"settled": settled_through(conn, schema)},
-    ).scalar_one()
     verdict_count = conn.execute(text(f"SELECT count(*) FROM {s}.verdicts")).scalar_one()
     return {
         "settings": {**dataclasses.asdict(settings.load(conn, schema)), "verdicts": verdict_count},
         "hottest_excerpt_keys": {str(row[0]): int(row[1]) for row in hottest},
         **hot.hot_stats(conn, schema, params),
-        "recent_documents": int(recent),
         "documents": int(documents),
         "clusters": int(clusters),
         "duplicate_clusters": int(dup_clusters),

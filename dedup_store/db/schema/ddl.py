@@ -1,25 +1,15 @@
-"""The structure of a store: its tables as SQLAlchemy metadata, the per-slot key indexes its
-parameters need, and its parameters row.
+"""The structure of a store: its tables as SQLAlchemy metadata and its parameters row.
 
 The migrations in ``migrations/versions`` are self-contained DDL and do not import this module; the
 test suite checks that a database migrated to head matches :func:`build_metadata` exactly. The band
 and block keys of a document are not in its ``documents`` row (they are functions of its signature
-and SimHash); they live in two tables of their own, one per *tier*, whose columns depend on the
-fingerprint parameters, so the store creates them when it opens
-(:func:`dedup_store.db.candidates.tier_rows.create_key_tables`, :func:`create_key_indexes`). Each
-holds one row per first document (exact copies have none): its id and a plain ``bigint`` column per
-key slot, with an index per column. ``settled_keys`` holds the documents with ids up to
-``key_tiers.settled_through``, ``recent_keys`` those added since. Incremental writes only insert
-into ``recent_keys``, whose indexes stay small however large the store; a bulk load (or
-``dedup-store db settle``) moves every document into ``settled_keys``, builds its indexes again and
-empties ``recent_keys``. Building an index over the narrow rows reads a fifth of the bytes a scan of
-``documents`` would. A lookup probes both tables
-(:func:`dedup_store.db.candidates.lookup.slot_lookup`).
+and SimHash); they are rows of ``slot_keys``, one per key, with one b-tree on ``(key, doc_id)``
+(:mod:`dedup_store.db.candidates.key_rows`), so every key of a query is found by one probe of one
+index.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from sqlalchemy import (
@@ -140,22 +130,16 @@ def _document_tables(md: MetaData) -> None:
 
 
 def _key_tables(md: MetaData) -> None:
-    """The tables of keys besides the tiers' (:func:`dedup_store.db.candidates.tier_rows`):
-    the tiers' bound and filter, excerpt keys, hot keys and their secondary keys."""
-    _single_row(
-        "key_tiers",
-        md,
-        Column("settled_through", BigInteger, nullable=False),
-        _created_at("settled_at"),
-    )
+    """The tables of keys: band and block keys, excerpt keys, hot keys and their secondary
+    keys."""
     Table(
-        "settled_filter",
+        "slot_keys",
         md,
-        Column("part", Integer, primary_key=True, autoincrement=False),
-        Column("settled_through", BigInteger, nullable=False),
-        Column("build", BigInteger, nullable=False),
-        Column("keys", BigInteger, nullable=False),
-        Column("words", LargeBinary, nullable=False),
+        Column("key", BigInteger, nullable=False),
+        Column("doc_id", BigInteger, nullable=False),
+        Column("kind", SmallInteger, nullable=False),
+        Column("slot", SmallInteger, nullable=False),
+        Index("slot_keys_lookup", "key", "doc_id"),
     )
     Table(
         "sample_keys",
@@ -226,100 +210,14 @@ def _review_tables(md: MetaData) -> None:
     )
 
 
-#: The tiers of the key tables: documents up to ``settled_through``, and those after.
-SETTLED, RECENT = "settled", "recent"
-
-#: The table of each tier: one row per first document (exact copies have none), its id and one
-#: ``bigint`` column per key slot (:func:`key_column`).
-TIER_TABLES = {SETTLED: "settled_keys", RECENT: "recent_keys"}
-
-#: Storage parameters of the recent tier's table. The store's connections plan a statement once
-#: (``plan_cache_mode = force_generic_plan``), and a plan made while the planner's statistics
-#: say the table holds a few rows scans it whole for each of a batch's thousands of keys, a cost
-#: that grows with every row inserted until the table is analyzed again. Emptied by a settle or
-#: a bulk load (``TRUNCATE``, never analyzed then), the table has no statistics, which the
-#: planner takes for ten pages and probes through the indexes; autovacuum analyzes it only once
-#: it holds thousands of rows, where the indexes are the cheaper plan too.
-RECENT_STORAGE = "autovacuum_analyze_threshold = 10000"
-
-
-@dataclasses.dataclass(frozen=True)
-class KeyIndex:
-    """One per-slot key index: its name, the kind's column name (:data:`KEY_COLUMNS`) and slot
-    whose keys it holds, and its tier."""
-
-    name: str
-    column: str
-    slot: int
-    tier: str
-
-    @property
-    def table(self) -> str:
-        """The tier's table, which the index is on."""
-        return TIER_TABLES[self.tier]
-
-    def definition(self, schema: str) -> str:
-        """SQL: ``CREATE INDEX`` of this index.
-
-        With the id, a lookup reads the index alone once the table's pages are all-visible. The
-        settled tier takes no rows but at a settle, which builds its indexes again: full pages.
-        """
-        storage = " WITH (fillfactor = 100)" if self.tier == SETTLED else ""
-        return (
-            f"CREATE INDEX {quote(self.name)} ON {qualified(schema, self.table)} "
-            f"({quote(key_column(self.column, self.slot))}) INCLUDE (id){storage}"
-        )
-
-
-def key_column(column: str, slot: int) -> str:
-    """The tier tables' column of ``slot`` of the kind named ``column`` (``band_3`` for slot 3
-    of the ``band_keys``)."""
-    return f"{column.removesuffix('_keys')}_{int(slot)}"
-
-
-def id_index(tier: str) -> str:
-    """The name of the unique index on the id of ``tier``'s table."""
-    return f"{TIER_TABLES[tier]}_id"
-
-
-def key_indexes(
-    params: FingerprintParams, tiers: tuple[str, ...] = (SETTLED, RECENT)
-) -> list[KeyIndex]:
-    """Every per-slot key index a store with ``params`` needs in ``tiers``."""
-    return [
-        KeyIndex(f"{TIER_TABLES[tier]}_{key_column(column, slot)}", column, slot, tier)
-        for tier in tiers
-        for _kind, column, slot in key_slots(params)
-    ]
-
-
 def key_slots(params: FingerprintParams) -> list[tuple[int, str, int]]:
-    """``(kind, its column name, slot)`` of every band and block key slot of ``params``."""
+    """``(kind, its name, slot)`` of every band and block key slot of ``params``."""
     counts = {BAND: params.band_key_count, BLOCK: params.block_key_count}
     return [
         (kind, KEY_COLUMNS[kind], slot)
         for kind, count in counts.items()
         for slot in range(1, count + 1)
     ]
-
-
-def missing_key_indexes(conn: Connection, schema: str, params: FingerprintParams) -> list[KeyIndex]:
-    """The per-slot key indexes a store with ``params`` needs and does not have (all of them
-    while it lacks a tier table)."""
-    names = text(
-        "SELECT indexname FROM pg_indexes WHERE schemaname = :s AND tablename = ANY(:tables)"
-    )
-    tables = list(TIER_TABLES.values())
-    existing = set(conn.execute(names, {"s": schema, "tables": tables}).scalars())
-    if any(id_index(tier) not in existing for tier in TIER_TABLES):
-        return key_indexes(params)
-    return [index for index in key_indexes(params) if index.name not in existing]
-
-
-def create_key_indexes(conn: Connection, schema: str, indexes: list[KeyIndex]) -> None:
-    """Create the per-slot key indexes ``indexes`` (from :func:`missing_key_indexes`)."""
-    for index in indexes:
-        conn.execute(text(index.definition(schema)))
 
 
 def edge_links(conn: Connection, schema: str) -> dict[str, str]:
@@ -359,31 +257,8 @@ def add_edge_links(conn: Connection, schema: str) -> None:
             conn.execute(AddConstraint(constraint))
 
 
-def create_id_index(conn: Connection, schema: str, tier: str) -> None:
-    """Create the unique index on the id of ``tier``'s table."""
-    conn.execute(
-        text(
-            f"CREATE UNIQUE INDEX {quote(id_index(tier))} "
-            f"ON {qualified(schema, TIER_TABLES[tier])} (id) WITH (fillfactor = 100)"
-        )
-    )
-
-
-def create_settled_trigger(conn: Connection, schema: str) -> None:
-    """Have every statement that inserts or updates rows of ``settled_keys`` delete the filter
-    of the settled tier's keys (``settled_filter``, which migration 0011 creates with the
-    trigger's function)."""
-    s = qualified(schema)
-    conn.execute(
-        text(
-            f"CREATE TRIGGER settled_keys_changed AFTER INSERT OR UPDATE ON {s}.settled_keys "
-            f"FOR EACH STATEMENT EXECUTE FUNCTION {s}.settled_keys_changed()"
-        )
-    )
-
-
 #: The tables a bulk load and settling rebuild the indexes (or files) of.
-REBUILT_TABLES = ("documents", "edges", "sample_keys", "settled_keys", "recent_keys")
+REBUILT_TABLES = ("documents", "edges", "sample_keys", "slot_keys")
 
 
 def other_owner(conn: Connection, schema: str) -> str | None:
@@ -399,27 +274,6 @@ def other_owner(conn: Connection, schema: str) -> str | None:
         {"names": names},
     ).first()
     return None if row is None else str(row[0])
-
-
-def settled_through(conn: Connection, schema: str) -> int:
-    """The largest id of the settled tier of the key indexes."""
-    return int(
-        conn.execute(
-            text(f"SELECT settled_through FROM {qualified(schema, 'key_tiers')} WHERE id = 1")
-        ).scalar_one()
-    )
-
-
-def set_settled_through(conn: Connection, schema: str, last_id: int) -> None:
-    """Record ``last_id`` as the largest id of the settled tier (the key indexes are built
-    for it by the caller, in the same transaction)."""
-    conn.execute(
-        text(
-            f"UPDATE {qualified(schema, 'key_tiers')} "
-            "SET settled_through = :last, settled_at = now() WHERE id = 1"
-        ),
-        {"last": int(last_id)},
-    )
 
 
 def load_params(conn: Connection, schema: str) -> FingerprintParams | None:

@@ -13,8 +13,39 @@ from dedup_store.core.fingerprint import FingerprintBatch
 
 #: Kinds of lookup key: LSH band keys, SimHash block keys, excerpt (sample) keys.
 BAND, BLOCK, SAMPLE = 0, 1, 2
-#: The name of each slotted kind of key (its tier-table columns are ``band_1``, ``block_1``...).
+#: The name of each slotted kind of key (as the fingerprint calls its matrix of keys).
 KEY_COLUMNS = {BAND: "band_keys", BLOCK: "block_keys"}
+
+_MASK64 = (1 << 64) - 1
+
+
+def slot_salt(kind: int, slot: int) -> int:
+    """The signed 64-bit number that a key of ``slot`` of ``kind`` is XORed with in ``slot_keys``
+    (:func:`tagged_keys`): the splitmix64 finalizer of ``(kind + 1) << 16 | slot``.
+
+    Equal keys of different slots never meet in the one index of ``slot_keys``: each slot's keys
+    are moved by a salt of their own (migration 0014 repeats this function).
+    """
+    z = ((((kind + 1) << 16) | slot) + 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    z ^= z >> 31
+    return z - (1 << 64) if z >= 1 << 63 else z
+
+
+def slot_salts(band_count: int, block_count: int) -> I64:
+    """The salts of band slots ``1..band_count``, then of block slots ``1..block_count``."""
+    slots = [(BAND, slot) for slot in range(1, band_count + 1)]
+    slots += [(BLOCK, slot) for slot in range(1, block_count + 1)]
+    return np.array([slot_salt(kind, slot) for kind, slot in slots], dtype=np.int64)
+
+
+def tagged_keys(bands: I64, blocks: I64) -> I64:
+    """The keys of ``slot_keys`` of documents whose band and block keys are the rows of ``bands``
+    and ``blocks``: one row per document, band slots then block slots, each XORed with its
+    :func:`slot_salt`."""
+    keys = np.concatenate([bands.astype(np.int64), blocks.astype(np.int64)], axis=1)
+    return keys ^ slot_salts(bands.shape[1], blocks.shape[1])[None, :]
 
 
 def sample_columns(batch: FingerprintBatch, rows: I64, ids: I64) -> tuple[I32, I64]:
@@ -97,3 +128,11 @@ def int4_array(data: bytes) -> I32:
         return np.empty(0, dtype=np.int32)
     pairs = np.frombuffer(data, dtype=">i4", offset=20).reshape(-1, 2)  # (length 4, value)
     return pairs[:, 1].astype(np.int32)
+
+
+def int8_array(data: bytes) -> I64:
+    """The elements of a one-dimensional ``bigint[]`` in binary form (no NULLs)."""
+    if len(data) <= 12:  # an empty array: dimensions 0, no bounds
+        return np.empty(0, dtype=np.int64)
+    rows = np.frombuffer(data, dtype=np.dtype([("length", ">i4"), ("value", ">i8")]), offset=20)
+    return rows["value"].astype(np.int64)

@@ -41,9 +41,15 @@ def copy_fixed_rows(
 ) -> None:
     """COPY rows whose columns are all int16/int32/int64 numpy arrays of equal length
     (``freeze``: as :func:`copy_payload`)."""
-    n = len(values[0])
-    if n == 0:
+    if len(values[0]) == 0:
         return
+    _copy(conn, schema, table, columns, fixed_rows(values), freeze)
+
+
+def fixed_rows(values: Sequence[npt.NDArray[Any]]) -> bytes:
+    """Binary COPY tuples of columns that are all int16/int32/int64 numpy arrays of equal
+    length."""
+    n = len(values[0])
     fields: list[tuple[str, str]] = [("count", ">i2")]
     for i, column in enumerate(values):
         width = _WIDTH[column.dtype]
@@ -53,7 +59,7 @@ def copy_fixed_rows(
     for i, column in enumerate(values):
         rows[f"len{i}"] = _WIDTH[column.dtype]
         rows[f"val{i}"] = column
-    _copy(conn, schema, table, columns, rows.tobytes(), freeze)
+    return rows.tobytes()
 
 
 def field(data: bytes | None) -> bytes:

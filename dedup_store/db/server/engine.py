@@ -61,8 +61,7 @@ class Database:
                     **sized,
                 )
                 # reads get their own pool of autocommit connections: no BEGIN/COMMIT, no
-                # isolation switch and no ping per call (a read retries once instead); an
-                # ingest reads on three at once (stored ids, the settled tier's two halves)
+                # isolation switch and no ping per call (a read retries once instead)
                 self._read_engine = create_engine(
                     normalize_url(bind),
                     isolation_level="AUTOCOMMIT",

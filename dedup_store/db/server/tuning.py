@@ -94,7 +94,7 @@ def server_settings(memory: int, cores: int, *, embedded: bool = False) -> list[
             f"need at least {_size(MIN_MEMORY)}"
         )
     # the process that runs CREATE INDEX sorts a share of the rows too: on 2 cores a build with
-    # one worker took 255 ms an index, with two 280 ms (1M rows of the settled tier)
+    # one worker took 255 ms an index, with two 280 ms (1M rows of an index build)
     workers = max(0, min(4, cores - 1))
     settings = [
         Setting(

@@ -23,10 +23,9 @@ from dedup_store.core.clustering import merge_labels
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.metadata import MetaSignatures
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.candidates import hot, tier_rows
+from dedup_store.db.candidates import hot, key_rows
 from dedup_store.db.candidates.stored import NewRows
 from dedup_store.db.matches.scoring import merging_methods
-from dedup_store.db.schema import ddl
 from dedup_store.db.schema.encoding import sample_columns, top32
 from dedup_store.db.schema.names import qualified, quote
 from dedup_store.db.server import binary_copy
@@ -34,12 +33,12 @@ from dedup_store.db.write import frequencies, locks, verdicts
 from dedup_store.results import MatchRow
 
 #: The tables ANALYZE'd by :func:`refresh_statistics`.
-TABLES = ("documents", "edges", "sample_keys", "secondary_keys")
+TABLES = ("documents", "edges", "sample_keys", "slot_keys", "secondary_keys")
 
 # the columns of a document row encoded before it is written (:func:`encode_rows`: fixed-width
 # columns first, encoded for the whole batch with numpy), then those it gets when it is written
 # (the SimHash too: a store with weighted SimHash features weighs them then); its band and block
-# keys go to a tier table (:func:`document_rows`)
+# keys go to ``slot_keys`` (:func:`document_rows`)
 ENCODED_COLUMNS = (
     "exact_hash", "signature", "shingle_count", "token_count", "length", "external_id",
     "language", "meta", "body", "shingles",
@@ -153,15 +152,13 @@ def _utf8(text: str | None) -> bytes | None:
 @dataclasses.dataclass(frozen=True)
 class DocumentRows:
     """A batch's new documents as :func:`insert_documents` writes them: their COPY rows, their
-    sample keys (in index order), and the COPY rows of their key tier's table."""
+    sample keys (in index order), and their rows of ``slot_keys`` (in index order)."""
 
     columns: tuple[str, ...]
     payload: bytes
     sample_keys: I32
     sample_docs: I64
-    key_table: str
-    key_columns: tuple[str, ...]
-    key_payload: bytes
+    keys: key_rows.KeyRows
     freeze: bool = False
 
 
@@ -170,15 +167,12 @@ def document_rows(
     encoded: Sequence[bytes],
     with_meta: bool = False,
     freeze: bool = False,
-    settled: bool = False,
 ) -> DocumentRows:
     """The rows :func:`insert_documents` writes for the new documents of a batch; ``encoded``
     are the :func:`encode_rows` of their rows, ``with_meta`` whether those hold
     ``meta_signature`` (a store with ``meta_fields``), ``freeze`` whether they are written
     frozen (:func:`~dedup_store.db.server.binary_copy.copy_payload`: a bulk load into an empty
-    store),
-    ``settled`` whether they enter the settled tier at once (a bulk load) rather than the
-    recent one.
+    store).
 
     Needs no connection: a bulk load makes them while the batch before is being written.
     """
@@ -201,24 +195,13 @@ def document_rows(
             written[width * i : width * (i + 1)],
             link(8, exact_of) if exact_of else null,
         ]
-    firsts = new.firsts  # exact copies get no sample keys, nor rows in a tier table
+    firsts = new.firsts  # exact copies get no sample keys, nor rows of slot_keys
     chosen, first_ids = rows[firsts], new.ids[firsts]
     keys, docs = sample_columns(batch, chosen, first_ids)
     order = stable_order(keys)  # in index order: the b-tree is walked in order
     columns = ENCODED_COLUMNS + meta_column + WRITTEN_COLUMNS
-    key_columns, key_payload = tier_rows.key_rows(
-        first_ids, batch.band_keys[chosen], batch.block_keys[chosen]
-    )
-    return DocumentRows(
-        columns,
-        b"".join(parts),
-        keys[order],
-        docs[order],
-        ddl.TIER_TABLES[ddl.SETTLED if settled else ddl.RECENT],
-        key_columns,
-        key_payload,
-        freeze,
-    )
+    slotted = key_rows.KeyRows.of(first_ids, batch.band_keys[chosen], batch.block_keys[chosen])
+    return DocumentRows(columns, b"".join(parts), keys[order], docs[order], slotted, freeze)
 
 
 def insert_documents(
@@ -229,7 +212,7 @@ def insert_documents(
     held: HeldRows | None = None,
 ) -> None:
     """COPY the new documents of a batch (:func:`document_rows`), their sample keys and their
-    rows of a tier table; a bulk load has the last two ``held`` for a larger COPY.
+    rows of ``slot_keys``; a bulk load has the last two ``held`` for a larger COPY.
 
     Call it after :func:`~dedup_store.db.candidates.hot.find_candidates`, whose lookups must only
     meet older documents' keys, and which gives the ``secondary`` keys of their hot slots.
@@ -244,23 +227,21 @@ def insert_documents(
 
 
 def _copy_keys(conn: Connection, schema: str, rows: DocumentRows) -> None:
-    """COPY the sample keys and the tier rows of ``rows``."""
+    """COPY the sample keys and the ``slot_keys`` rows of ``rows``."""
     samples: list[npt.NDArray[Any]] = [rows.sample_keys, rows.sample_docs]
     binary_copy.copy_fixed_rows(
         conn, schema, "sample_keys", ("key", "doc_id"), samples, rows.freeze
     )
-    binary_copy.copy_payload(
-        conn, schema, rows.key_table, rows.key_columns, rows.key_payload, rows.freeze
-    )
+    key_rows.copy_rows(conn, schema, rows.keys, rows.freeze)
 
 
 class HeldRows:
-    """A bulk load's sample keys and tier rows, held and written in COPYs of about
+    """A bulk load's sample keys and ``slot_keys`` rows, held and written in COPYs of about
     :data:`FLUSH_BYTES`: nothing reads them before the load's end, which builds their indexes.
 
     PostgreSQL 16 and later extend a table by up to 64 pages at a time for a COPY, and leave
     empty the pages a statement did not fill. With a COPY per batch of 5,000 documents, a 3M
-    load left 26 % of the settled tier's pages and 25 % of ``sample_keys``' empty, and each of
+    load left 26 % of the key table's pages and 25 % of ``sample_keys``' empty, and each of
     the 22 key index builds scanned them. A COPY of 16 MB leaves at most 64 pages of 2,048
     empty; larger ones are written while the calling thread waits, with no batch to stage
     meanwhile (100k ~600-word loads took 11.5-11.9 s with 16 MB, 12.3-12.4 s with 64 MB).
@@ -273,10 +254,10 @@ class HeldRows:
         self._bytes = 0
 
     def add(self, conn: Connection, schema: str, rows: DocumentRows) -> None:
-        """Hold the sample keys and tier rows of ``rows``; write all that is held once it
+        """Hold the sample keys and ``slot_keys`` rows of ``rows``; write all that is held once it
         reaches :data:`FLUSH_BYTES`."""
         self._held.append(dataclasses.replace(rows, payload=b""))  # the documents are written
-        self._bytes += rows.sample_keys.nbytes + rows.sample_docs.nbytes + len(rows.key_payload)
+        self._bytes += rows.sample_keys.nbytes + rows.sample_docs.nbytes + rows.keys.nbytes
         if self._bytes >= self.FLUSH_BYTES:
             self.flush(conn, schema)
 
@@ -289,7 +270,7 @@ class HeldRows:
             last,
             sample_keys=np.concatenate([r.sample_keys for r in self._held]),
             sample_docs=np.concatenate([r.sample_docs for r in self._held]),
-            key_payload=b"".join(r.key_payload for r in self._held),
+            keys=key_rows.KeyRows.concat([r.keys for r in self._held]).sorted(),
         )
         _copy_keys(conn, schema, together)
         self._held, self._bytes = [], 0
@@ -407,14 +388,9 @@ def delete_documents(
     if not clusters:
         return
     heirs = promote_copies(conn, schema, doc_ids)
-    if heirs:  # copies now first: they join the tier of their ids
-        settled = ddl.settled_through(conn, schema)
-        tier_rows.add_stored_keys(conn, schema, params, ddl.SETTLED, 0, settled, heirs)
-        tier_rows.add_stored_keys(conn, schema, params, ddl.RECENT, settled, None, heirs)
-    for table in ddl.TIER_TABLES.values():
-        conn.execute(
-            text(f"DELETE FROM {s}.{quote(table)} WHERE id = ANY(:ids)"), {"ids": list(doc_ids)}
-        )
+    key_rows.delete_keys(conn, schema, params, doc_ids)
+    if heirs:  # copies now first: they own the keys of their group
+        key_rows.add_stored_keys(conn, schema, params, heirs)
     conn.execute(
         text(
             f"DELETE FROM {s}.sample_keys t USING (SELECT d.id, unnest(d.shingles) AS key "
@@ -437,7 +413,7 @@ def promote_copies(conn: Connection, schema: str, doc_ids: Sequence[int]) -> lis
     The heir takes over the deleted document's sample keys and secondary keys (equal texts
     have equal keys), its edges with documents outside the group with their scores (copies
     share their metadata set too), and the other copies' links;
-    the caller adds its keys to the table of its tier.
+    the caller adds its rows of ``slot_keys``.
     """
     s = qualified(schema)
     rows = conn.execute(

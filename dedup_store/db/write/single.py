@@ -4,7 +4,7 @@ Adding a single document through the batch path costs a dozen round trips (candi
 COPYs, edges, cluster sizes, relabelling). Here the store's lock is taken (with the document's key
 locks: :mod:`dedup_store.db.write.locks`), then one statement finds and scores the document's
 matches exactly as ``check`` does (which is what the batch path computes for one document), inserts
-the document, its ``recent_keys`` row, its sample keys and its edges, and joins the cluster its
+the document, its rows of ``slot_keys``, its sample keys and its edges, and joins the cluster its
 merging matches are in (:func:`~dedup_store.db.matches.scoring.merging_methods`).
 
 Under the store's shared lock it joins one existing cluster by itself: it takes that label's
@@ -20,8 +20,8 @@ add of too many keys), it merges the clusters: it takes the cluster of the large
 others into it.
 
 An exact copy of a stored document (the first of its exact group) is linked to that document
-alone, records it in ``exact_of`` and gets no sample keys and no ``recent_keys`` row (its band
-and block keys are kept in its ``documents`` row).
+alone, records it in ``exact_of`` and gets no sample keys and no rows of ``slot_keys`` (its group's
+first document has them).
 
 The statement's snapshot is taken after the locks are granted, so it sees every add committed
 before that could match the document, like the batch path.
@@ -48,6 +48,7 @@ from dedup_store.core.arrays import I64, U32
 from dedup_store.core.clustering import KEEPER_ORDER
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.db.candidates import hot
+from dedup_store.db.candidates.lookup import salt_arrays
 from dedup_store.db.matches.scoring import (
     fingerprint_parameters,
     found_sql,
@@ -55,9 +56,8 @@ from dedup_store.db.matches.scoring import (
     matches_sql,
     merging_methods,
 )
-from dedup_store.db.schema.ddl import RECENT, TIER_TABLES, key_column
 from dedup_store.db.schema.encoding import array_literal
-from dedup_store.db.schema.names import qualified, quote
+from dedup_store.db.schema.names import qualified
 from dedup_store.db.server import raw_statements
 from dedup_store.db.server.engine import Database
 from dedup_store.db.write import locks
@@ -181,10 +181,6 @@ def _writing(s: str, band_count: int, block_count: int) -> str:
     """The CTEs from ``new_id`` on: the id, the cluster it joins (the keeper of the clusters it
     merges), and the rows it writes."""
     keeper = keeper_order("size", "cluster_id")
-    slots = [("band_keys", i) for i in range(1, band_count + 1)]
-    slots += [("block_keys", i) for i in range(1, block_count + 1)]
-    key_names = ", ".join(quote(key_column(column, slot)) for column, slot in slots)
-    key_values = ", ".join(f"(CAST(:{column} AS bigint[]))[{slot}]" for column, slot in slots)
     return f"""        new_id AS (
             SELECT nextval(CAST(:seq AS regclass)) AS id
             WHERE EXISTS (SELECT 1 FROM proceed) AND NOT EXISTS (SELECT 1 FROM blocked)
@@ -212,9 +208,12 @@ def _writing(s: str, band_count: int, block_count: int) -> str:
                    CAST(:meta_signature AS integer[])
             FROM new_id n CROSS JOIN keeper k
         ),
-        recent AS (
-            INSERT INTO {s}.{quote(TIER_TABLES[RECENT])} (id, {key_names})
-            SELECT n.id, {key_values} FROM new_id n WHERE NOT EXISTS (SELECT 1 FROM first)
+        slotted AS (
+            INSERT INTO {s}.slot_keys (key, doc_id, kind, slot)
+            SELECT k.key # k.salt, n.id, k.kind, k.slot FROM new_id n
+            CROSS JOIN unnest({salt_arrays(band_count, block_count)},
+                              CAST(:slot_keys AS bigint[])) AS k(kind, slot, salt, key)
+            WHERE NOT EXISTS (SELECT 1 FROM first)
         ),
         sample AS (
             INSERT INTO {s}.sample_keys (key, doc_id)
@@ -367,8 +366,6 @@ def add_statement(
         **fingerprint_parameters(fp, slots, meta_signature),
         "seq": qualified(schema, "document_ids"),
         "external_id": external_id,
-        "band_keys": array_literal(fp.band_keys.tolist()),
-        "block_keys": array_literal(fp.block_keys.tolist()),
         "token_count": fp.token_count,
         "length": len(fp.canonical_text),
         "language": language,

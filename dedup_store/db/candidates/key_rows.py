@@ -1,0 +1,185 @@
+"""The rows of ``slot_keys``: one per band and block key of each first document.
+
+A first document's band keys and SimHash block keys are rows ``(key, doc_id, kind, slot)`` of one
+narrow table with one b-tree on ``(key, doc_id)``. The key is the slot's key XORed with a salt of
+its kind and slot (:func:`~dedup_store.db.schema.encoding.tagged_keys`), so equal keys of
+different slots never meet, and every key of a query is found by one probe of one index, in
+``doc_id`` order (the oldest documents of a key first). ``kind`` and ``slot`` say where a row came
+from, for reads that need it (a bulk load's memory, hot-key statistics, downgrades).
+
+Exact copies have no rows: they are linked to the first document of their group. The keys are
+functions of what ``documents`` keeps of a document, its MinHash signature, its SimHash and its
+shingle count (:func:`dedup_store.core.lsh.band_keys`,
+:func:`dedup_store.core.fingerprint.document_block_keys`). A writer takes them from the batch's
+fingerprints (:meth:`KeyRows.of`); a document that becomes the first of its group after it was
+written (an exact copy taking a deleted document's place), every document of a store upgraded
+from a version that kept no keys of its own, and the rows a delete removes, are computed from the
+stored fingerprints (:func:`stored_rows`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import Connection, text
+
+from dedup_store.core.arrays import I64, U32, U64
+from dedup_store.core.fingerprint import document_block_keys
+from dedup_store.core.lsh import band_keys
+from dedup_store.core.params import FingerprintParams
+from dedup_store.db.schema.encoding import BAND, BLOCK, array_literal, tagged_keys
+from dedup_store.db.schema.names import qualified
+from dedup_store.db.server import binary_copy
+
+#: The table of band and block keys, and its columns.
+TABLE = "slot_keys"
+COLUMNS = ("key", "doc_id", "kind", "slot")
+#: Documents read per statement when rows are computed from stored fingerprints.
+CHUNK = 50_000
+
+I16 = npt.NDArray[np.int16]
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyRows:
+    """Rows of ``slot_keys``: the tagged key, the document, the kind and the slot."""
+
+    key: I64
+    doc: I64
+    kind: I16
+    slot: I16
+
+    @classmethod
+    def of(cls, ids: I64, bands: I64, blocks: I64) -> KeyRows:
+        """The rows of documents ``ids`` whose band and block keys are the rows of ``bands`` and
+        ``blocks``, in index order (by key, then document)."""
+        matrix = tagged_keys(bands, blocks)
+        width = matrix.shape[1]
+        kinds = np.array([BAND] * bands.shape[1] + [BLOCK] * blocks.shape[1], dtype=np.int16)
+        slots = np.concatenate(
+            [np.arange(1, bands.shape[1] + 1), np.arange(1, blocks.shape[1] + 1)]
+        ).astype(np.int16)
+        rows = cls(
+            matrix.reshape(-1),
+            np.repeat(ids.astype(np.int64), width),
+            np.tile(kinds, len(ids)),
+            np.tile(slots, len(ids)),
+        )
+        return rows.sorted()
+
+    @classmethod
+    def concat(cls, parts: Sequence[KeyRows]) -> KeyRows:
+        """All rows of ``parts``."""
+        if not parts:
+            empty = np.empty(0, dtype=np.int64)
+            return cls(empty, empty, empty.astype(np.int16), empty.astype(np.int16))
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in _FIELDS))
+
+    def sorted(self) -> KeyRows:
+        """The rows in index order: a b-tree built or extended in order is walked in order."""
+        order = np.lexsort((self.doc, self.key))
+        return KeyRows(*(getattr(self, f)[order] for f in _FIELDS))
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes the rows hold in memory."""
+        return sum(getattr(self, f).nbytes for f in _FIELDS)
+
+    def __len__(self) -> int:
+        return len(self.key)
+
+
+_FIELDS = ("key", "doc", "kind", "slot")
+
+
+def copy_rows(conn: Connection, schema: str, rows: KeyRows, freeze: bool = False) -> None:
+    """COPY ``rows`` into ``slot_keys`` (``freeze``: as
+    :func:`~dedup_store.db.server.binary_copy.copy_payload`)."""
+    columns: list[npt.NDArray[Any]] = [rows.key, rows.doc, rows.kind, rows.slot]
+    binary_copy.copy_fixed_rows(conn, schema, TABLE, COLUMNS, columns, freeze)
+
+
+def stored_keys(
+    params: FingerprintParams, signatures: U32, simhashes: U64, shingle_counts: I64
+) -> tuple[I64, I64]:
+    """The band keys and the block keys of documents with the stored ``signatures``,
+    ``simhashes`` and ``shingle_counts``."""
+    blocks = document_block_keys(simhashes, shingle_counts, params)
+    return band_keys(signatures, params), blocks
+
+
+def stored_rows(
+    conn: Connection, schema: str, params: FingerprintParams, ids: Sequence[int] | None = None
+) -> Iterator[KeyRows]:
+    """The rows of the first documents (not exact copies) ``ids`` (``None``: all of them),
+    computed from their stored signatures, SimHashes and shingle counts, :data:`CHUNK` documents
+    at a time in id order."""
+    conditions = ["exact_of IS NULL", "id > :after"]
+    conditions += [] if ids is None else ["id = ANY(CAST(:ids AS bigint[]))"]
+    select = text(
+        f"SELECT id, signature, simhash, shingle_count FROM {qualified(schema, 'documents')} "
+        f"WHERE {' AND '.join(conditions)} ORDER BY id LIMIT {CHUNK}"
+    )
+    bound = {"ids": None if ids is None else array_literal(ids)}
+    after = 0
+    while rows := conn.execute(select, {"after": after, **bound}).all():
+        doc_ids = np.array([row[0] for row in rows], dtype=np.int64)
+        signatures = np.array([row[1] for row in rows], dtype=np.int64).astype(np.int32)
+        simhashes = np.array([row[2] for row in rows], dtype=np.int64)
+        counts = np.array([row[3] for row in rows], dtype=np.int64)
+        bands, blocks = stored_keys(
+            params, signatures.view(np.uint32), simhashes.view(np.uint64), counts
+        )
+        yield KeyRows.of(doc_ids, bands, blocks)
+        after = int(doc_ids[-1])
+
+
+def add_stored_keys(
+    conn: Connection, schema: str, params: FingerprintParams, ids: Sequence[int] | None = None
+) -> int:
+    """Add the rows of the first documents ``ids`` (``None``: every one), computed from their
+    stored fingerprints (:func:`stored_rows`); returns how many rows."""
+    added = 0
+    for rows in stored_rows(conn, schema, params, ids):
+        copy_rows(conn, schema, rows)
+        added += len(rows)
+    return added
+
+
+def delete_keys(
+    conn: Connection, schema: str, params: FingerprintParams, ids: Sequence[int]
+) -> None:
+    """Delete the rows of documents ``ids`` (exact copies have none), found through the lookup
+    index by their keys, computed from the stored fingerprints."""
+    delete = text(
+        f"DELETE FROM {qualified(schema, TABLE)} t "
+        "USING unnest(CAST(:keys AS bigint[]), CAST(:docs AS bigint[])) AS g(key, doc_id) "
+        "WHERE t.key = g.key AND t.doc_id = g.doc_id"
+    )
+    for rows in stored_rows(conn, schema, params, ids):
+        keys, docs = array_literal(rows.key.tolist()), array_literal(rows.doc.tolist())
+        conn.execute(delete, {"keys": keys, "docs": docs})
+
+
+def missing(conn: Connection, schema: str) -> bool:
+    """Whether ``slot_keys`` holds no row while the store has first documents: a store upgraded
+    from a version that kept its keys elsewhere, which the migration could not read."""
+    s = qualified(schema)
+    return bool(
+        conn.execute(
+            text(
+                f"SELECT NOT EXISTS (SELECT 1 FROM {s}.{TABLE}) "
+                f"AND EXISTS (SELECT 1 FROM {s}.documents WHERE exact_of IS NULL)"
+            )
+        ).scalar_one()
+    )
+
+
+def fill_missing(conn: Connection, schema: str, params: FingerprintParams) -> int:
+    """Compute the rows of every first document when they are :func:`missing`; returns how many
+    rows were added."""
+    return add_stored_keys(conn, schema, params) if missing(conn, schema) else 0

@@ -1,0 +1,143 @@
+"""Band and block keys in one narrow table, ``slot_keys``: one row per key of each first
+document, each key moved by a salt of its slot, one index on ``(key, doc_id)``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sqlalchemy import Engine, text
+
+from dedup_store import DedupStore, Document, FingerprintParams
+from dedup_store.db.candidates import key_rows
+from dedup_store.db.candidates.lookup import KeyGroup, find_keys
+from dedup_store.db.schema.encoding import BAND, BLOCK, slot_salt
+from dedup_store.db.schema.names import qualified
+from dedup_store.results import CheckResult
+from tests.db.corpus import PlantedCorpus
+
+pytestmark = pytest.mark.db
+
+
+def _answer(result: CheckResult) -> list[tuple[str, str, float]]:
+    return [(m.external_id, m.method, round(m.jaccard, 9)) for m in result.matches]
+
+
+def _rows(engine: Engine, schema: str) -> list[tuple[int, int, int, int]]:
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                f"SELECT doc_id, kind, slot, key FROM {qualified(schema, 'slot_keys')} "
+                "ORDER BY doc_id, kind, slot"
+            )
+        ).all()
+    return [tuple(int(v) for v in row) for row in rows]  # type: ignore[misc]
+
+
+def _computed(engine: Engine, schema: str, params: FingerprintParams) -> list[tuple[int, ...]]:
+    """The rows the stored fingerprints of the first documents imply."""
+    with engine.connect() as conn:
+        parts = list(key_rows.stored_rows(conn, schema, params))
+    rows = key_rows.KeyRows.concat(parts)
+    columns = (rows.doc, rows.kind, rows.slot, rows.key)
+    return sorted(zip(*(c.tolist() for c in columns), strict=True))
+
+
+def test_every_write_path_stores_the_keys_the_fingerprints_imply(
+    engine: Engine, schema: str
+) -> None:
+    """A bulk load, batches and single adds each write one row per band and block key of each
+    first document (exact copies none), and lookups find documents of every path."""
+    corpus = PlantedCorpus(31)
+    params = FingerprintParams()
+    first = [Document(f"a{i}", corpus.original()) for i in range(40)]
+    with DedupStore(engine, params, schema=schema) as store:
+        assert store.ingest(first, bulk=True).bulk
+        edits = store.add_many([Document(f"b{i}", corpus.edit(first[i].text, 2)) for i in range(5)])
+        assert [r.matches[0].external_id for r in edits] == [f"a{i}" for i in range(5)]
+        single_text = corpus.original()
+        store.add("c0", single_text)
+        copy = store.add("a0-copy", first[0].text)
+        assert [m.external_id for m in store.check(corpus.edit(single_text, 1)).matches] == ["c0"]
+    assert [m.external_id for m in copy.matches] == ["a0"]
+    rows = _rows(engine, schema)
+    per_document = params.band_key_count + params.block_key_count
+    assert len(rows) == 46 * per_document  # 40 + 5 + 1 first documents, not the copy
+    assert rows == _computed(engine, schema, params)
+
+
+def test_equal_keys_of_different_slots_never_meet(engine: Engine, schema: str) -> None:
+    """A stored document's key of band slot 1 is not found as the same number in slot 2, nor
+    as a block key of slot 1."""
+    corpus = PlantedCorpus(32)
+    with DedupStore(engine, schema=schema) as store:
+        store.add("stored", corpus.original())
+    with engine.connect() as conn:
+        stored = conn.execute(
+            text(
+                f"SELECT key # :salt FROM {qualified(schema, 'slot_keys')} "
+                "WHERE kind = 0 AND slot = 1"
+            ),
+            {"salt": slot_salt(BAND, 1)},
+        ).scalar_one()
+        keys = np.array([stored], dtype=np.int64)
+        docs = np.array([99], dtype=np.int64)
+        groups = [
+            KeyGroup(BAND, 1, keys, docs),
+            KeyGroup(BAND, 2, keys, docs),
+            KeyGroup(BLOCK, 1, keys, docs),
+        ]
+        found = find_keys(conn, schema, groups, hot_limit=50)
+    assert [len(ids) for ids in found.ids] == [1, 0, 0]
+
+
+def test_a_deleted_document_takes_its_keys_and_its_copy_takes_its_place(
+    engine: Engine, schema: str
+) -> None:
+    """A deleted first document's rows go with it; its exact copy, first of the group from then
+    on, gets rows of its own and is found by its keys."""
+    corpus = PlantedCorpus(36)
+    text_a, text_b = corpus.original(), corpus.original()
+    docs = [Document("a", text_a), Document("b", text_b), Document("a-copy", text_a)]
+    docs += [Document(f"o{i}", corpus.original()) for i in range(20)]
+    with DedupStore(engine, schema=schema) as store:
+        store.ingest(docs, bulk=True)
+        assert store.delete(["a", "b"]) == 2
+        assert [m.external_id for m in store.check(corpus.edit(text_a, 1)).matches] == ["a-copy"]
+        assert store.check(corpus.edit(text_b, 1)).matches == []
+        params = store.params
+    rows = _rows(engine, schema)
+    assert rows == _computed(engine, schema, params)
+    assert len({doc for doc, *_ in rows}) == 21
+
+
+def test_settle_packs_the_index_and_changes_no_answer(engine: Engine, schema: str) -> None:
+    corpus = PlantedCorpus(33)
+    first = [Document(f"a{i}", corpus.original()) for i in range(30)]
+    with DedupStore(engine, schema=schema) as store:
+        store.ingest(first, bulk=True)
+        store.add_many([Document(f"b{i}", corpus.original()) for i in range(30)])
+        queries = [corpus.edit(d.text, 1) for d in first[:5]]
+        before = [_answer(store.check(q)) for q in queries]
+        settled = store.settle()
+        assert settled["documents"] == 60
+        assert [_answer(store.check(q)) for q in queries] == before
+
+
+def test_a_store_with_no_keys_written_computes_them_when_it_opens(
+    engine: Engine, schema: str
+) -> None:
+    """A store upgraded from a version that kept its keys where the migration could not read
+    them (revision 0007 and before) has an empty ``slot_keys``: opening it computes the rows."""
+    corpus = PlantedCorpus(34)
+    texts = [corpus.original() for _ in range(12)]
+    with DedupStore(engine, schema=schema) as store:
+        store.add_many([Document(f"d{i}", t) for i, t in enumerate(texts)])
+        query = corpus.edit(texts[4], 1)
+        expected = _answer(store.check(query))
+        assert expected[0][:2] == ("d4", "minhash")
+    rows = _rows(engine, schema)
+    with engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {qualified(schema, 'slot_keys')}"))
+    with DedupStore(engine, schema=schema) as store:
+        assert _answer(store.check(query)) == expected
+    assert _rows(engine, schema) == rows
