@@ -21,6 +21,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, exc, text
 
 from dedup_store.config import normalize_url, redact
 from dedup_store.db.schema.names import validate_schema
+from dedup_store.db.server.native import DroppedConnection, NativeConnections
 from dedup_store.errors import ConflictError, DatabaseError, UnsupportedServerError
 
 Bind = str | Engine | Connection
@@ -48,6 +49,7 @@ class Database:
         self.connection: Connection | None = bind if isinstance(bind, Connection) else None
         self.engine: Engine | None
         self._read_engine: Engine | None = None
+        self._native: NativeConnections | None = None
         self._server_checked = False
         if isinstance(bind, str):
             try:
@@ -69,6 +71,7 @@ class Database:
                 )
                 for engine in (self.engine, self._read_engine):
                     event.listen(engine, "connect", _configure)
+                self._native = NativeConnections(self._read_engine, max(3, pool_size or 0))
             except (exc.ArgumentError, ImportError) as e:
                 raise DatabaseError(f"invalid database URL {redact(bind)}: {e}") from None
         elif isinstance(bind, Engine):
@@ -168,8 +171,10 @@ class Database:
             return None
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
+                if self._native is not None and self._server_checked:
+                    return self._native.run(work)
                 return self._read_once(lambda conn: _on_driver(conn, work))
-            except _DroppedConnection as e:
+            except DroppedConnection as e:
                 # the server dropped a pooled connection: it is discarded, and the work (which
                 # committed nothing) runs again on a new one
                 if attempt > 1:
@@ -230,6 +235,8 @@ class Database:
         """Dispose of the engine if we created it."""
         if self._owns_engine and self.engine is not None:
             self.engine.dispose()
+        if self._native is not None:
+            self._native.close()
         if self._read_engine is not None:
             self._read_engine.dispose()
 
@@ -265,10 +272,6 @@ def _configure(dbapi_connection: Any, _record: Any) -> None:
     dbapi_connection.commit()
 
 
-class _DroppedConnection(Exception):
-    """The psycopg connection under a pooled connection broke (it has been invalidated)."""
-
-
 def _on_driver(conn: Connection, work: Callable[[psycopg.Connection[Any]], T]) -> T:
     """Run ``work`` on the psycopg connection of ``conn``; invalidate it if it breaks."""
     raw = driver_connection(conn)
@@ -277,7 +280,7 @@ def _on_driver(conn: Connection, work: Callable[[psycopg.Connection[Any]], T]) -
     except psycopg.OperationalError as e:
         if raw.closed or raw.broken:
             conn.invalidate()
-            raise _DroppedConnection(str(e)) from e
+            raise DroppedConnection(str(e)) from e
         raise
 
 
