@@ -31,12 +31,14 @@ from dedup_store.db.bulk import checkpoint, load
 from dedup_store.db.candidates import hot
 from dedup_store.db.candidates.lane import Lane
 from dedup_store.db.candidates.lookup import Reach, connection_of
-from dedup_store.db.candidates.stored import INDEXED, NewRows, StoredKeys, new_rows
+from dedup_store.db.candidates.stored import INDEXED, StoredKeys, new_rows
 from dedup_store.db.matches import scoring
 from dedup_store.db.reports import reads
 from dedup_store.db.server.engine import Database
 from dedup_store.db.write import batch as batch_write
 from dedup_store.db.write import frequencies, locks, verdicts
+from dedup_store.db.write import rows as rows_write
+from dedup_store.db.write.rows import NewRows
 from dedup_store.errors import DedupStoreError
 from dedup_store.prepared import BatchOutcome, PreparedBatch
 from dedup_store.records import (
@@ -124,10 +126,10 @@ class StagedBatch:
     new: NewRows
     secondary: hot.SecondaryRows
     promotion: hot.Promotion
-    rows: batch_write.DocumentRows
+    rows: rows_write.DocumentRows
     verified: dict[str, Any]
     bulk_load: bool
-    held: batch_write.HeldRows | None = None
+    held: rows_write.HeldRows | None = None
     shared: bool = False
 
 
@@ -206,7 +208,7 @@ def stage_batch(
         new,
         secondary,
         promotion,
-        batch_write.document_rows(
+        rows_write.document_rows(
             new,
             [encoded[r] for r in new.rows.tolist()],
             with_meta,

@@ -49,6 +49,8 @@ Rooms:
 
   - :mod:`~dedup_store.db.write.batch`: a whole batch of documents in a handful of set-based
     statements; cluster merges, relabelling and deletes.
+  - :mod:`~dedup_store.db.write.rows`: the rows a batch writes, computed before its statements
+    (new documents, ids, COPY rows, a bulk load's held rows).
   - :mod:`~dedup_store.db.write.single`: one new document written in one statement.
   - :mod:`~dedup_store.db.write.locks`: the advisory locks the writers of a store take.
   - :mod:`~dedup_store.db.write.verdicts`: a reviewer's verdicts on pairs and the clusters they

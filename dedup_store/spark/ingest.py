@@ -34,8 +34,9 @@ from dedup_store.db.reports import reads
 from dedup_store.db.schema import ddl
 from dedup_store.db.schema.names import qualified
 from dedup_store.db.write import verdicts
-from dedup_store.db.write.batch import allocate_ids, relabel
+from dedup_store.db.write.batch import relabel
 from dedup_store.db.write.locks import lock_store
+from dedup_store.db.write.rows import allocate_ids
 from dedup_store.errors import (
     DedupStoreError,
     EmptyDocumentError,

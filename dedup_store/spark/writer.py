@@ -21,7 +21,7 @@ from psycopg import sql
 from dedup_store.core.arrays import stable_order
 from dedup_store.db.candidates import key_rows
 from dedup_store.db.server import binary_copy
-from dedup_store.db.write.batch import DOCUMENT_COLUMNS
+from dedup_store.db.write.rows import DOCUMENT_COLUMNS
 
 EDGE_COLUMNS = ("a", "b", "method", "jaccard", "containment", "hamming")
 #: What a writing partition reports.

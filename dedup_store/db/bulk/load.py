@@ -31,12 +31,14 @@ from dedup_store.core.mixing import hashint8
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.bulk import checkpoint
 from dedup_store.db.candidates.lookup import Found, KeyGroup, Reach, key_groups
-from dedup_store.db.candidates.stored import INDEXED, NewRows
+from dedup_store.db.candidates.stored import INDEXED
 from dedup_store.db.schema import ddl
 from dedup_store.db.schema.encoding import BAND, SAMPLE, int4_array, int8_array, slot_salt
 from dedup_store.db.schema.names import qualified, quote
 from dedup_store.db.write import batch as batch_write
 from dedup_store.db.write import locks
+from dedup_store.db.write import rows as rows_write
+from dedup_store.db.write.rows import NewRows
 
 #: Indexes of the store's tables that only key lookups use: dropped for a bulk load.
 LOOKUP_INDEXES = (
@@ -72,7 +74,7 @@ class LoadedKeys:
         #: The load emptied the tables it writes with COPY (a new store): it writes them frozen.
         self.frozen = False
         #: The batches' sample keys and key rows, held for larger COPYs.
-        self.held = batch_write.HeldRows()
+        self.held = rows_write.HeldRows()
 
     def find(
         self,
@@ -205,7 +207,7 @@ class LoadedKeys:
         """Read what the store holds: its first documents' keys and exact hashes, its excerpt
         keys, its hot keys, its external ids (one scan of each table) and its next id."""
         s = qualified(schema)
-        self._next_id = batch_write.next_id(conn, schema)
+        self._next_id = rows_write.next_id(conn, schema)
         rows = conn.execute(
             text(f"SELECT id, exact_hash, exact_of IS NULL, external_id FROM {s}.documents")
         ).all()
@@ -527,7 +529,7 @@ def finish(
         conn.execute(text("SELECT set_config(:name, :value, true)"), {"name": name, "value": value})
     if loaded is not None:
         loaded.held.flush(conn, schema)
-    batch_write.catch_up_ids(conn, schema)
+    rows_write.catch_up_ids(conn, schema)
     started = time.perf_counter()
     metadata = ddl.build_metadata(schema)
     new_files = loaded is not None and loaded.frozen

@@ -6,15 +6,14 @@ which finds the first stored document of each new row's exact group).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I32, I64, U64, ranges
+from dedup_store.core.arrays import I32, I64, U64
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.db.candidates.lookup import (
     Found,
@@ -31,50 +30,11 @@ from dedup_store.db.schema.encoding import (
     bytea_array_literal,
     int4_array,
     slot_salt,
-    sorted_top32,
 )
 from dedup_store.db.schema.names import qualified
-
-if TYPE_CHECKING:
-    from dedup_store.db.write.batch import HeldRows
+from dedup_store.db.write.rows import HeldRows, NewRows, allocate_ids
 
 _ARRAY_HEADER = 20  # bytes before the elements of a one-dimensional array_send
-
-
-@dataclasses.dataclass(frozen=True)
-class NewRows:
-    """The rows of a fingerprint batch that a transaction inserts, with their new ids.
-
-    Attributes:
-        batch: the fingerprints.
-        rows: the batch rows inserted.
-        ids: their new internal ids.
-        exact_of: per row, the id of the first document of its exact group (stored, or an
-            earlier row of this batch), 0 for the first itself.
-    """
-
-    batch: FingerprintBatch
-    rows: I64
-    ids: I64
-    exact_of: I64
-    stored_shingles: StoredShingles | None = None
-
-    @property
-    def firsts(self) -> I64:
-        """Positions (in ``rows``) of the documents that are the first of their exact group."""
-        return np.flatnonzero(self.exact_of == 0)
-
-    def shingles_of(self, rows: I64) -> StoredShingles:
-        """The shingles as stored of the batch rows ``rows``
-        (:func:`~dedup_store.db.schema.encoding.sorted_top32`): taken from :attr:`stored_shingles`,
-        made for every row of the batch with its fingerprints, when there are."""
-        if self.stored_shingles is None:
-            return sorted_top32(self.batch, rows)
-        offsets, values = self.stored_shingles
-        starts, ends = offsets[rows], offsets[rows + 1]
-        chosen = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(ends - starts, out=chosen[1:])
-        return chosen, values[ranges(starts, ends)]
 
 
 def new_rows(
@@ -215,8 +175,6 @@ class IndexedKeys:
 
     def allocate_ids(self, conn: Reach, schema: str, count: int, shared: bool) -> I64:
         """Ids drawn from the store's sequence."""
-        from dedup_store.db.write.batch import allocate_ids  # the writer imports this module
-
         return allocate_ids(connection_of(conn), schema, count, shared)
 
     def find(

@@ -45,13 +45,14 @@ from dedup_store.db.candidates.lookup import (
     key_lookups,
     sample_lookup,
 )
-from dedup_store.db.candidates.stored import INDEXED, NewRows, StoredKeys
+from dedup_store.db.candidates.stored import INDEXED, StoredKeys
 from dedup_store.db.schema.encoding import (
     array_literal,
     sparse_excerpt_keys,
     top32,
 )
 from dedup_store.db.schema.names import qualified
+from dedup_store.db.write.rows import NewRows
 from dedup_store.results import MatchRow
 
 EXACT_INTERSECTION = (
