@@ -436,15 +436,28 @@ def query_parameters(
     }
 
 
-def touched_sql(s: str, secondary: tuple[int, int], hot_limit: int) -> str:
+def touched_sql(
+    s: str, secondary: tuple[int, int], hot_limit: int, full_buckets: bool = False
+) -> str:
     """SQL: ``(kind, slot, key)`` of the query's hot band and block keys of re-keyed slots
     whose secondary keys were not sent (:func:`query_parameters`), read from the rows ``found``
-    of :func:`~dedup_store.db.matches.scoring.found_sql`: the statement must run again with them."""
+    of :func:`~dedup_store.db.matches.scoring.found_sql`: the statement must run again with them.
+
+    With ``full_buckets``, only the keys whose probe found ``hot_limit`` documents: a hot key
+    with fewer (some of its documents were deleted) yielded all its documents, and its secondary
+    keys, which mix in the primary key, could find none beyond them. Enough for a read; a write
+    needs every hot key, to store its secondary keys."""
     kinds = [str(kind) for kind in (BAND, BLOCK) if secondary[kind]]
     if not hot_limit or not kinds:
         return "SELECT 0::smallint AS kind, 0::smallint AS slot, 0::bigint AS key WHERE false"
+    found = "found"
+    if full_buckets:
+        found = (
+            f"(SELECT kind, slot, pkey FROM found WHERE kind IN ({', '.join(kinds)}) "
+            f"GROUP BY kind, slot, pkey HAVING count(*) >= {int(hot_limit)})"
+        )
     return (
-        f"SELECT f.kind, f.slot, f.pkey AS key FROM found f JOIN {s}.hot_keys h "
+        f"SELECT f.kind, f.slot, f.pkey AS key FROM {found} f JOIN {s}.hot_keys h "
         "ON h.kind = f.kind AND h.slot = f.slot AND h.key = f.pkey "
         f"WHERE f.kind IN ({', '.join(kinds)}) AND NOT EXISTS (SELECT 1 FROM "
         "unnest(CAST(:sec_kind AS smallint[]), CAST(:sec_slot AS smallint[])) AS n(kind, slot) "

@@ -307,7 +307,8 @@ def _check_statement(
         UNION ALL
         SELECT 'touched', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                t.kind::integer, t.slot::integer
-        FROM (SELECT DISTINCT kind, slot FROM ({hot.touched_sql(s, secondary, hot_limit)}) h) t
+        FROM (SELECT DISTINCT kind, slot
+              FROM ({hot.touched_sql(s, secondary, hot_limit, full_buckets=True)}) h) t
     """)
 
 
