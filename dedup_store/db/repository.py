@@ -147,16 +147,25 @@ class StoreTables:
             self.hot_keys.seed(stored)
         return self.hot_keys.slots(fp)
 
-    def _statement_rows(self, statement: str, parameters: dict[str, Any]) -> list[dict[str, Any]]:
-        """The rows of a single-document read, by column name: on psycopg's raw cursor, or in
-        the caller's transaction."""
-        found = self.db.native(lambda raw: raw_statements.fetch_all(raw, statement, parameters))
+    def _statement_rows(
+        self, statement: str, parameters: dict[str, Any], as_tuples: bool = False
+    ) -> list[Any]:
+        """The rows of a single-document read, by column name (``as_tuples``: by position): on
+        psycopg's raw cursor, or in the caller's transaction."""
+        found = self.db.native(
+            lambda raw: raw_statements.fetch_all(raw, statement, parameters, as_tuples)
+        )
         if found is None:  # inside a caller's transaction
-            return self.db.read(
-                lambda conn: [
-                    dict(row) for row in conn.execute(sa_text(statement), parameters).mappings()
-                ]
-            )
+
+            def rows(conn: Connection) -> list[Any]:
+                result = conn.execute(sa_text(statement), parameters)
+                return (
+                    [tuple(r) for r in result]
+                    if as_tuples
+                    else [dict(r) for r in result.mappings()]
+                )
+
+            return self.db.read(rows)
         return found
 
     # -- reads ------------------------------------------------------------------------------
@@ -164,11 +173,14 @@ class StoreTables:
     def similar_rows(self, external_id: str, limit: int | None, offset: int) -> list[Any] | None:
         """The rows of the documents ``external_id`` matches, best first (``None``: no such
         document; :mod:`~dedup_store.db.matches.exact_groups`)."""
-        return self.db.read(
-            lambda conn: exact_groups.similar_rows(
-                conn, self.schema, external_id, self.params, limit, offset
-            )
-        )
+        statement = exact_groups.similar_statement(self.schema)
+        parameters = exact_groups.similar_parameters(external_id, self.params, limit, offset)
+        rows = [MatchRow(**row) for row in self._statement_rows(statement, parameters)]
+        if not rows and not self.db.read(
+            lambda conn: exact_groups.exists(conn, self.schema, external_id)
+        ):
+            return None
+        return rows
 
     def cluster_of(self, external_id: str) -> list[Any]:
         """The member rows of the cluster of document ``external_id``.
@@ -177,12 +189,11 @@ class StoreTables:
             UnknownDocumentError: it is not stored.
         """
 
-        def work(conn: Connection) -> list[Any]:
-            label = reads.cluster_ids(conn, self.schema, [_doc_id(conn, self.schema, external_id)])
-            return list(reads.cluster_rows(conn, self.schema, next(iter(label.values())), 1))
-
-        result: list[Any] = self.db.run(work)  # a server-side cursor needs a transaction
-        return result
+        statement = reads.document_cluster_statement(self.schema)
+        rows = self._statement_rows(statement, {"external_id": external_id}, as_tuples=True)
+        if not rows:
+            raise UnknownDocumentError(external_id)
+        return rows
 
     @contextmanager
     def cluster_rows(self, min_size: int, min_similarity: float | None) -> Iterator[Iterator[Any]]:

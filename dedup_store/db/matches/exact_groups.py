@@ -18,12 +18,14 @@ for the whole store.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import Connection, text
 
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.matches.scoring import combined_score_sql
 from dedup_store.db.schema.names import qualified
-from dedup_store.results import MatchRow, Method
+from dedup_store.results import Method
 
 #: SQL: the position of a method in the order of preference (1: exact).
 METHOD_RANK = f"array_position(ARRAY[{', '.join(repr(m.value) for m in Method)}], {{}})"
@@ -97,31 +99,21 @@ def similar_statement(schema: str) -> str:
     """
 
 
-def similar_rows(
-    conn: Connection,
-    schema: str,
-    external_id: str,
-    params: FingerprintParams,
-    limit: int | None = None,
-    offset: int = 0,
-) -> list[MatchRow] | None:
-    """The matches of document ``external_id`` through the exact groups of both ends of its
-    group's edges, best first (:attr:`MatchRow.rank`): ``limit`` of them (all: ``None``) after
-    the first ``offset``. ``None`` when no document has that id."""
-    parameters = {
+def similar_parameters(
+    external_id: str, params: FingerprintParams, limit: int | None = None, offset: int = 0
+) -> dict[str, Any]:
+    """The parameters of :func:`similar_statement`: the matches of document ``external_id``,
+    ``limit`` of them (all: ``None``) after the first ``offset``; its rows are the fields of
+    :class:`~dedup_store.results.MatchRow`, best first (:attr:`MatchRow.rank`)."""
+    return {
         "external_id": external_id,
         "meta_weight": params.meta_weight,
         "limit": limit,
         "offset": offset,
     }
-    found = conn.execute(text(similar_statement(schema)), parameters)
-    rows = [MatchRow(**row._mapping) for row in found]
-    if not rows and not _exists(conn, schema, external_id):
-        return None
-    return rows
 
 
-def _exists(conn: Connection, schema: str, external_id: str) -> bool:
+def exists(conn: Connection, schema: str, external_id: str) -> bool:
     """Whether a document has id ``external_id``."""
     statement = f"SELECT 1 FROM {qualified(schema, 'documents')} WHERE external_id = :id"
     return conn.execute(text(statement), {"id": external_id}).first() is not None

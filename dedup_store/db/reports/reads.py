@@ -64,6 +64,20 @@ def cluster_rows(
         result.close()
 
 
+def document_cluster_statement(schema: str) -> str:
+    """The rows of :func:`cluster_rows` of the cluster of document ``:external_id`` (none: no
+    such document), in one statement."""
+    s = qualified(schema)
+    return f"""
+        SELECT m.cluster_id, m.representative, m.external_id, m.created_at, z.canonical
+        FROM {s}.cluster_members m JOIN {s}.cluster_sizes z ON z.cluster_id = m.cluster_id
+        WHERE m.cluster_id = (
+            SELECT cluster_id FROM {s}.documents WHERE external_id = :external_id
+        )
+        ORDER BY m.doc_id
+    """
+
+
 def stricter_statement(s: str) -> str:
     """The statement of :func:`cluster_rows` for clusters at ``:min_similarity`` (the SQL
     function ``clusters_at``) of ``:min_size`` or more members. Each lies inside one stored

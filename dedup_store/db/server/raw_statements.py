@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 
 #: A ``:name`` bind parameter (not the ``::`` of a cast).
 _BIND = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
@@ -40,11 +40,15 @@ def positional(statement: str) -> tuple[str, tuple[str, ...]]:
 
 
 def fetch_all(
-    raw: psycopg.Connection[Any], statement: str, parameters: Mapping[str, Any]
-) -> list[dict[str, Any]]:
-    """Run ``statement`` (with ``:name`` parameters) and return its rows."""
+    raw: psycopg.Connection[Any],
+    statement: str,
+    parameters: Mapping[str, Any],
+    as_tuples: bool = False,
+) -> list[Any]:
+    """Run ``statement`` (with ``:name`` parameters) and return its rows, as dictionaries (or
+    tuples)."""
     query, names = positional(statement)
-    with psycopg.RawCursor(raw, row_factory=dict_row) as cur:
+    with psycopg.RawCursor(raw, row_factory=tuple_row if as_tuples else dict_row) as cur:
         cur.execute(query, [parameters[name] for name in names])
         return cur.fetchall()
 
