@@ -39,8 +39,11 @@ class Database:
 
     Given a URL it makes two engines, each with a pool of connections kept open: one for
     transactions (``pool_size``, SQLAlchemy's 5 by default) and one for single-statement reads
-    and the pipelined ``add`` (``pool_size``, at least 3). Size ``pool_size`` to the threads
-    that share the store, so that none of them opens and closes connections beyond the pool.
+    (``pool_size``, at least 3); the single-document statements (``check``, ``add``,
+    ``similar``, ``cluster``) run on psycopg connections taken once from the second and kept
+    apart (:mod:`~dedup_store.db.server.native`, at most as many idle). Size ``pool_size`` to
+    the threads that share the store, so that none of them opens and closes connections beyond
+    the pools.
     """
 
     def __init__(self, bind: Bind, schema: str, pool_size: int | None = None) -> None:
