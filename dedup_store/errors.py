@@ -154,7 +154,7 @@ def _release(version_num: int) -> str:
 
 
 class OwnerRequiredError(DatabaseError):
-    """Work that drops and builds the store's indexes (a bulk load, rebuilding the key index), which
+    """Work that drops and builds the store's indexes (a bulk load, settling the key tiers), which
     PostgreSQL allows only the owner of its tables, asked of another role.
 
     Attributes:

@@ -213,6 +213,7 @@ def stage_batch(
             [encoded[r] for r in new.rows.tolist()],
             with_meta,
             stored.frozen,
+            settled=stored.bulk_load,
         ),
         scoring.verified_parameters(new, found, inter, possible),
         stored.bulk_load,

@@ -478,6 +478,8 @@ class Stats:
             by secondary keys).
         hottest_keys: the five largest hot buckets, ``"kind slot key"`` (``band 3 -4711``) with
             their document counts.
+        recent_documents: documents in the recent tier of the key indexes (added since the
+            last bulk load or :meth:`~dedup_store.DedupStore.settle`; exact copies included).
         settings: the store's settings (``keep_text``, ``canonical_rule``) and how many
             ``verdicts`` reviewers gave.
         storage: bytes of the store's ``tables`` (with their TOAST) and ``indexes``, and the
@@ -495,6 +497,7 @@ class Stats:
     hottest_excerpt_keys: dict[str, int] = dataclasses.field(default_factory=dict)
     hot_keys: dict[str, int] = dataclasses.field(default_factory=dict)
     hottest_keys: dict[str, int] = dataclasses.field(default_factory=dict)
+    recent_documents: int = 0
     settings: dict[str, Any] = dataclasses.field(default_factory=dict)
     storage: dict[str, int] = dataclasses.field(default_factory=dict)
 

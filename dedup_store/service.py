@@ -285,16 +285,17 @@ class DedupStore(Reviewing):
         return reweighted(batch, self._tables.document_frequencies(index.unique)).row(0)
 
     def settle(self) -> dict[str, float]:
-        """Build the index of the band and block keys anew, its pages full, and refresh the
-        planner's statistics of the key tables. Single adds split the index's pages as they
-        insert keys in random order; after many of them (tens of thousands since the last bulk
-        load) this packs the index again. As long as it runs, readers wait.
+        """Move the documents added since the last bulk load (or settle) from the recent tier
+        of the key tables into the settled one: the settled table's index is built again over
+        every document, the recent one starts empty, so later incremental writes insert into a
+        small index again. As long as it runs (the index build of the whole store), readers
+        wait.
 
         Returns:
-            ``documents`` (first documents, whose keys the index holds) and ``seconds`` (the
-            index build).
+            ``settled_through`` (the largest settled id), ``moved`` (documents that were in the
+            recent tier) and ``seconds`` (the index build).
         """
-        self._require_owner("rebuilding the key index")
+        self._require_owner("settling the key tiers")
         return self._tables.settle()
 
     def _require_owner(self, work: str) -> None:

@@ -22,7 +22,8 @@ def snapshot(engine: Engine, schema: str) -> dict[str, Any]:
         ).all()
         keys = conn.execute(
             text(
-                f"SELECT doc_id, array_agg(key ORDER BY kind, slot) FROM {s}.slot_keys "
+                f"SELECT doc_id, array_agg(key ORDER BY kind, slot) FROM (SELECT * FROM "
+                f"{s}.slot_keys UNION ALL SELECT * FROM {s}.recent_slot_keys) k "
                 "GROUP BY doc_id ORDER BY doc_id"
             )
         ).all()

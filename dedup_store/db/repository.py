@@ -272,8 +272,8 @@ class StoreTables:
         return self.db.run(work)
 
     def settle(self) -> dict[str, float]:
-        """Build the index of the band and block keys anew and refresh the statistics of the
-        key tables (:func:`~dedup_store.db.bulk.load.settle`)."""
+        """Move the recent tier of the key tables into the settled one
+        (:func:`~dedup_store.db.bulk.load.settle`)."""
         from dedup_store.db.bulk.load import settle
 
         return self.db.run(lambda conn: settle(conn, self.schema))

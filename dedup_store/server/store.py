@@ -108,7 +108,7 @@ async def pairs(
 
 @router.get("/stats", summary="Counts over the whole store", responses=models.ERRORS)
 async def stats(request: Request) -> Response:
-    """Documents, clusters, edges by method, the hottest keys, the store's
+    """Documents, clusters, edges by method, the hottest keys, the recent tier, the store's
     parameters and settings, and its bytes beside the server's ``shared_buffers``."""
     state = served(request)
     return json_response((await state.calls.run(state.store.stats)).to_dict())

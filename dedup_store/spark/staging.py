@@ -30,7 +30,7 @@ STAGED: dict[str, tuple[str, ...]] = {
     "sample_keys": ("key", "doc_id"),
     "secondary_keys": ("kind", "slot", "key", "doc_id"),
     "edges": ("a", "b", "method", "jaccard", "containment", "hamming"),
-    key_rows.TABLE: key_rows.COLUMNS,
+    key_rows.SETTLED: key_rows.COLUMNS,
 }
 
 

@@ -59,7 +59,8 @@ class StoredRows:
             self.spark,
             self.dsn,
             "SELECT k.kind::int, k.slot::int, k.key # t.salt, k.doc_id "
-            f"FROM {self.s}.slot_keys k JOIN ({salts_sql(self.params)}) t "
+            f"FROM (SELECT * FROM {self.s}.slot_keys UNION ALL "
+            f"SELECT * FROM {self.s}.recent_slot_keys) k JOIN ({salts_sql(self.params)}) t "
             "ON t.kind = k.kind AND t.slot = k.slot "
             "WHERE k.doc_id >= %(lo)s AND k.doc_id < %(hi)s",
             "kind int, slot int, key bigint, id bigint",

@@ -163,7 +163,7 @@ def write_documents(
     def write(conn: psycopg.Connection[Any], batch: pa.RecordBatch) -> None:
         payload = document_payload(batch)
         copy_rows(conn, schema, tables["documents"], DOCUMENT_COLUMNS, payload)
-        copy_rows(conn, schema, tables[key_rows.TABLE], key_rows.COLUMNS, slot_rows(batch))
+        copy_rows(conn, schema, tables[key_rows.SETTLED], key_rows.COLUMNS, slot_rows(batch))
         keys, docs = sample_rows(batch)
         if len(keys):
             rows = binary_copy.fixed_rows([keys, docs])

@@ -1,16 +1,18 @@
-"""Band and block keys in one narrow table, ``slot_keys``, with one index.
+"""Band and block keys in narrow tables, one index each: ``slot_keys`` and ``recent_slot_keys``.
 
 Until 0013 a first document's keys were a row of ``settled_keys`` or ``recent_keys`` (one
 ``bigint`` column per slot, one index per column and table: 44 at the default parameters), so a
-lookup of one document probed 44 indexes. ``slot_keys`` holds one row per key, ``(key, doc_id,
-kind, slot)``, with one b-tree on ``(key, doc_id)``: the key is the slot's key XORed with a salt of
-its kind and slot (``dedup_store.db.schema.encoding.slot_salt``, repeated here), so equal keys of
-different slots never meet, and every key of a query is one probe of the one index.
+lookup of one document probed 44 indexes. Each tier's keys are now rows ``(key, doc_id, kind,
+slot)`` of a table with one b-tree on ``(key, doc_id)``: the key is the slot's key XORed with a
+salt of its kind and slot (``dedup_store.db.schema.encoding.slot_salt``, repeated here), so equal
+keys of different slots never meet, and every key of a query is one probe of each tier's index.
+``slot_keys`` takes the rows of ``settled_keys``, ``recent_slot_keys`` (with the storage
+parameters ``recent_keys`` had) those of ``recent_keys``; ``key_tiers`` keeps the bound.
 
-The rows come from the tier tables, which are dropped with ``key_tiers``, ``settled_filter`` and
-its trigger. A store whose tier tables do not exist (one upgraded from 0007 or before that was
-never opened since) gets its rows from its stored signatures and SimHashes when it opens.
-Downgrading makes the tier tables again, every document settled, from ``slot_keys``.
+The tier tables are dropped with ``settled_filter`` and its trigger. A store whose tier tables do
+not exist (one upgraded from 0007 or before that was never opened since) gets its rows from its
+stored signatures and SimHashes when it opens. Downgrading makes the tier tables again from the
+new ones.
 
 Revision ID: 0014
 Revises: 0013
@@ -37,9 +39,18 @@ CREATE TABLE {s}.slot_keys (
     kind smallint NOT NULL,
     slot smallint NOT NULL
 );
+CREATE TABLE {s}.recent_slot_keys (
+    key bigint NOT NULL,
+    doc_id bigint NOT NULL,
+    kind smallint NOT NULL,
+    slot smallint NOT NULL
+) WITH (autovacuum_analyze_threshold = 10000);
 """
 
-INDEX = "CREATE INDEX slot_keys_lookup ON {s}.slot_keys (key, doc_id);"
+INDEX = """
+CREATE INDEX slot_keys_lookup ON {s}.slot_keys (key, doc_id);
+CREATE INDEX recent_slot_keys_lookup ON {s}.recent_slot_keys (key, doc_id);
+"""
 
 DROP_TIERS = """
 DROP TRIGGER IF EXISTS settled_keys_changed ON {s}.settled_keys;
@@ -47,19 +58,13 @@ DROP FUNCTION {s}.settled_keys_changed();
 DROP TABLE {s}.settled_filter;
 DROP TABLE IF EXISTS {s}.settled_keys;
 DROP TABLE IF EXISTS {s}.recent_keys;
-DROP TABLE {s}.key_tiers;
 """
 
-# the tables of 0007 and 0011, as those revisions made them
+#: each tier table's rows go to the table of the same tier
+TIERS = {"settled_keys": "slot_keys", "recent_keys": "recent_slot_keys"}
+
+# the table and function of 0011, as that revision made them
 RESTORE = """
-CREATE TABLE {s}.key_tiers (
-    id smallint PRIMARY KEY,
-    settled_through bigint NOT NULL,
-    settled_at timestamp with time zone NOT NULL DEFAULT now(),
-    CONSTRAINT key_tiers_single_row CHECK (id = 1)
-);
-INSERT INTO {s}.key_tiers (id, settled_through)
-SELECT 1, coalesce(max(id), 0) FROM {s}.documents;
 CREATE TABLE {s}.settled_filter (
     part integer PRIMARY KEY,
     settled_through bigint NOT NULL,
@@ -120,9 +125,9 @@ def upgrade(schema: str = "dedup") -> None:
             f"({_quoted(name)} # ({slot_salt(kind, slot)})::bigint, {kind}, {slot})"
             for name, kind, slot in columns
         )
-        for table in ("settled_keys", "recent_keys"):
+        for table, target in TIERS.items():
             op.execute(
-                f"INSERT INTO {s}.slot_keys (key, doc_id, kind, slot) "
+                f"INSERT INTO {s}.{target} (key, doc_id, kind, slot) "
                 f"SELECT v.key, t.id, v.kind, v.slot FROM {s}.{table} t "
                 f"CROSS JOIN LATERAL (VALUES {values}) AS v(key, kind, slot)"
             )
@@ -135,17 +140,21 @@ def downgrade(schema: str = "dedup") -> None:
     op.execute(RESTORE.format(s=s))
     slots = (
         op.get_bind()
-        .exec_driver_sql(f"SELECT DISTINCT kind, slot FROM {s}.slot_keys ORDER BY kind, slot")
+        .exec_driver_sql(
+            f"SELECT DISTINCT kind, slot FROM (SELECT kind, slot FROM {s}.slot_keys "
+            f"UNION ALL SELECT kind, slot FROM {s}.recent_slot_keys) k ORDER BY kind, slot"
+        )
         .all()
     )
     if slots:  # else the store makes its tier tables when it opens
         _restore_tiers(s, [(int(kind), int(slot)) for kind, slot in slots])
-    op.execute(f"DROP TABLE {s}.slot_keys")
+    op.execute(f"DROP TABLE {s}.slot_keys, {s}.recent_slot_keys")
 
 
 def _restore_tiers(s: str, slots: list[tuple[int, int]]) -> None:
-    """``settled_keys`` with every first document's row (the keys untagged), its indexes and
-    trigger, and an empty ``recent_keys`` (0010's storage) with its indexes."""
+    """``settled_keys`` and ``recent_keys`` (0010's storage) with the rows of each first
+    document (the keys untagged) of ``slot_keys`` and ``recent_slot_keys``, their indexes, and
+    the trigger of ``settled_keys``."""
     names = {BAND: "band", BLOCK: "block"}
     columns = [(_quoted(f"{names[kind]}_{slot}"), kind, slot) for kind, slot in slots]
     pivot = ", ".join(
@@ -156,13 +165,14 @@ def _restore_tiers(s: str, slots: list[tuple[int, int]]) -> None:
     definitions = ", ".join(f"{name} bigint NOT NULL" for name, _, _ in columns)
     op.execute(f"CREATE TABLE {s}.settled_keys (id bigint NOT NULL, {definitions})")
     op.execute(
-        f"INSERT INTO {s}.settled_keys SELECT k.doc_id, {pivot} "
-        f"FROM {s}.slot_keys k GROUP BY k.doc_id ORDER BY k.doc_id"
-    )
-    op.execute(
         f"CREATE TABLE {s}.recent_keys (id bigint NOT NULL, {definitions}) "
         "WITH (autovacuum_analyze_threshold = 10000)"
     )
+    for table, source in TIERS.items():
+        op.execute(
+            f"INSERT INTO {s}.{table} SELECT k.doc_id, {pivot} "
+            f"FROM {s}.{source} k GROUP BY k.doc_id ORDER BY k.doc_id"
+        )
     for table in ("settled_keys", "recent_keys"):
         fill = " WITH (fillfactor = 100)" if table == "settled_keys" else ""
         op.execute(f"CREATE UNIQUE INDEX {table}_id ON {s}.{table} (id){fill}")

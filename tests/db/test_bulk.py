@@ -66,10 +66,12 @@ def _tables(engine: Engine, schema: str) -> dict[str, Any]:
             ),
             {"s": schema},
         ).all()
+        settled = conn.execute(text(f'SELECT settled_through FROM "{schema}".key_tiers')).all()
     return {
         **hot_tables(engine, schema),
         "indexes": [(name, d.replace(schema, "S")) for name, d in indexes],
         "constraints": [(name, d.replace(schema, "S"), valid) for name, d, valid in constraints],
+        "settled_through": settled,
     }
 
 

@@ -90,17 +90,19 @@ def _key_index_names(engine: Engine, schema: str) -> set[str]:
             text(
                 "SELECT indexname FROM pg_indexes WHERE schemaname = :s "
                 "AND (indexname LIKE :p "
-                "OR tablename IN ('settled_keys', 'recent_keys', 'slot_keys'))"
+                "OR tablename IN ('settled_keys', 'recent_keys', 'slot_keys', 'recent_slot_keys'))"
             ),
             {"s": schema, "p": "documents\\_b%"},
         )
         return set(rows.scalars())
 
 
-def test_store_keeps_its_band_and_block_keys_under_one_index(engine: Engine, schema: str) -> None:
-    """``slot_keys_lookup``, whatever the parameters, and none on ``documents``."""
+def test_store_keeps_its_band_and_block_keys_under_one_index_a_tier(
+    engine: Engine, schema: str
+) -> None:
+    """One index per tier's table, whatever the parameters, and none on ``documents``."""
     DedupStore(engine, FingerprintParams(num_perm=128), schema=schema).close()
-    assert _key_index_names(engine, schema) == {"slot_keys_lookup"}
+    assert _key_index_names(engine, schema) == {"slot_keys_lookup", "recent_slot_keys_lookup"}
 
 
 def test_0001_store_upgrades_with_its_keys(engine: Engine, schema: str) -> None:
@@ -211,10 +213,10 @@ def test_keys_leave_documents_and_come_back_unchanged(
 
 
 def test_a_0013_store_moves_both_tiers_into_slot_keys_and_back(engine: Engine, schema: str) -> None:
-    """Revision 0014 makes the rows of ``slot_keys`` from the tier tables of a 0013 store, the
-    settled and the recent one, and drops them with ``key_tiers`` and ``settled_filter``;
-    downgrading makes the tier tables again from ``slot_keys``. Both ways the store holds the same
-    keys and answers the same checks."""
+    """Revision 0014 makes the rows of ``slot_keys`` and ``recent_slot_keys`` from the tier
+    tables of a 0013 store, the settled and the recent one, and drops them with
+    ``settled_filter``; downgrading makes the tier tables again. Both ways the store holds the
+    same keys in the same tiers and answers the same checks."""
     corpus = PlantedCorpus(44, words=(40, 60))
     texts = [corpus.original() for _ in range(30)]
     with DedupStore(engine, schema=schema) as store:
@@ -226,17 +228,18 @@ def test_a_0013_store_moves_both_tiers_into_slot_keys_and_back(engine: Engine, s
     migrate.downgrade(engine, schema, "0013")
     tables = _tables(engine, schema)
     assert {"settled_keys", "recent_keys", "key_tiers", "settled_filter"} <= tables
-    assert "slot_keys" not in tables
+    assert not {"slot_keys", "recent_slot_keys"} & tables
     s = f'"{schema}"'
-    with engine.begin() as conn:  # the documents added since the bulk load: the recent tier
-        moved = f"SELECT * FROM {s}.settled_keys WHERE id > 30"
-        conn.execute(text(f"INSERT INTO {s}.recent_keys {moved}"))
-        conn.execute(text(f"DELETE FROM {s}.settled_keys WHERE id > 30"))
-        conn.execute(text(f"UPDATE {s}.key_tiers SET settled_through = 30"))
+    with engine.connect() as conn:  # the documents added since the bulk load: the recent tier
+        recent = conn.execute(text(f"SELECT array_agg(id ORDER BY id) FROM {s}.recent_keys"))
+        assert min(recent.scalar_one()) > 30  # the first documents among the eight edits
     migrate.upgrade(engine, schema)
     assert _diff(engine, schema) == []
-    gone = {"settled_keys", "recent_keys", "key_tiers", "settled_filter"}
+    gone = {"settled_keys", "recent_keys", "settled_filter"}
     assert not gone & _tables(engine, schema)
     assert snapshot(engine, schema) == before
+    with engine.connect() as conn:
+        settled = conn.execute(text(f"SELECT DISTINCT doc_id FROM {s}.slot_keys")).scalars()
+        assert max(settled) == 30
     with DedupStore(engine, schema=schema) as store:
         assert [[m.external_id for m in store.check(q).matches] for q in queries] == answers

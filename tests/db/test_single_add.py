@@ -41,7 +41,8 @@ def _tables(engine: Engine, schema: str) -> tuple[list[tuple[object, ...]], ...]
                 f"SELECT d.id, external_id, cluster_id, simhash, exact_hash, signature, shingles, "
                 f"shingle_count, token_count, length, language, meta, "
                 f"(SELECT array_agg(k.key ORDER BY k.kind, k.slot) "
-                f'FROM "{schema}".slot_keys k WHERE k.doc_id = d.id) '
+                f'FROM (SELECT * FROM "{schema}".slot_keys UNION ALL '
+                f'SELECT * FROM "{schema}".recent_slot_keys) k WHERE k.doc_id = d.id) '
                 f'FROM "{schema}".documents d ORDER BY d.id'
             )
         ).all()

@@ -1,5 +1,6 @@
-"""Band and block keys in one narrow table, ``slot_keys``: one row per key of each first
-document, each key moved by a salt of its slot, one index on ``(key, doc_id)``."""
+"""Band and block keys in narrow tables, ``slot_keys`` (settled) and ``recent_slot_keys``: one row
+per key of each first document, each key moved by a salt of its slot, one index on ``(key,
+doc_id)`` per table."""
 
 from __future__ import annotations
 
@@ -22,13 +23,13 @@ def _answer(result: CheckResult) -> list[tuple[str, str, float]]:
     return [(m.external_id, m.method, round(m.jaccard, 9)) for m in result.matches]
 
 
-def _rows(engine: Engine, schema: str) -> list[tuple[int, int, int, int]]:
+def _rows(engine: Engine, schema: str, table: str | None = None) -> list[tuple[int, int, int, int]]:
+    """The rows of ``table`` (of both tiers by default), ``(doc_id, kind, slot, key)``."""
+    tables = [table] if table else ["slot_keys", "recent_slot_keys"]
+    union = " UNION ALL ".join(f"SELECT * FROM {qualified(schema, t)}" for t in tables)
     with engine.connect() as conn:
         rows = conn.execute(
-            text(
-                f"SELECT doc_id, kind, slot, key FROM {qualified(schema, 'slot_keys')} "
-                "ORDER BY doc_id, kind, slot"
-            )
+            text(f"SELECT doc_id, kind, slot, key FROM ({union}) k ORDER BY doc_id, kind, slot")
         ).all()
     return [tuple(int(v) for v in row) for row in rows]  # type: ignore[misc]
 
@@ -46,7 +47,8 @@ def test_every_write_path_stores_the_keys_the_fingerprints_imply(
     engine: Engine, schema: str
 ) -> None:
     """A bulk load, batches and single adds each write one row per band and block key of each
-    first document (exact copies none), and lookups find documents of every path."""
+    first document (exact copies none): the bulk load's into the settled tier, the others into
+    the recent one; lookups find documents of every path and tier."""
     corpus = PlantedCorpus(31)
     params = FingerprintParams()
     first = [Document(f"a{i}", corpus.original()) for i in range(40)]
@@ -63,6 +65,7 @@ def test_every_write_path_stores_the_keys_the_fingerprints_imply(
     per_document = params.band_key_count + params.block_key_count
     assert len(rows) == 46 * per_document  # 40 + 5 + 1 first documents, not the copy
     assert rows == _computed(engine, schema, params)
+    assert {doc for doc, *_ in _rows(engine, schema, "slot_keys")} == set(range(1, 41))
 
 
 def test_equal_keys_of_different_slots_never_meet(engine: Engine, schema: str) -> None:
@@ -74,7 +77,7 @@ def test_equal_keys_of_different_slots_never_meet(engine: Engine, schema: str) -
     with engine.connect() as conn:
         stored = conn.execute(
             text(
-                f"SELECT key # :salt FROM {qualified(schema, 'slot_keys')} "
+                f"SELECT key # :salt FROM {qualified(schema, 'recent_slot_keys')} "
                 "WHERE kind = 0 AND slot = 1"
             ),
             {"salt": slot_salt(BAND, 1)},
@@ -110,17 +113,24 @@ def test_a_deleted_document_takes_its_keys_and_its_copy_takes_its_place(
     assert len({doc for doc, *_ in rows}) == 21
 
 
-def test_settle_packs_the_index_and_changes_no_answer(engine: Engine, schema: str) -> None:
+def test_a_settle_moves_the_recent_tier_and_changes_no_answer(engine: Engine, schema: str) -> None:
     corpus = PlantedCorpus(33)
     first = [Document(f"a{i}", corpus.original()) for i in range(30)]
     with DedupStore(engine, schema=schema) as store:
         store.ingest(first, bulk=True)
-        store.add_many([Document(f"b{i}", corpus.original()) for i in range(30)])
-        queries = [corpus.edit(d.text, 1) for d in first[:5]]
+        later = [Document(f"b{i}", corpus.original()) for i in range(30)]
+        store.add_many(later)
+        assert store.stats().recent_documents == 30
+        queries = [corpus.edit(d.text, 1) for d in first[:5] + later[:5]]
         before = [_answer(store.check(q)) for q in queries]
+        assert [a[0][0] for a in before] == [f"a{i}" for i in range(5)] + [
+            f"b{i}" for i in range(5)
+        ]
         settled = store.settle()
-        assert settled["documents"] == 60
+        assert (settled["moved"], settled["settled_through"]) == (30, 60)
+        assert store.stats().recent_documents == 0
         assert [_answer(store.check(q)) for q in queries] == before
+    assert _rows(engine, schema, "recent_slot_keys") == []
 
 
 def test_a_store_with_no_keys_written_computes_them_when_it_opens(
@@ -138,6 +148,7 @@ def test_a_store_with_no_keys_written_computes_them_when_it_opens(
     rows = _rows(engine, schema)
     with engine.begin() as conn:
         conn.execute(text(f"TRUNCATE {qualified(schema, 'slot_keys')}"))
+        conn.execute(text(f"TRUNCATE {qualified(schema, 'recent_slot_keys')}"))
     with DedupStore(engine, schema=schema) as store:
         assert _answer(store.check(query)) == expected
     assert _rows(engine, schema) == rows

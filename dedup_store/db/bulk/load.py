@@ -30,6 +30,7 @@ from dedup_store.core.keyindex import HashedKeys, LevelKeys, key_index
 from dedup_store.core.mixing import hashint8
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.bulk import checkpoint
+from dedup_store.db.candidates import key_rows
 from dedup_store.db.candidates.lookup import Found, KeyGroup, Reach, key_groups
 from dedup_store.db.candidates.stored import INDEXED
 from dedup_store.db.schema import ddl
@@ -41,11 +42,10 @@ from dedup_store.db.write import rows as rows_write
 from dedup_store.db.write.rows import NewRows
 
 #: Indexes of the store's tables that only key lookups use: dropped for a bulk load.
-LOOKUP_INDEXES = (
-    ("slot_keys", "slot_keys_lookup"),
-    ("sample_keys", "sample_keys_lookup"),
-    ("documents", "documents_exact_hash"),
-)
+LOOKUP_INDEXES = (("sample_keys", "sample_keys_lookup"), ("documents", "documents_exact_hash"))
+#: The index of the settled tier's band and block keys, dropped for a bulk load too; the recent
+#: tier's table keeps its own, which the load leaves empty (:func:`build_key_index`).
+SETTLED_INDEX = "slot_keys_lookup"
 
 
 class LoadedKeys:
@@ -238,13 +238,14 @@ class LoadedKeys:
             self.add_secondary(kinds.astype(np.int16), slots.astype(np.int16), keys, docs)
 
     def _load_slot_keys(self, conn: Connection, schema: str) -> None:
-        """Index the band and block keys of the stored first documents (the rows of
-        ``slot_keys``, in id order, read a slot at a time in binary)."""
+        """Index the band and block keys of the stored first documents (the rows of both
+        tiers' tables, in id order, read a slot at a time in binary)."""
         rows = conn.execute(
             text(
                 "SELECT kind, slot, array_send(array_agg(key ORDER BY doc_id)), "
                 "array_send(array_agg(doc_id ORDER BY doc_id)) "
-                f"FROM {qualified(schema, 'slot_keys')} GROUP BY kind, slot"
+                f"FROM (SELECT * FROM {qualified(schema, key_rows.SETTLED)} UNION ALL "
+                f"SELECT * FROM {qualified(schema, key_rows.RECENT)}) k GROUP BY kind, slot"
             )
         )
         for kind, slot, keys, docs in rows:
@@ -445,12 +446,12 @@ def begin(
     s = qualified(schema)
     # every table the load changes the indexes or files of, taken together before anything
     # else: the load does not hold some of them through its work while it waits for another
-    lock_tables(conn, schema, ("documents", "edges", "sample_keys", "slot_keys"))
+    lock_tables(conn, schema, ("documents", "edges", "sample_keys", *key_rows.TABLES))
     empty = conn.execute(text(f"SELECT NOT EXISTS (SELECT 1 FROM {s}.documents)")).scalar_one()
     if empty:
         # new files for the tables: on a server with wal_level = minimal (the embedded one)
         # what this transaction writes into them skips the WAL, and its COPYs may freeze
-        tables = ("documents", "edges", "sample_keys", "slot_keys", "secondary_keys")
+        tables = ("documents", "edges", "sample_keys", "secondary_keys", *key_rows.TABLES)
         conn.execute(text(f"TRUNCATE {', '.join(f'{s}.{quote(t)}' for t in tables)}"))
     drop_lookup_indexes(conn, schema)
     ddl.drop_edge_links(conn, schema)
@@ -463,7 +464,7 @@ def begin(
 def drop_lookup_indexes(conn: Connection, schema: str) -> None:
     """Drop the indexes only key lookups use (:data:`LOOKUP_INDEXES`) for the rest of the
     transaction; :func:`finish` builds them again."""
-    for _table, name in LOOKUP_INDEXES:
+    for name in (*(name for _, name in LOOKUP_INDEXES), SETTLED_INDEX):
         conn.execute(text(f"DROP INDEX IF EXISTS {qualified(schema, name)}"))
 
 
@@ -473,30 +474,49 @@ def lock_tables(conn: Connection, schema: str, tables: tuple[str, ...]) -> None:
     conn.execute(text(f"LOCK TABLE {names} IN ACCESS EXCLUSIVE MODE"))
 
 
-def settle(conn: Connection, schema: str) -> dict[str, float]:
-    """Build the index of ``slot_keys`` anew, with its pages full, and refresh the planner's
-    statistics of the key tables, in the transaction of ``conn`` (readers wait for it).
+def build_key_index(conn: Connection, schema: str) -> int:
+    """Settle every stored document: move the rows of the recent tier's table into the settled
+    one's (a bulk load wrote its own there already), build the settled table's index (dropped
+    by the caller) and record the bound; returns the largest settled id.
 
-    Single adds insert keys in random order, which splits pages of the index half full; a
-    store that took many of them since its bulk load finds its keys in fewer pages after this.
+    Run in the transaction of ``conn``, holding the store's lock exclusively; until it commits,
+    readers of the store wait for it.
+    """
+    last_id = rows_write.next_id(conn, schema) - 1
+    key_rows.settle_recent(conn, schema)
+    key_rows.set_settled_through(conn, schema, last_id)
+    index = next(
+        i
+        for i in ddl.build_metadata(schema).tables[f"{schema}.{key_rows.SETTLED}"].indexes
+        if i.name == SETTLED_INDEX
+    )
+    index.create(conn)
+    return last_id
+
+
+def settle(conn: Connection, schema: str) -> dict[str, float]:
+    """Move the recent tier of the key tables into the settled one (:func:`build_key_index`
+    with the index build settings of a bulk load), in the transaction of ``conn``.
 
     Returns:
-        ``documents`` (the first documents with keys), ``seconds`` (the index build).
+        ``settled_through`` (the largest settled id), ``moved`` (documents that were in the
+        recent tier), ``seconds`` (the index build).
     """
     locks.lock_store(conn, schema)
-    lock_tables(conn, schema, ("slot_keys",))
+    lock_tables(conn, schema, key_rows.TABLES)
+    before = key_rows.settled_through(conn, schema)
+    moved = conn.execute(
+        text(f"SELECT count(*) FROM {qualified(schema, 'documents')} WHERE id > :b"), {"b": before}
+    ).scalar_one()
     for name, value in BUILD_SETTINGS.items():
         conn.execute(text("SELECT set_config(:name, :value, true)"), {"name": name, "value": value})
     started = time.perf_counter()
-    conn.execute(text(f"REINDEX INDEX {qualified(schema, 'slot_keys_lookup')}"))
+    conn.execute(text(f"DROP INDEX {qualified(schema, SETTLED_INDEX)}"))
+    last_id = build_key_index(conn, schema)
     seconds = time.perf_counter() - started
-    s = qualified(schema)
-    for table in ("slot_keys", "sample_keys"):
-        conn.execute(text(f"ANALYZE {s}.{quote(table)}"))
-    documents = conn.execute(
-        text(f"SELECT count(*) FROM {s}.documents WHERE exact_of IS NULL")
-    ).scalar_one()
-    return {"documents": int(documents), "seconds": seconds}
+    # not the recent tier's table, emptied: see key_rows.RECENT_STORAGE
+    conn.execute(text(f"ANALYZE {qualified(schema, key_rows.SETTLED)}"))
+    return {"settled_through": last_id, "moved": int(moved), "seconds": seconds}
 
 
 #: Server settings for the index builds that end a bulk load (for its transaction only). The
@@ -537,9 +557,11 @@ def finish(
         for table, name in LOOKUP_INDEXES:
             index = next(i for i in metadata.tables[f"{schema}.{table}"].indexes if i.name == name)
             index.create(conn)
+        build_key_index(conn, schema)
     ddl.add_edge_links(conn, schema)
     built = time.perf_counter()
     s = qualified(schema)
-    for table in batch_write.TABLES:
+    # not the recent tier's table, emptied: see key_rows.RECENT_STORAGE
+    for table in (*batch_write.TABLES, key_rows.SETTLED):
         conn.execute(text(f"ANALYZE {s}.{quote(table)}"))
     return {"indexes": built - started, "analyze": time.perf_counter() - built}

@@ -546,7 +546,7 @@ def hot_stats(conn: Connection, schema: str, params: FingerprintParams) -> dict[
     largest = conn.execute(
         text(
             "SELECT h.kind, h.slot, h.key, (SELECT count(*) FROM "
-            f"{s}.slot_keys k WHERE k.key = h.key # t.salt) AS documents "
+            f"({lookup.slot_probe(s, 'h.key # t.salt')}) p) AS documents "
             f"FROM {s}.hot_keys h JOIN ({salts_sql(params)}) t "
             "ON t.kind = h.kind AND t.slot = h.slot "
             "ORDER BY documents DESC, h.kind, h.slot, h.key LIMIT 5"

@@ -1,11 +1,12 @@
 """Candidate pairs: documents that share a band, block or sample key.
 
-A first document's band keys and SimHash block keys are rows of ``slot_keys``, each key XORed with
-a salt of its kind and slot, under one b-tree on ``(key, doc_id)``
-(:mod:`dedup_store.db.candidates.key_rows`): equal keys of different slots never meet, and a key's
-documents come oldest first. Sample keys (the excerpt index) live in ``sample_keys``.
+A first document's band keys and SimHash block keys are rows of ``slot_keys`` (settled) or
+``recent_slot_keys`` (recent), each key XORed with a salt of its kind and slot, under one b-tree on
+``(key, doc_id)`` per table (:mod:`dedup_store.db.candidates.key_rows`): equal keys of different
+slots never meet, and a key's documents come oldest first. Sample keys (the excerpt index) live in
+``sample_keys``.
 
-Every key of a lookup, whatever its slot, is one rescan of the one index scan of ``slot_keys``
+Every key of a lookup, whatever its slot, is one rescan of one index scan per tier
 (:func:`slot_probe`), which reads at most ``hot_limit`` (+ 1) documents of a key. For a batch, one
 statement looks up every key *before* the batch's rows are written, so it only meets older
 documents; the keys found are joined back to the new documents that own them in numpy, and pairs
@@ -29,6 +30,7 @@ from dedup_store.core.arrays import I64, ranges, stable_order
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.mixing import mix64
 from dedup_store.core.params import FingerprintParams
+from dedup_store.db.candidates import key_rows
 from dedup_store.db.schema.encoding import (
     BAND,
     BLOCK,
@@ -75,15 +77,16 @@ def slot_probe(s: str, tagged: str, limit: int = 0) -> str:
     expression of a tagged key, :func:`~dedup_store.db.schema.encoding.tagged_keys`), oldest
     first, at most ``limit`` of them (0: all), for a ``CROSS JOIN LATERAL``.
 
-    One index scan of ``slot_keys`` rescanned per key: a lookup of any number of keys of any
-    slots is one node of the plan. ``OFFSET 0`` keeps the planner from pulling the subquery up
-    (and walking the index in another order).
+    One index scan of each tier's table, rescanned per key: a lookup of any number of keys of
+    any slots is two nodes of the plan. The settled documents are the older ones, so the
+    settled tier's oldest come first.
     """
     bound = f" LIMIT {int(limit)}" if limit else ""
-    return (
-        f"SELECT k.doc_id FROM {s}.slot_keys k WHERE k.key = {tagged} "
-        f"ORDER BY k.doc_id{bound} OFFSET 0"
-    )
+    tiers = [
+        f"(SELECT k.doc_id FROM {s}.{table} k WHERE k.key = {tagged} ORDER BY k.doc_id{bound})"
+        for table in key_rows.TABLES
+    ]
+    return f"SELECT t.doc_id FROM ({' UNION ALL '.join(tiers)}) t{bound}"
 
 
 def window(s: str, hot_limit: int, kind: str = "n.kind", slot: str = "n.slot") -> str:
@@ -210,25 +213,62 @@ def find_keys(
 ) -> Found:
     """Look up every key of every group in one statement (and which keys of the groups of
     ``hot_kinds`` are hot)."""
-    statement, parameters, uniques = lookup_statement(
+    statement, parameters, uniques, slotted = lookup_statement(
         schema, groups, hot_limit, hot_kinds=hot_kinds
     )
-    return found_in(conn.execute(text(statement), parameters), uniques, len(groups))
+    return found_in(conn.execute(text(statement), parameters), uniques, len(groups), slotted)
 
 
-def found_in(rows: Iterable[Any], uniques: list[I64], count: int) -> Found:
-    """:class:`Found` from the rows ``(group, ids, keys)`` of one or more
-    :func:`lookup_statement` (a group's rows from several statements are joined)."""
+def found_in(
+    rows: Iterable[Any], uniques: list[I64], count: int, slotted: SlottedKeys | None = None
+) -> Found:
+    """:class:`Found` from the rows ``(group, ids, keys)`` of :func:`lookup_statement`; those of
+    group ``count``, band and block keys found by their tagged keys, are told apart by
+    ``slotted``."""
     ids: list[list[Any]] = [[] for _ in range(count)]
     keys: list[list[Any]] = [[] for _ in range(count)]
     hot: list[list[Any]] = [[] for _ in range(count)]
     for number, found_ids, found_keys in rows:
         if number < 0:
             hot[-number - 1] += found_keys
-            continue
-        ids[number] += found_ids
-        keys[number] += found_keys
+        elif number == count and slotted is not None:
+            for group, (group_ids, group_keys) in slotted.split(found_ids, found_keys).items():
+                ids[group] += group_ids
+                keys[group] += group_keys
+        else:
+            ids[number] += found_ids
+            keys[number] += found_keys
     return Found(_arrays(ids), _arrays(keys), uniques, _arrays(hot))
+
+
+@dataclasses.dataclass(frozen=True)
+class SlottedKeys:
+    """The band and block keys of a batch's lookup, sorted by their tagged keys (as the index
+    holds them): per tagged key, its group and its key."""
+
+    tagged: I64
+    groups: I64
+    keys: I64
+
+    @classmethod
+    def of(cls, slotted: list[tuple[int, KeyGroup]]) -> SlottedKeys:
+        """The keys of the groups ``(number, group)``, each group's distinct keys."""
+        numbers = np.concatenate([np.full(len(g.uniques), n, dtype=np.int64) for n, g in slotted])
+        keys = np.concatenate([g.uniques for _, g in slotted])
+        salts = [np.full(len(g.uniques), slot_salt(g.kind, g.slot), np.int64) for _, g in slotted]
+        tagged = np.bitwise_xor(keys, np.concatenate(salts)).astype(np.int64, copy=False)
+        order = np.argsort(tagged, kind="stable")
+        return cls(tagged[order], numbers[order], keys[order])
+
+    def split(self, ids: list[int], tagged: list[int]) -> dict[int, tuple[list[int], list[int]]]:
+        """``{group: (ids, keys)}`` of documents ``ids`` found by ``tagged`` keys."""
+        at = np.searchsorted(self.tagged, np.array(tagged, dtype=np.int64))
+        groups, keys = self.groups[at], self.keys[at]
+        found = np.array(ids, dtype=np.int64)
+        return {
+            int(group): (found[groups == group].tolist(), keys[groups == group].tolist())
+            for group in np.unique(groups).tolist()
+        }
 
 
 def _arrays(values: list[list[Any]]) -> list[I64]:
@@ -275,12 +315,13 @@ def lookup_statement(
     hot_limit: int,
     hot_kinds: frozenset[int] = frozenset(),
     samples: bool = True,
-) -> tuple[str, dict[str, str], list[I64]]:
+) -> tuple[str, dict[str, str], list[I64], SlottedKeys | None]:
     """One statement looking up every key of every group (with ``samples`` the excerpt keys
-    too), and which keys of the groups of ``hot_kinds`` are hot; its parameters and the groups'
-    unique keys.
+    too), and which keys of the groups of ``hot_kinds`` are hot; its parameters, the groups'
+    unique keys and the band and block keys it asks by their tagged keys.
 
-    Rows ``(group, ids, keys)``; a group's hot keys come as group ``-group - 1``.
+    Rows ``(group, ids, keys)``; a group's hot keys come as group ``-group - 1``, the band and
+    block keys found as group ``len(groups)`` (:meth:`SlottedKeys.split`).
     """
     s = qualified(schema)
     branches = []
@@ -303,56 +344,69 @@ def lookup_statement(
             f"FROM unnest(CAST(:{name} AS integer[])) AS n(key) "
             f"CROSS JOIN LATERAL (SELECT p.id FROM ({probe}) p {limit}) f"
         )
-    if slotted:
-        branches += _slotted_branches(s, slotted, hot_limit, hot_kinds, parameters)
+    keys = SlottedKeys.of(slotted) if slotted else None
+    if keys is not None:
+        branches += _slotted_branches(s, keys, len(groups), hot_limit, parameters)
+        branches += _hot_branch(s, slotted, hot_kinds, parameters)
     if not branches:  # no keys at all
         branches.append("SELECT 0 AS grp, 0::bigint AS id, 0::bigint AS key WHERE false")
     statement = (
-        "SELECT grp, array_agg(id), array_agg(key) "
+        ("WITH st AS MATERIALIZED (SELECT CAST(:slot_tagged AS bigint[]) AS keys) " if keys else "")
+        + "SELECT grp, array_agg(id), array_agg(key) "
         f"FROM ({' UNION ALL '.join(branches)}) found GROUP BY grp"
     )
-    return statement, parameters, uniques
+    return statement, parameters, uniques, keys
 
 
 def _slotted_branches(
+    s: str, keys: SlottedKeys, number: int, hot_limit: int, parameters: dict[str, str]
+) -> list[str]:
+    """The branch of :func:`lookup_statement` (as group ``number``) for its band and block keys:
+    one ``= ANY`` scan of each tier's index for every tagged key (sorted, as the index holds
+    them), each key yielding its ``hot_limit + 1`` oldest documents (one more than used, to tell
+    a key that has more); its parameter is added to ``parameters``.
+
+    The keys reach the planner through a scalar subquery of the CTE ``st``: it has no statistics
+    of them, and took thousands of constant keys for a third of the table. A rescan per key of
+    thousands (as ``check`` probes its 22) costs the executor more than the index's own work.
+    """
+    parameters["slot_tagged"] = array_literal(keys.tagged.tolist())
+    tiers = " UNION ALL ".join(
+        f"SELECT k.doc_id, k.key FROM {s}.{table} k "
+        "WHERE k.key = ANY(CAST((SELECT keys FROM st) AS bigint[]))"
+        for table in key_rows.TABLES
+    )
+    found = f"SELECT p.doc_id AS id, p.key FROM ({tiers}) p"
+    if hot_limit:
+        found = (
+            "SELECT id, key FROM (SELECT p.doc_id AS id, p.key, "
+            "row_number() OVER (PARTITION BY p.key ORDER BY p.doc_id) AS rank "
+            f"FROM ({tiers}) p) r WHERE r.rank <= {int(hot_limit) + 1}"
+        )
+    return [f"SELECT {int(number)} AS grp, f.id, f.key FROM ({found}) f"]
+
+
+def _hot_branch(
     s: str,
     slotted: list[tuple[int, KeyGroup]],
-    hot_limit: int,
     hot_kinds: frozenset[int],
     parameters: dict[str, str],
 ) -> list[str]:
-    """The branches of :func:`lookup_statement` for its band and block groups: every key of
-    every slot probes ``slot_keys`` once (each yields its ``hot_limit + 1`` oldest documents, one
-    more than used, to tell a key that has more), and the keys of ``hot_kinds`` meet
-    ``hot_keys``; their parameters are added to ``parameters``."""
-    numbers = np.concatenate([np.full(len(g.uniques), n, dtype=np.int64) for n, g in slotted])
-    keys = np.concatenate([g.uniques for _, g in slotted])
-    salts = np.concatenate(
-        [np.full(len(g.uniques), slot_salt(g.kind, g.slot), dtype=np.int64) for _, g in slotted]
-    )
-    parameters["slot_group"] = array_literal(numbers.tolist())
-    parameters["slot_key"] = array_literal(keys.tolist())
-    parameters["slot_tagged"] = array_literal((keys ^ salts).tolist())
-    limit = int(hot_limit) + 1 if hot_limit else 0
-    branches = [
-        "SELECT n.grp, f.doc_id AS id, n.key "
-        "FROM unnest(CAST(:slot_group AS integer[]), CAST(:slot_key AS bigint[]), "
-        "CAST(:slot_tagged AS bigint[])) AS n(grp, key, tagged) "
-        f"CROSS JOIN LATERAL ({slot_probe(s, 'n.tagged', limit)}) f"
-    ]
+    """The branch of :func:`lookup_statement` of the keys of ``hot_kinds`` found in
+    ``hot_keys`` (none without such keys); its parameters are added to ``parameters``."""
     hot = [(n, g) for n, g in slotted if g.kind in hot_kinds]
-    if hot:
-        parameters["hot_group"] = array_literal(n for n, g in hot for _ in range(len(g.uniques)))
-        parameters["hot_kind"] = array_literal(g.kind for _, g in hot for _ in g.uniques)
-        parameters["hot_slot"] = array_literal(g.slot for _, g in hot for _ in g.uniques)
-        parameters["hot_key"] = array_literal(np.concatenate([g.uniques for _, g in hot]).tolist())
-        branches.append(
-            "SELECT -n.grp - 1 AS grp, 0::bigint AS id, h.key "
-            "FROM unnest(CAST(:hot_group AS integer[]), CAST(:hot_kind AS smallint[]), "
-            "CAST(:hot_slot AS smallint[]), CAST(:hot_key AS bigint[])) AS n(grp, kind, slot, key) "
-            f"JOIN {s}.hot_keys h ON h.kind = n.kind AND h.slot = n.slot AND h.key = n.key"
-        )
-    return branches
+    if not hot:
+        return []
+    parameters["hot_group"] = array_literal(n for n, g in hot for _ in range(len(g.uniques)))
+    parameters["hot_kind"] = array_literal(g.kind for _, g in hot for _ in g.uniques)
+    parameters["hot_slot"] = array_literal(g.slot for _, g in hot for _ in g.uniques)
+    parameters["hot_key"] = array_literal(np.concatenate([g.uniques for _, g in hot]).tolist())
+    return [
+        "SELECT -n.grp - 1 AS grp, 0::bigint AS id, h.key "
+        "FROM unnest(CAST(:hot_group AS integer[]), CAST(:hot_kind AS smallint[]), "
+        "CAST(:hot_slot AS smallint[]), CAST(:hot_key AS bigint[])) AS n(grp, kind, slot, key) "
+        f"JOIN {s}.hot_keys h ON h.kind = n.kind AND h.slot = n.slot AND h.key = n.key"
+    ]
 
 
 def _without_hot(

@@ -198,7 +198,8 @@ class IndexedKeys:
                 text(
                     "SELECT array_agg(k.doc_id ORDER BY k.doc_id), "
                     "array_agg(k.key # CAST(:salt AS bigint) ORDER BY k.doc_id) "
-                    f"FROM {qualified(schema, 'slot_keys')} k "
+                    f"FROM (SELECT * FROM {qualified(schema, 'slot_keys')} UNION ALL "
+                    f"SELECT * FROM {qualified(schema, 'recent_slot_keys')}) k "
                     "WHERE k.key = ANY(CAST(:keys AS bigint[]))"
                 ),
                 {"keys": array_literal(tagged.tolist()), "salt": salt},

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.candidates import hot
+from dedup_store.db.candidates import hot, key_rows
 from dedup_store.db.candidates.stored import find_documents as find_documents
 from dedup_store.db.matches.scoring import combined_score_sql
 from dedup_store.db.schema import settings
@@ -206,11 +206,16 @@ def stats_row(conn: Connection, schema: str, params: FingerprintParams) -> dict[
             "ORDER BY count(*) DESC, key LIMIT 5"
         )
     )
+    recent = conn.execute(
+        text(f"SELECT count(*) FROM {s}.documents WHERE id > :settled"),
+        {"settled": key_rows.settled_through(conn, schema)},
+    ).scalar_one()
     verdict_count = conn.execute(text(f"SELECT count(*) FROM {s}.verdicts")).scalar_one()
     return {
         "settings": {**dataclasses.asdict(settings.load(conn, schema)), "verdicts": verdict_count},
         "hottest_excerpt_keys": {str(row[0]): int(row[1]) for row in hottest},
         **hot.hot_stats(conn, schema, params),
+        "recent_documents": int(recent),
         "documents": int(documents),
         "clusters": int(clusters),
         "duplicate_clusters": int(dup_clusters),

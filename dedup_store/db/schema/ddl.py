@@ -3,9 +3,10 @@
 The migrations in ``migrations/versions`` are self-contained DDL and do not import this module; the
 test suite checks that a database migrated to head matches :func:`build_metadata` exactly. The band
 and block keys of a document are not in its ``documents`` row (they are functions of its signature
-and SimHash); they are rows of ``slot_keys``, one per key, with one b-tree on ``(key, doc_id)``
-(:mod:`dedup_store.db.candidates.key_rows`), so every key of a query is found by one probe of one
-index.
+and SimHash); they are rows of ``slot_keys`` (the settled tier) or ``recent_slot_keys`` (documents
+added since the last bulk load or settle, ``key_tiers.settled_through``), one per key, each table
+with one b-tree on ``(key, doc_id)`` (:mod:`dedup_store.db.candidates.key_rows`), so every key of a
+query is found by one probe of each.
 """
 
 from __future__ import annotations
@@ -130,17 +131,24 @@ def _document_tables(md: MetaData) -> None:
 
 
 def _key_tables(md: MetaData) -> None:
-    """The tables of keys: band and block keys, excerpt keys, hot keys and their secondary
-    keys."""
-    Table(
-        "slot_keys",
+    """The tables of keys: band and block keys (settled and recent) and the bound between them,
+    excerpt keys, hot keys and their secondary keys."""
+    _single_row(
+        "key_tiers",
         md,
-        Column("key", BigInteger, nullable=False),
-        Column("doc_id", BigInteger, nullable=False),
-        Column("kind", SmallInteger, nullable=False),
-        Column("slot", SmallInteger, nullable=False),
-        Index("slot_keys_lookup", "key", "doc_id"),
+        Column("settled_through", BigInteger, nullable=False),
+        _created_at("settled_at"),
     )
+    for name in ("slot_keys", "recent_slot_keys"):
+        Table(
+            name,
+            md,
+            Column("key", BigInteger, nullable=False),
+            Column("doc_id", BigInteger, nullable=False),
+            Column("kind", SmallInteger, nullable=False),
+            Column("slot", SmallInteger, nullable=False),
+            Index(f"{name}_lookup", "key", "doc_id"),
+        )
     Table(
         "sample_keys",
         md,
@@ -258,7 +266,7 @@ def add_edge_links(conn: Connection, schema: str) -> None:
 
 
 #: The tables a bulk load and settling rebuild the indexes (or files) of.
-REBUILT_TABLES = ("documents", "edges", "sample_keys", "slot_keys")
+REBUILT_TABLES = ("documents", "edges", "sample_keys", "slot_keys", "recent_slot_keys")
 
 
 def other_owner(conn: Connection, schema: str) -> str | None:

@@ -24,7 +24,7 @@ from dedup_store.db.write import rows as rows_write
 from dedup_store.results import MatchRow
 
 #: The tables ANALYZE'd by :func:`refresh_statistics`.
-TABLES = ("documents", "edges", "sample_keys", "slot_keys", "secondary_keys")
+TABLES = ("documents", "edges", "sample_keys", "secondary_keys")
 
 
 def insert_documents(
@@ -35,7 +35,7 @@ def insert_documents(
     held: rows_write.HeldRows | None = None,
 ) -> None:
     """COPY the new documents of a batch (:func:`~dedup_store.db.write.rows.document_rows`), their
-    sample keys and their rows of ``slot_keys``; a bulk load has the last two ``held`` for a
+    sample keys and their rows of a key table; a bulk load has the last two ``held`` for a
     larger COPY.
 
     Call it after :func:`~dedup_store.db.candidates.hot.find_candidates`, whose lookups must only
@@ -178,7 +178,7 @@ def promote_copies(conn: Connection, schema: str, doc_ids: Sequence[int]) -> lis
     The heir takes over the deleted document's sample keys and secondary keys (equal texts
     have equal keys), its edges with documents outside the group with their scores (copies
     share their metadata set too), and the other copies' links;
-    the caller adds its rows of ``slot_keys``.
+    the caller adds its rows of the key tables.
     """
     s = qualified(schema)
     rows = conn.execute(

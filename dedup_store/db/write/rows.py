@@ -179,13 +179,15 @@ def _utf8(text: str | None) -> bytes | None:
 @dataclasses.dataclass(frozen=True)
 class DocumentRows:
     """A batch's new documents as :func:`insert_documents` writes them: their COPY rows, their
-    sample keys (in index order), and their rows of ``slot_keys`` (in index order)."""
+    sample keys (in index order), and their rows of the key table ``key_table`` (in index
+    order)."""
 
     columns: tuple[str, ...]
     payload: bytes
     sample_keys: I32
     sample_docs: I64
     keys: key_rows.KeyRows
+    key_table: str
     freeze: bool = False
 
 
@@ -194,12 +196,14 @@ def document_rows(
     encoded: Sequence[bytes],
     with_meta: bool = False,
     freeze: bool = False,
+    settled: bool = False,
 ) -> DocumentRows:
     """The rows :func:`insert_documents` writes for the new documents of a batch; ``encoded``
     are the :func:`encode_rows` of their rows, ``with_meta`` whether those hold
     ``meta_signature`` (a store with ``meta_fields``), ``freeze`` whether they are written
     frozen (:func:`~dedup_store.db.server.binary_copy.copy_payload`: a bulk load into an empty
-    store).
+    store), ``settled`` whether their keys enter the settled tier at once (a bulk load) rather
+    than the recent one.
 
     Needs no connection: a bulk load makes them while the batch before is being written.
     """
@@ -222,22 +226,23 @@ def document_rows(
             written[width * i : width * (i + 1)],
             link(8, exact_of) if exact_of else null,
         ]
-    firsts = new.firsts  # exact copies get no sample keys, nor rows of slot_keys
+    firsts = new.firsts  # exact copies get no sample keys, nor rows of the key tables
     chosen, first_ids = rows[firsts], new.ids[firsts]
     keys, docs = sample_columns(batch, chosen, first_ids)
     order = stable_order(keys)  # in index order: the b-tree is walked in order
     columns = ENCODED_COLUMNS + meta_column + WRITTEN_COLUMNS
     slotted = key_rows.KeyRows.of(first_ids, batch.band_keys[chosen], batch.block_keys[chosen])
-    return DocumentRows(columns, b"".join(parts), keys[order], docs[order], slotted, freeze)
+    table = key_rows.SETTLED if settled else key_rows.RECENT
+    return DocumentRows(columns, b"".join(parts), keys[order], docs[order], slotted, table, freeze)
 
 
 def copy_keys(conn: Connection, schema: str, rows: DocumentRows) -> None:
-    """COPY the sample keys and the ``slot_keys`` rows of ``rows``."""
+    """COPY the sample keys and the key rows of ``rows``."""
     samples: list[npt.NDArray[Any]] = [rows.sample_keys, rows.sample_docs]
     binary_copy.copy_fixed_rows(
         conn, schema, "sample_keys", ("key", "doc_id"), samples, rows.freeze
     )
-    key_rows.copy_rows(conn, schema, rows.keys, rows.freeze)
+    key_rows.copy_rows(conn, schema, rows.keys, rows.key_table, rows.freeze)
 
 
 class HeldRows:

@@ -4,8 +4,8 @@ Adding a single document through the batch path costs a dozen round trips (candi
 COPYs, edges, cluster sizes, relabelling). Here the store's lock is taken (with the document's key
 locks: :mod:`dedup_store.db.write.locks`), then one statement finds and scores the document's
 matches exactly as ``check`` does (which is what the batch path computes for one document), inserts
-the document, its rows of ``slot_keys``, its sample keys and its edges, and joins the cluster its
-merging matches are in (:func:`~dedup_store.db.matches.scoring.merging_methods`).
+the document, its rows of ``recent_slot_keys``, its sample keys and its edges, and joins the
+cluster its merging matches are in (:func:`~dedup_store.db.matches.scoring.merging_methods`).
 
 Under the store's shared lock it joins one existing cluster by itself: it takes that label's
 lock shared, then reads its partners' labels again through row locks (``FOR SHARE`` reads the
@@ -209,7 +209,7 @@ def _writing(s: str, band_count: int, block_count: int) -> str:
             FROM new_id n CROSS JOIN keeper k
         ),
         slotted AS (
-            INSERT INTO {s}.slot_keys (key, doc_id, kind, slot)
+            INSERT INTO {s}.recent_slot_keys (key, doc_id, kind, slot)
             SELECT k.key # k.salt, n.id, k.kind, k.slot FROM new_id n
             CROSS JOIN unnest({salt_arrays(band_count, block_count)},
                               CAST(:slot_keys AS bigint[])) AS k(kind, slot, salt, key)
