@@ -124,10 +124,13 @@ class DatabaseError(DedupStoreError):
 
     Attributes:
         sqlstate: the server's SQLSTATE code of the error, when it came from the server.
+        detail: what went wrong without naming the database (its URL and options), for
+            answers to clients other than the operator (the HTTP service's).
     """
 
     exit_code = 7
     sqlstate: str | None = None
+    detail: str | None = None
 
 
 class UnsupportedServerError(DatabaseError):

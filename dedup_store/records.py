@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from dedup_store.core.validation import validate_text
-from dedup_store.errors import InvalidDocumentError, quote_id
+from dedup_store.errors import InvalidDocumentError, UnknownDocumentError, quote_id
 from dedup_store.results import Document, RecordError
 
 Record = Document | tuple[str, str] | tuple[str, str, Mapping[str, Any] | None]
@@ -59,6 +59,18 @@ def validate_document(doc: Document, max_bytes: int) -> None:
     validate_text(doc.text, max_bytes)
     if doc.meta is not None:
         validate_meta(doc.meta)
+
+
+def stored_ids(*ids: str) -> None:
+    """Refuse ids that no stored document can have (a NUL character: :func:`validate_id` refuses
+    it when a document is added), before they reach the database, which cannot take them.
+
+    Raises:
+        UnknownDocumentError: naming the first such id.
+    """
+    for doc_id in ids:
+        if isinstance(doc_id, str) and "\x00" in doc_id:
+            raise UnknownDocumentError(doc_id)
 
 
 def validate_id(doc_id: object) -> None:

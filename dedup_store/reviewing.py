@@ -7,6 +7,7 @@ from dedup_store.core.params import FingerprintParams
 from dedup_store.db.repository import StoreTables
 from dedup_store.db.schema.settings import StoreSettings, check_rule
 from dedup_store.errors import InvalidDocumentError
+from dedup_store.records import stored_ids
 from dedup_store.review import Explanation, Review, Verdict, explain_pair
 
 
@@ -29,6 +30,7 @@ class Reviewing:
         Raises:
             UnknownDocumentError: either document is not stored.
         """
+        stored_ids(a, b)
         pair, verdict = self._tables.stored_pair(a, b)
         texts = (
             text_a if text_a is not None else pair.a.body,
@@ -57,13 +59,16 @@ class Reviewing:
             InvalidDocumentError: ``a`` and ``b`` are the same document.
         """
         decision = Verdict(verdict)
+        stored_ids(a, b)
         if a == b:
             raise InvalidDocumentError(f"a verdict needs two documents, got {a!r} twice")
         return Review.of(self._tables.record_verdict((a, b), decision.value, note, by))
 
     def clear_review(self, a: str, b: str) -> bool:
         """Take back the verdict on ``a`` and ``b`` (their stored edges count again); returns
-        whether there was one."""
+        whether there was one (none can name an id with a NUL character)."""
+        if "\x00" in a or "\x00" in b:
+            return False
         return self._tables.clear_verdict((a, b))
 
     def verdicts(self) -> list[Review]:
@@ -82,6 +87,7 @@ class Reviewing:
         Raises:
             UnknownDocumentError: ``id`` is not stored.
         """
+        stored_ids(id)
         self._tables.choose_canonical(id, by)
 
     def set_canonical_rule(self, rule: str) -> None:

@@ -33,7 +33,7 @@ from dedup_store.db.schema.settings import StoreSettings, check_rule
 from dedup_store.db.server.engine import Bind, Database
 from dedup_store.errors import EmptyDocumentError, OwnerRequiredError, UnknownDocumentError
 from dedup_store.prepared import prepare_batch
-from dedup_store.records import Record, validate_meta
+from dedup_store.records import Record, stored_ids, validate_meta
 from dedup_store.results import (
     AddResult,
     CheckResult,
@@ -326,13 +326,19 @@ class DedupStore(Reviewing):
         """
         if (limit is not None and limit < 0) or offset < 0:
             raise ValueError(f"limit and offset must not be negative, got {limit} and {offset}")
+        stored_ids(id)
         rows = self._tables.similar_rows(id, limit, offset)
         if rows is None:
             raise UnknownDocumentError(id)
         return [row.match() for row in rows]
 
     def cluster(self, id: str) -> Cluster:
-        """The cluster of document ``id``."""
+        """The cluster of document ``id``.
+
+        Raises:
+            UnknownDocumentError: no document has id ``id``.
+        """
+        stored_ids(id)
         return next(_group_clusters(self._tables.cluster_of(id)))
 
     def clusters(
@@ -427,6 +433,7 @@ class DedupStore(Reviewing):
             UnknownDocumentError: some id is not stored (then nothing is deleted).
         """
         wanted = [ids] if isinstance(ids, str) else list(dict.fromkeys(ids))
+        stored_ids(*wanted)
         return self._tables.delete(wanted)
 
     # -- plumbing ---------------------------------------------------------------------------

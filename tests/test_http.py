@@ -480,3 +480,82 @@ def test_every_error_class_has_its_documented_status(cls: type[errors.DedupStore
     assert row.search(reference), f"docs/http.md lacks {cls.__name__} as {status}"
     instance = cls.__new__(cls)
     assert status_of(instance) == status
+
+
+# -- bad input never answers a server error ---------------------------------------------------
+
+
+def test_offsets_past_bigint_are_bad_parameters(
+    client: httpx.Client, corpus: list[Document]
+) -> None:
+    huge = str(2**63 - 1)
+    for path in ("/clusters", "/pairs", f"/documents/{quote(corpus[0].id, safe='')}/similar"):
+        answer = client.get(path, params={"offset": huge})
+        assert answer.status_code == 400, (path, answer.text)
+        assert answer.json()["field"] == "offset"
+    # the largest offset taken reads past the end: an empty page
+    assert client.get("/clusters", params={"offset": str(2**62)}).json()["items"] == []
+
+
+def test_ids_with_a_nul_are_unknown_not_a_database_failure(
+    client: httpx.Client, database_url: str
+) -> None:
+    for answer in (
+        client.get("/documents/a%00b/similar"),
+        client.get("/documents/a%00b/cluster"),
+        client.delete("/documents/a%00b"),
+    ):
+        assert answer.status_code == 404, answer.text
+        assert answer.json()["error"] == "UnknownDocumentError"
+    cleared = client.delete("/verdicts", params={"a": "a\x00", "b": "b"})
+    assert cleared.status_code in (404, 422), cleared.text
+    for answer in (cleared, client.get("/documents/a%00b/similar")):
+        assert "127.0.0.1" not in answer.text and "postgresql" not in answer.text
+
+
+def test_the_auth_scheme_is_case_insensitive(server: Server) -> None:
+    for scheme in ("bearer", "BEARER", "Bearer"):
+        with httpx.Client(
+            base_url=server.base, headers={"Authorization": f"{scheme} {TOKEN}"}
+        ) as c:
+            assert c.get("/stats").status_code == 200, scheme
+    with httpx.Client(base_url=server.base, headers={"Authorization": f"Basic {TOKEN}"}) as c:
+        assert c.get("/stats").status_code == 401
+
+
+def test_a_body_with_a_byte_order_mark_is_read_as_ingest_reads_a_file(
+    client: httpx.Client,
+) -> None:
+    body = "\ufeff" + json.dumps({"text": "a few plain words about rivers and bridges"})
+    answer = client.post(
+        "/check", content=body.encode("utf-8"), headers={"content-type": "application/json"}
+    )
+    assert answer.status_code == 200, answer.text
+
+
+def test_an_error_no_handler_answers_is_a_500_that_closes_the_connection() -> None:
+    """The server would otherwise reset a keep-alive connection after a 500, and the client's
+    next request on it would fail."""
+    import asyncio
+
+    from dedup_store.server.metrics import metrics
+    from dedup_store.server.middleware import Guard
+
+    async def failing(scope: object, receive: object, send: object) -> None:
+        raise RuntimeError("a bug")
+
+    sent: list[dict[str, object]] = []
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    guard = Guard(failing, token=None, max_request_bytes=1000, metrics=metrics())
+    scope = {"type": "http", "method": "GET", "path": "/stats", "headers": []}
+    asyncio.run(guard(scope, receive, send))  # type: ignore[arg-type]
+    start, body = sent[0], sent[1]
+    assert start["status"] == 500
+    assert (b"connection", b"close") in start["headers"]  # type: ignore[operator]
+    assert json.loads(body["body"])["error"] == "InternalError"  # type: ignore[arg-type]

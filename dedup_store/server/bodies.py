@@ -23,14 +23,15 @@ TEXT_FIELD = "text"
 
 
 def json_value(raw: bytes, where: str) -> Any:
-    """The JSON of a body, or of one line of a batch (``where`` names it in messages).
+    """The JSON of a body, or of one line of a batch (``where`` names it in messages); a UTF-8
+    byte order mark before it is skipped.
 
     Raises:
         RequestError: 400 for bytes that are not UTF-8 or not JSON (``NaN`` and ``Infinity``
             are refused, as the command line refuses them).
     """
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8").removeprefix("\ufeff")  # a BOM, as ``ingest`` reads files
     except UnicodeDecodeError as e:
         snippet = raw[e.start : e.start + 4].hex(" ")
         raise bad_json(f"{where}: invalid UTF-8 (bytes {snippet})") from None

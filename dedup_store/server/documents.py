@@ -20,7 +20,10 @@ router = APIRouter()
 #: Most items of one page.
 MAX_PAGE = 10_000
 Limit = Annotated[int, Query(ge=0, le=MAX_PAGE, description="Items of the page, at most.")]
-Offset = Annotated[int, Query(ge=0, description="Items skipped before the page.")]
+#: The largest offset: the offset, the page and the one more item read past it fit PostgreSQL's
+#: ``bigint``.
+MAX_OFFSET = 2**63 - 2 - MAX_PAGE
+Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description="Items skipped before the page.")]
 RejectDuplicates = Annotated[
     bool,
     Query(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dedup_store.errors import DedupStoreError
+from dedup_store.errors import DatabaseError, DedupStoreError
 
 #: The HTTP status of each exit code of the command line (see docs/cli.md).
 STATUS_OF_EXIT_CODE = {
@@ -60,7 +60,10 @@ class RequestError(Exception):
     def of(cls, error: DedupStoreError, field: str | None = None) -> RequestError:
         """One of our errors as a request error, with its status and exit code."""
         name = type(error).__name__
-        return cls(status_of(error), name, str(error), exit_code=error.exit_code, field=field)
+        message = str(error)
+        if isinstance(error, DatabaseError):  # never the database's URL or options
+            message = error.detail or "the database refused the request or cannot be reached"
+        return cls(status_of(error), name, message, exit_code=error.exit_code, field=field)
 
     def body(self) -> dict[str, Any]:
         """The JSON answer."""

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from dedup_store.server.errors import RequestError, too_large
-from dedup_store.server.logs import ACCESS
+from dedup_store.server.logs import ACCESS, SERVER
 from dedup_store.server.metrics import Metrics
 
 Scope = MutableMapping[str, Any]
@@ -26,6 +26,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
 
 _access = logging.getLogger(ACCESS)
+_log = logging.getLogger(SERVER)
 #: Request ids made here: this process's random prefix and a count (``os.urandom`` for each
 #: request, as ``uuid4`` does, is a system call).
 _PROCESS = secrets.token_hex(4)
@@ -48,7 +49,7 @@ class Guard:
         self, app: ASGIApp, *, token: str | None, max_request_bytes: int, metrics: Metrics
     ) -> None:
         self.app = app
-        self._token = None if token is None else f"Bearer {token}".encode()
+        self._token = None if token is None else token.encode()
         self._limit = max_request_bytes
         self._metrics = metrics
 
@@ -61,11 +62,11 @@ class Guard:
         headers = dict(scope.get("headers") or [])
         request_id = headers.get(b"x-request-id", b"").decode("latin-1")[:64]
         request_id = request_id or f"{_PROCESS}-{next(_numbers):x}"
-        seen = {"status": 500, "out": 0, "in": 0}
+        seen = {"status": 500, "out": 0, "in": 0, "started": 0}
 
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
-                seen["status"] = message["status"]
+                seen["status"], seen["started"] = message["status"], 1
                 extra = [(b"x-request-id", request_id.encode("latin-1"))]
                 message = {**message, "headers": [*message.get("headers", []), *extra]}
             elif message["type"] == "http.response.body":
@@ -86,10 +87,25 @@ class Guard:
             if refused is not None:
                 await answer(sending, refused)
             else:
-                await self.app(scope, receiving, sending)
+                await self._answered(scope, receiving, sending, seen)
         finally:
             self._metrics.in_flight.dec()
             self._done(scope, seen, request_id, time.perf_counter() - started)
+
+    async def _answered(
+        self, scope: Scope, receive: Receive, send: Send, seen: dict[str, int]
+    ) -> None:
+        """Run the application; an error it did not answer becomes a 500 that closes the
+        connection (the server would otherwise reset it, and a keep-alive client's next
+        request would fail)."""
+        try:
+            await self.app(scope, receive, send)
+        except Exception as error:
+            if seen["started"]:
+                raise
+            _log.error("request failed", exc_info=error)
+            message = f"{type(error).__name__}: see the server's log"
+            await answer(send, RequestError(500, "InternalError", message))
 
     def _refusal(self, scope: Scope, headers: dict[bytes, bytes]) -> RequestError | None:
         """Why the request is refused before it is read, if it is."""
@@ -97,7 +113,11 @@ class Guard:
             given = headers.get(b"authorization")
             if given is None:
                 return RequestError(401, "Unauthorized", "missing bearer token (Authorization)")
-            if not hmac.compare_digest(given, self._token):
+            scheme, _, credentials = given.strip().partition(b" ")
+            # the scheme is case-insensitive (RFC 7235), the token is not
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(
+                credentials.strip(), self._token
+            ):
                 return RequestError(401, "Unauthorized", "wrong bearer token")
         length = headers.get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self._limit:
@@ -136,5 +156,7 @@ async def answer(send: Send, error: RequestError) -> None:
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if error.status == 401:
         headers.append((b"www-authenticate", b'Bearer realm="dedup-store"'))
+    if error.status >= 500:
+        headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": error.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -77,9 +77,11 @@ def served(request: Request) -> Served:
 
 
 def json_response(data: Any, status: int = 200) -> Response:
-    """``data`` as a JSON answer."""
+    """``data`` as a JSON answer; a server error's closes the connection (``Connection:
+    close``), so a keep-alive client starts its next request afresh."""
     body = json.dumps(data, ensure_ascii=False).encode("utf-8")
-    return Response(body, status_code=status, media_type="application/json")
+    headers = {"connection": "close"} if status >= 500 else None
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
 def open_served(settings: ServerSettings) -> Served:

@@ -144,6 +144,7 @@ class Database:
         else:
             error = DatabaseError(message)
         error.sqlstate = sqlstate
+        error.detail = str(error).replace(f"database {self.url_for_messages}: ", "", 1)
         return error
 
     def read(self, work: Callable[[Connection], T]) -> T:
