@@ -82,6 +82,8 @@ class ExitOnErrorGroup(TyperGroup):
             _fail(ctx, e, "interrupted", EXIT_INTERRUPTED)
         except BrokenPipeError:
             _output_closed()
+        except OSError as e:  # standard output cannot take the output: a full disk, /dev/full
+            _output_failed(ctx, e)
         except Exception as e:
             if not _is_driver_error(e):
                 raise
@@ -94,6 +96,14 @@ def _output_closed() -> NoReturn:
     nowhere = os.open(os.devnull, os.O_WRONLY)
     os.dup2(nowhere, sys.stdout.fileno())
     raise typer.Exit(0)
+
+
+def _output_failed(ctx: Any, error: OSError) -> NoReturn:
+    """Standard output refused the output: say so in one line (exit code 1), with what is left
+    of the output going nowhere, so that the interpreter's last flush fails no more."""
+    nowhere = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(nowhere, sys.stdout.fileno())
+    _fail(ctx, error, f"cannot write the output: {error.strerror or error}", 1)
 
 
 def announce(line: str) -> None:

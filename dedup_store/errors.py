@@ -16,6 +16,11 @@ class DedupStoreError(Exception):
     exit_code = 1
 
 
+class OutputError(DedupStoreError):
+    """A file the store writes (a report) cannot be written there: a missing folder, no room,
+    no permission, or a path that is neither a regular file nor missing."""
+
+
 class InvalidParamsError(DedupStoreError, ValueError):
     """Fingerprint parameters that are out of range or inconsistent."""
 

@@ -21,6 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import IO, Literal
 
+from dedup_store.errors import OutputError
 from dedup_store.report import svg
 from dedup_store.report.aligner import ProcessAligner, auto_workers
 from dedup_store.report.diff import pair_diff
@@ -82,6 +83,20 @@ class ReportOptions:
             )
 
 
+def writable_target(path: Path) -> Path:
+    """The file to replace for ``path``: itself, or the file a symbolic link names.
+
+    Raises:
+        OutputError: it exists and is not a regular file, or its folder does not exist.
+    """
+    target = path.resolve() if path.is_symlink() else path
+    if target.exists() and not target.is_file():
+        raise OutputError(f"{path} is not a regular file: write the report to a file")
+    if not target.parent.is_dir():
+        raise OutputError(f"cannot write the report to {path}: no folder {target.parent}")
+    return target
+
+
 def write_report(
     out: str | os.PathLike[str],
     overview: Overview,
@@ -93,7 +108,9 @@ def write_report(
     """Write the report of ``overview`` and ``items`` (clusters largest first, then pairs
     across clusters) to ``out``.
 
-    The file is written next to ``out`` and renamed over it when complete.
+    The file is written next to ``out`` and renamed over it when complete: only over a regular
+    file (a symbolic link is followed, and the file it names replaced); any other kind of file
+    at ``out`` (a device, a FIFO, a folder) is refused.
 
     Args:
         out: the file to write.
@@ -101,9 +118,12 @@ def write_report(
         items: the clusters and pairs across clusters, in the order shown.
         options: byte budget, alignment cap and page size.
         started: :func:`time.perf_counter` when the work began (default: now).
+
+    Raises:
+        OutputError: ``out`` is not a regular file, or the report cannot be written there.
     """
     started = time.perf_counter() if started is None else started
-    path = Path(out)
+    path = writable_target(Path(out))
     head, tail = _head(overview), _tail()
     budget = Budget(options.max_bytes, overview.pairs, overview.documents_in_clusters)
     diff = None
@@ -128,6 +148,8 @@ def write_report(
             f.write(block("report-ids", builder.ids_json()))
             f.write(tail)
         partial.replace(path)
+    except OSError as e:
+        raise OutputError(f"cannot write the report to {out}: {e.strerror or e}") from e
     finally:
         partial.unlink(missing_ok=True)
     return ReportSummary(

@@ -1,0 +1,80 @@
+"""Where the command line and the library write: a report only over a regular file (or a
+missing one), and a file or standard output that cannot take the output is one line and an
+exit code, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dedup_store import DedupStore, OutputError
+from tests.test_cli import CliHelper, cli, corpus  # noqa: F401 (fixtures)
+
+
+def _run(helper: CliHelper, command: str) -> subprocess.CompletedProcess[str]:
+    """``command`` (``dedup-store`` arguments and a shell redirection) in a shell."""
+    env = {**os.environ, "DEDUP_STORE_URL": helper.url, "DEDUP_STORE_SCHEMA": helper.schema}
+    return subprocess.run(
+        f"{sys.executable} -m dedup_store {command}",
+        shell=True,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _one_line(result: subprocess.CompletedProcess[str], code: int, says: str) -> None:
+    assert result.returncode == code, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.fixture
+def ingested(cli: CliHelper, corpus: Path) -> CliHelper:  # noqa: F811 (fixtures)
+    cli.ok("ingest", "-q", str(corpus))
+    return cli
+
+
+def test_a_report_into_a_missing_folder_is_one_line(ingested: CliHelper, tmp_path: Path) -> None:
+    result = ingested("report", "--out", str(tmp_path / "missing" / "r.html"))
+    assert result.exit_code == 1, result.output
+    assert "cannot write the report" in result.stderr and "no folder" in result.stderr
+
+
+def test_a_report_replaces_only_a_regular_file(ingested: CliHelper, tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    refused = ingested("report", "--out", str(fifo))
+    assert refused.exit_code == 1 and "not a regular file" in refused.stderr
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    device = ingested("report", "--out", "/dev/full")
+    assert device.exit_code == 1 and "not a regular file" in device.stderr
+    assert stat.S_ISCHR(Path("/dev/full").lstat().st_mode)
+    target = tmp_path / "target.html"
+    target.write_text("old")
+    link = tmp_path / "link.html"
+    link.symlink_to(target)
+    ingested.ok("report", "--out", str(link))
+    assert link.is_symlink() and "<html" in target.read_text()[:200].lower()
+
+
+def test_output_that_standard_output_refuses_is_one_line(ingested: CliHelper) -> None:
+    for command in ("clusters > /dev/full", "export -f csv > /dev/full"):
+        _one_line(_run(ingested, command), 1, "cannot write the output")
+
+
+def test_the_library_raises_its_own_error_for_a_report_it_cannot_write(
+    ingested: CliHelper, tmp_path: Path
+) -> None:
+    with (
+        DedupStore(ingested.url, schema=ingested.schema, create=False) as store,
+        pytest.raises(OutputError, match="no folder"),
+    ):
+        store.report(tmp_path / "missing" / "r.html")
