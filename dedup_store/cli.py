@@ -97,6 +97,11 @@ def _global_options(
     """Find near-duplicate documents and remember them in PostgreSQL."""
     source = ctx.get_parameter_source("db_url")  # an enum of the click that typer uses
     from_environment = getattr(source, "name", None) == "ENVIRONMENT"
+    for name, hint, value in (("db_url", "--db-url", db_url), ("schema", "--schema", schema)):
+        given = getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"
+        if given and not (value or "").strip():
+            # an empty value must not fall back to the embedded server or the default schema
+            raise typer.BadParameter("must not be empty", param_hint=hint)
     ctx.obj = Settings(
         db_url=db_url or None,
         schema=config.schema_name(schema),

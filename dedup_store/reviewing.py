@@ -6,7 +6,7 @@ from __future__ import annotations
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.repository import StoreTables
 from dedup_store.db.schema.settings import StoreSettings, check_rule
-from dedup_store.errors import InvalidDocumentError
+from dedup_store.errors import InvalidParamsError
 from dedup_store.records import stored_ids
 from dedup_store.review import Explanation, Review, Verdict, explain_pair
 
@@ -56,12 +56,12 @@ class Reviewing:
 
         Raises:
             UnknownDocumentError: either document is not stored.
-            InvalidDocumentError: ``a`` and ``b`` are the same document.
+            InvalidParamsError: ``a`` and ``b`` are the same document.
         """
         decision = Verdict(verdict)
         stored_ids(a, b)
         if a == b:
-            raise InvalidDocumentError(f"a verdict needs two documents, got {a!r} twice")
+            raise InvalidParamsError(f"a verdict needs two documents, got {a!r} twice")
         return Review.of(self._tables.record_verdict((a, b), decision.value, note, by))
 
     def clear_review(self, a: str, b: str) -> bool:

@@ -104,7 +104,7 @@ def test_init_stores_params_and_refuses_other_ones(cli: CliHelper) -> None:
     assert refused.stderr.strip() == (
         f"error: store {cli.schema!r} was created with other parameters: "
         "fingerprint parameters differ (num_perm: 96 != 128); open it with the stored "
-        "parameters (omit them), or use another --schema"
+        "parameters (omit them), or use another schema"
     )
     assert "Traceback" not in refused.output
 

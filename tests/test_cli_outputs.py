@@ -12,8 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from dedup_store import DedupStore, OutputError
-from tests.test_cli import CliHelper, cli, corpus  # noqa: F401 (fixtures)
+from dedup_store import DedupStore, OutputError, ParamsMismatchError
+from dedup_store.cli import app as cli_app
+from tests.test_cli import CliHelper
+from tests.test_cli import cli as cli
+from tests.test_cli import corpus as corpus
 
 
 def _run(helper: CliHelper, command: str) -> subprocess.CompletedProcess[str]:
@@ -37,7 +40,7 @@ def _one_line(result: subprocess.CompletedProcess[str], code: int, says: str) ->
 
 
 @pytest.fixture
-def ingested(cli: CliHelper, corpus: Path) -> CliHelper:  # noqa: F811 (fixtures)
+def ingested(cli: CliHelper, corpus: Path) -> CliHelper:
     cli.ok("ingest", "-q", str(corpus))
     return cli
 
@@ -78,3 +81,26 @@ def test_the_library_raises_its_own_error_for_a_report_it_cannot_write(
         pytest.raises(OutputError, match="no folder"),
     ):
         store.report(tmp_path / "missing" / "r.html")
+
+
+def test_empty_database_options_are_refused_not_taken_for_the_defaults(cli: CliHelper) -> None:
+    for option in ("--db-url", "--schema"):
+        argv = ["--db-url", cli.url, "--schema", cli.schema, "stats"]
+        argv[argv.index(option) + 1] = ""
+        result = cli.runner.invoke(cli_app, argv, env={"DEDUP_STORE_URL": None})
+        assert result.exit_code == 2, (option, result.output)
+        assert option in result.stderr and "must not be empty" in result.stderr
+
+
+def test_a_verdict_on_one_document_is_a_usage_error(ingested: CliHelper) -> None:
+    result = ingested("review", "a.txt", "a.txt", "--duplicate")
+    assert result.exit_code == 2, result.output
+    assert "needs two documents" in result.stderr
+
+
+def test_the_library_names_no_command_line_option_when_parameters_differ(
+    ingested: CliHelper,
+) -> None:
+    with pytest.raises(ParamsMismatchError) as refused:
+        DedupStore(ingested.url, {"threshold": 0.5}, schema=ingested.schema)
+    assert "--" not in str(refused.value) and "another schema" in str(refused.value)

@@ -174,7 +174,7 @@ def test_a_parameter_mismatch_names_the_way_out(cli: CliHelper) -> None:
     assert refused.stderr == (
         f"error: store {cli.schema!r} was created with other parameters: fingerprint parameters "
         "differ (num_perm: 96 != 128, threshold: 0.8 != 0.7); open it with the stored "
-        "parameters (omit them), or use another --schema\n"
+        "parameters (omit them), or use another schema\n"
     )
 
 

@@ -38,7 +38,7 @@ from dedup_store.errors import UnknownDocumentError
 from dedup_store.results import MatchRow
 
 #: What a parameter mismatch with a stored store says to do.
-PARAMS_WAY_OUT = "open it with the stored parameters (omit them), or use another --schema"
+PARAMS_WAY_OUT = "open it with the stored parameters (omit them), or use another schema"
 
 Params = FingerprintParams | Mapping[str, Any] | None
 

@@ -14,7 +14,7 @@ from sqlalchemy import Engine, text
 from benchmarks.realtext_corpus import copyright_docs
 from dedup_store import DedupStore, Document
 from dedup_store.core.clustering import UnionFind
-from dedup_store.errors import InvalidDocumentError, InvalidParamsError, UnknownDocumentError
+from dedup_store.errors import InvalidParamsError, UnknownDocumentError
 from dedup_store.results import Pair
 
 pytestmark = pytest.mark.db
@@ -206,7 +206,7 @@ def test_review_refuses_unknown_ids_and_a_document_with_itself(loaded: DedupStor
     some = _all_ids(loaded)[0]
     with pytest.raises(UnknownDocumentError):
         loaded.review(some, "no-such-package", "duplicate")
-    with pytest.raises(InvalidDocumentError):
+    with pytest.raises(InvalidParamsError):  # a usage error, not a bad document
         loaded.review(some, some, "duplicate")
     with pytest.raises(ValueError):
         loaded.review(some, _all_ids(loaded)[1], "maybe")
