@@ -89,7 +89,8 @@ def cli_process(*args: str, data: Path) -> subprocess.CompletedProcess[str]:
 def test_the_embedded_server_dumped_lost_and_restored(data_dir: Path, tmp_path: Path) -> None:
     first = ok("ingest", "--quiet", EXAMPLES)
     assert first.stderr == (
-        f"starting the embedded PostgreSQL server in {data_dir} (first run takes a few seconds)\n"
+        f"starting the embedded PostgreSQL server in {data_dir} (first run takes a few seconds); "
+        "it keeps running for the next commands: `dedup-store db stop` stops it\n"
     )
     before = contents(None, "dedup")
     assert ok("stats").stderr == ""  # the server runs: nothing to say

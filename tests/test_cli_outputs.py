@@ -9,14 +9,18 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dedup_store import DedupStore, OutputError, ParamsMismatchError
 from dedup_store.cli import app as cli_app
+from dedup_store.report import writer
 from tests.test_cli import CliHelper
 from tests.test_cli import cli as cli
 from tests.test_cli import corpus as corpus
+
+REPORT_JS = Path(writer.__file__).parent / "static" / "report.js"
 
 
 def _run(helper: CliHelper, command: str) -> subprocess.CompletedProcess[str]:
@@ -104,3 +108,21 @@ def test_the_library_names_no_command_line_option_when_parameters_differ(
     with pytest.raises(ParamsMismatchError) as refused:
         DedupStore(ingested.url, {"threshold": 0.5}, schema=ingested.schema)
     assert "--" not in str(refused.value) and "another schema" in str(refused.value)
+
+
+def test_the_review_command_the_report_suggests_takes_an_id_that_starts_with_a_dash(
+    cli: CliHelper,
+) -> None:
+    text = "the mill by the river ground flour for the whole valley every autumn and spring"
+    with DedupStore(cli.url, schema=cli.schema) as store:
+        store.add_many([("-5", text), ("h1", text + " again")])
+    suggested = Path(REPORT_JS).read_text(encoding="utf-8")
+    assert '"dedup-store review --duplicate " + dash' in suggested
+    done = cli("review", "--duplicate", "--", "-5", "h1")
+    assert done.exit_code == 0, done.output
+    assert [(v.a, v.b, v.verdict.value) for v in _verdicts(cli)] == [("-5", "h1", "duplicate")]
+
+
+def _verdicts(cli: CliHelper) -> list[Any]:
+    with DedupStore(cli.url, schema=cli.schema, create=False) as store:
+        return store.verdicts()

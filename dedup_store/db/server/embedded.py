@@ -181,7 +181,8 @@ def start(*, announce: Callable[[str], None] | None = None, replace_lost: bool =
             _refuse_lost(base)
         if new and announce is not None:
             announce(
-                f"starting the embedded PostgreSQL server in {base} (first run takes a few seconds)"
+                f"starting the embedded PostgreSQL server in {base} (first run takes a few "
+                "seconds); it keeps running for the next commands: `dedup-store db stop` stops it"
             )
         url = _start_locked(pgdata_dir())
         _mark_made(base, renew=new)

@@ -242,9 +242,12 @@
       if (note) line.append(" ", el("q", {}, note));
       line.append(el("span", { class: "who" }, (by ? " by " + by : "") + " · " + at));
     } else {
-      const cmd = "dedup-store review " + quoted(p.a) + " " + quoted(p.b);
-      line.append(" · record one: ", el("code", {}, cmd + " --duplicate"), " or ",
-        el("code", {}, "--not-duplicate"));
+      // the option before the ids, and "--" before an id that starts with "-" (it would be
+      // read as an option)
+      const dash = p.a.startsWith("-") || p.b.startsWith("-") ? "-- " : "";
+      const cmd = "dedup-store review --duplicate " + dash + quoted(p.a) + " " + quoted(p.b);
+      line.append(" · record one: ", el("code", {}, cmd), " (or ",
+        el("code", {}, "--not-duplicate"), ")");
     }
     return line;
   }
