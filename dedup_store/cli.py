@@ -143,6 +143,8 @@ class _InitCommand(TyperCommand):
             if param.name and hasattr(defaults, param.name) and text and "(default" not in text:
                 value = getattr(defaults, param.name)
                 shown = ("on" if value else "off") if isinstance(value, bool) else value
+                if isinstance(value, tuple):  # a list of names: as the option takes it
+                    shown = ",".join(value) or "none"
                 param.help = f"{text.rstrip('.')} (default {shown})."  # type: ignore[attr-defined]
         super().format_help(ctx, formatter)
 

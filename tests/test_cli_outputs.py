@@ -126,3 +126,10 @@ def test_the_review_command_the_report_suggests_takes_an_id_that_starts_with_a_d
 def _verdicts(cli: CliHelper) -> list[Any]:
     with DedupStore(cli.url, schema=cli.schema, create=False) as store:
         return store.verdicts()
+
+
+def test_init_help_shows_each_default_as_the_option_takes_it(cli: CliHelper) -> None:
+    shown = cli.runner.invoke(cli_app, ["init", "--help"], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0
+    assert "(default ())" not in shown.stdout
+    assert "(default none)" in " ".join(shown.stdout.split())
