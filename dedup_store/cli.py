@@ -42,7 +42,7 @@ from dedup_store.cli_render import (
     OutputFormat,
 )
 from dedup_store.cli_report import report
-from dedup_store.errors import InputFormatError
+from dedup_store.errors import InputFormatError, InvalidParamsError
 from dedup_store.inputs import (
     open_regular,
     read_text,
@@ -224,7 +224,8 @@ def init(
     """Create the store, or upgrade its schema.
 
     The options are the fingerprint parameters of a new store. An existing store keeps its
-    parameters: giving different ones is an error that names them.
+    parameters: giving different ones is an error that names them. On an existing store,
+    --canonical changes its rule, and --keep-text is an error unless it keeps texts already.
     """
     from dedup_store.core.params import FingerprintParams
     from dedup_store.db.schema import migrate
@@ -243,6 +244,14 @@ def init(
     options = {"keep_text": keep_text or None, "canonical_rule": canonical}
     with settings.store(create=True, params=chosen or None, **options) as store:
         stored, kept = store.params, store.settings
+        if keep_text and not kept.keep_text:  # an existing store made without it
+            raise InvalidParamsError(
+                f"store {settings.schema!r} exists and does not keep texts: --keep-text makes a "
+                "new store keep them (its documents so far have none)"
+            )
+        if canonical is not None and canonical != kept.canonical_rule:  # an existing store
+            store.set_canonical_rule(canonical)
+            kept = store.settings
     info = {
         "schema": settings.schema,
         "database": config.redact(settings.resolve()),

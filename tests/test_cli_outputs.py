@@ -12,10 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import create_engine
 
 from dedup_store import DedupStore, OutputError, ParamsMismatchError
 from dedup_store.cli import app as cli_app
+from dedup_store.config import normalize_url
 from dedup_store.report import writer
+from tests.conftest import drop_schema
 from tests.test_cli import CliHelper
 from tests.test_cli import cli as cli
 from tests.test_cli import corpus as corpus
@@ -133,3 +136,18 @@ def test_init_help_shows_each_default_as_the_option_takes_it(cli: CliHelper) -> 
     assert shown.exit_code == 0
     assert "(default ())" not in shown.stdout
     assert "(default none)" in " ".join(shown.stdout.split())
+
+
+def test_init_on_an_existing_store_applies_or_refuses_what_it_is_given(cli: CliHelper) -> None:
+    cli.ok("init")
+    refused = cli("init", "--keep-text")
+    assert refused.exit_code == 2 and "does not keep texts" in refused.stderr
+    changed = cli.json("init", "--canonical", "longest")
+    assert changed["canonical_rule"] == "longest"
+    assert cli.json("init")["canonical_rule"] == "longest"
+    kept = CliHelper(cli.schema + "_k", cli.url)
+    try:
+        kept.ok("init", "--keep-text")
+        assert kept.json("init", "--keep-text")["keep_text"] is True  # nothing to refuse
+    finally:
+        drop_schema(create_engine(normalize_url(cli.url)), kept.schema)
