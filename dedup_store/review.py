@@ -17,7 +17,7 @@ import numpy as np
 
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.simhash import hamming
-from dedup_store.db.reports.explain import StoredPair
+from dedup_store.db.reports.explain import StoredDocument, StoredPair
 from dedup_store.db.write.verdicts import VerdictRow
 from dedup_store.results import Method
 
@@ -126,6 +126,16 @@ class Explanation:
             "verdict": None if self.verdict is None else self.verdict.to_dict(),
             "alignment": None if self.alignment is None else self.alignment.to_dict(),
         }
+
+
+def given_text_is_stored(stored: StoredDocument, text: str, params: FingerprintParams) -> bool:
+    """Whether ``text`` has the stored document's shingles (its own text, or one that differs
+    only in what canonicalization drops: markup, case, punctuation, spacing)."""
+    from dedup_store.core.fingerprint import fingerprint
+    from dedup_store.db.schema.encoding import top32
+
+    given = np.unique(top32(fingerprint(text, params).shingles))
+    return bool(np.array_equal(given, np.unique(stored.shingles)))
 
 
 def explain_pair(

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.repository import StoreTables
 from dedup_store.db.schema.settings import StoreSettings, check_rule
-from dedup_store.errors import InvalidParamsError
+from dedup_store.errors import InvalidDocumentError, InvalidParamsError
 from dedup_store.records import stored_ids
-from dedup_store.review import Explanation, Review, Verdict, explain_pair
+from dedup_store.review import Explanation, Review, Verdict, explain_pair, given_text_is_stored
 
 
 class Reviewing:
@@ -29,9 +29,16 @@ class Reviewing:
 
         Raises:
             UnknownDocumentError: either document is not stored.
+            InvalidDocumentError: a text given is not its document's (other shingles).
         """
         stored_ids(a, b)
         pair, verdict = self._tables.stored_pair(a, b)
+        for given, stored in ((text_a, pair.a), (text_b, pair.b)):
+            if given is not None and not given_text_is_stored(stored, given, self.params):
+                raise InvalidDocumentError(
+                    f"the text given for {stored.external_id!r} is not that document's: its "
+                    "shingles differ from the stored ones (give the text it was added with)"
+                )
         texts = (
             text_a if text_a is not None else pair.a.body,
             text_b if text_b is not None else pair.b.body,

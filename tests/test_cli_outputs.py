@@ -151,3 +151,13 @@ def test_init_on_an_existing_store_applies_or_refuses_what_it_is_given(cli: CliH
         assert kept.json("init", "--keep-text")["keep_text"] is True  # nothing to refuse
     finally:
         drop_schema(create_engine(normalize_url(cli.url)), kept.schema)
+
+
+def test_explain_refuses_a_text_that_is_not_the_documents(
+    ingested: CliHelper, corpus: Path
+) -> None:
+    own = ingested("explain", "a.txt", "sub/b.txt", "--text-a", str(corpus / "a.txt"))
+    assert own.exit_code == 0, own.output
+    other = ingested("explain", "a.txt", "sub/b.txt", "--text-a", str(corpus / "other.txt"))
+    assert other.exit_code == 4, other.output
+    assert "is not that document's" in other.stderr and "a.txt" in other.stderr
