@@ -247,3 +247,21 @@ def test_worker_processes_write_the_same_report(tmp_path: Path) -> None:
         alone.pairs_with_texts, alone.pairs_over_budget,
     )  # fmt: skip
     assert read_report(spread.path).pages == read_report(alone.path).pages
+
+
+@pytest.mark.parametrize("top", [1, 2, 5, 7, 100])
+def test_each_grid_line_is_drawn_at_the_value_it_is_labelled(top: int) -> None:
+    """The middle line was drawn at half the maximum but labelled ``round(max / 2)`` (a line at
+    2.5 labelled 2, at 0.5 labelled 0)."""
+    import re
+
+    chart = size_chart({2: top})  # one bar of ``top`` clusters: the axis goes up to it
+    lines = re.findall(r'<line x1="[\d.]+" y1="([\d.]+)"[^>]*stroke-dasharray', chart)
+    labels = re.findall(r'text-anchor="end"[^>]*>([\d,]+)</text>', chart)
+    baseline = float(re.findall(r'<line x1="[\d.]+" y1="([\d.]+)"', chart)[0])
+    tallest = baseline - min(float(y) for y in lines)
+    assert len(lines) == len(labels) >= 1
+    for y, label in zip(lines, labels, strict=True):
+        value = int(label.replace(",", ""))
+        assert value > 0
+        assert abs((baseline - float(y)) - tallest * value / top) < 0.2, (top, value)

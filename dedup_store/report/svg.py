@@ -103,16 +103,17 @@ def _bar_height(count: int, top: int, plot_h: float) -> float:
 
 
 def _axis(top: int, plot_h: float) -> str:
-    """The baseline, and grid lines at half and all of ``top``."""
+    """The baseline, and grid lines at ``top`` and at the whole number nearest below its half
+    (none when that is 0), each drawn at the value it is labelled with."""
     y0 = _TOP + plot_h
     lines = [f'<line x1="{_LEFT}" y1="{y0}" x2="{_WIDTH - _RIGHT}" y2="{y0}" stroke="{_INK}"/>']
-    for share in (0.5, 1.0):
-        y = y0 - plot_h * share
+    for value in dict.fromkeys(v for v in (top // 2, top) if v > 0):
+        y = y0 - plot_h * value / top
         lines.append(
             f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{_WIDTH - _RIGHT}" y2="{y:.1f}" '
             f'stroke="{_GRID}" stroke-dasharray="3 3"/>'
         )
-        lines.append(_text(_LEFT - 6, y + 4, f"{round(top * share):,}", size=11, anchor="end"))
+        lines.append(_text(_LEFT - 6, y + 4, f"{value:,}", size=11, anchor="end"))
     return "".join(lines)
 
 
