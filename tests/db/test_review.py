@@ -294,3 +294,18 @@ def test_the_store_remembers_that_it_keeps_texts(engine: Engine, schema: str) ->
     with engine.connect() as conn:
         bodies = conn.execute(text(f'SELECT count(body) FROM "{schema}".documents')).scalar()
     assert bodies == 2
+
+
+def test_clusters_at_says_nothing_the_caller_did_not_ask_for(
+    loaded: DedupStore, database_url: str
+) -> None:
+    """Called in a session with no temporary table yet, it printed ``NOTICE: schema "pg_temp"
+    does not exist, skipping`` in psql."""
+    import psycopg
+
+    notices: list[str] = []
+    conninfo = database_url.replace("postgresql+psycopg://", "postgresql://", 1)
+    with psycopg.connect(conninfo) as conn:
+        conn.add_notice_handler(lambda notice: notices.append(notice.message_primary or ""))
+        rows = conn.execute(f'SELECT * FROM "{loaded.schema}".clusters_at(0.5)').fetchall()
+    assert rows and notices == []

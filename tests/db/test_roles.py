@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ProgrammingError
 from typer.testing import CliRunner
 
 from dedup_store import DatabaseError, DedupStore, OwnerRequiredError
@@ -104,6 +105,15 @@ def test_the_documented_roles_do_their_work(roles: Roles) -> None:
     with DedupStore(roles.url("cms_writer"), schema=roles.schema) as writer:
         assert writer.add("late-2", TEXT + " Again.").matches[0].external_id == "late-1"
         assert writer.delete(["late-2"]) == 1
+    writing = create_engine(roles.url("cms_writer"))
+    try:  # the store's structure, parameters and settings are not the writer's to change
+        for table in ("alembic_version", "params", "settings"):
+            with writing.connect() as conn:
+                assert conn.execute(text(f'SELECT count(*) FROM "{roles.schema}".{table}')).one()
+                with pytest.raises(ProgrammingError, match="permission denied"):
+                    conn.execute(text(f'DELETE FROM "{roles.schema}".{table}'))
+    finally:
+        writing.dispose()
 
     with DedupStore(roles.url("cms_reader"), schema=roles.schema, create=False) as reader:
         assert reader.check(TEXT).status.value == "exact_duplicate"
@@ -119,6 +129,8 @@ def test_the_documented_roles_do_their_work(roles: Roles) -> None:
         with reports.connect() as conn:
             for example in SQL_EXAMPLES:
                 conn.execute(text(roles.mine(example))).all()
+            for table in ("settings", "canonical_choices"):  # docs/sql.md names both
+                conn.execute(text(f'SELECT * FROM "{roles.schema}".{table}')).all()
     finally:
         reports.dispose()
 
