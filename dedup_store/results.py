@@ -346,7 +346,10 @@ class IngestSummary:
     errors: int = 0
     """Bad records (reported, not stored)."""
     clusters: int | None = None
-    """Clusters in the store afterwards, when counted (``ingest(count_clusters=True)``)."""
+    """Clusters in the store afterwards, single documents included, when counted
+    (``ingest(count_clusters=True)``)."""
+    duplicate_clusters: int | None = None
+    """Of those, the clusters of two documents or more (what ``clusters()`` lists)."""
     seconds: float = 0.0
     bulk: bool = False
     """Whether the run was one bulk load (see :meth:`DedupStore.ingest`)."""

@@ -255,7 +255,7 @@ class DedupStore(Reviewing):
             on_phase=on_phase,
         )
         if count_clusters:
-            summary.clusters = self._tables.count_clusters()
+            summary.clusters, summary.duplicate_clusters = self._tables.count_clusters()
         return summary
 
     # -- reading ----------------------------------------------------------------------------

@@ -129,7 +129,8 @@ def test_ingest_directory_finds_duplicates_and_is_idempotent(cli: CliHelper, cor
     assert first["exact_duplicates"] == 1
     assert first["near_duplicates"] == 1
     assert first["errors"] == 0
-    assert first["clusters"] == 2
+    assert first["clusters"] == 2  # single documents included
+    assert first["duplicate_clusters"] == 1  # what the clusters command lists
     again = ingest_json(cli, str(corpus))
     assert (again["documents"], again["skipped"], again["new"]) == (4, 4, 0)
     exported = cli.json("export")

@@ -239,8 +239,8 @@ class StoreTables:
         """The counts over the whole store (:func:`~dedup_store.db.reports.reads.stats_row`)."""
         return self.db.read(lambda conn: reads.stats_row(conn, self.schema, self.params))
 
-    def count_clusters(self) -> int:
-        """The store's clusters, counted."""
+    def count_clusters(self) -> tuple[int, int]:
+        """The store's clusters, counted: all of them, and those of two documents or more."""
         return self.db.read(lambda conn: reads.count_clusters(conn, self.schema))
 
     def count_documents(self, limit: int) -> int:

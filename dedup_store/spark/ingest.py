@@ -417,7 +417,7 @@ def _load(
             seconds["publish"] = time.perf_counter() - clock - seconds["indexes"]
             summary = load_summary(edges, merging, first, count, prepared.skipped, len(errors))
         with engine.connect() as conn:
-            summary.clusters = reads.count_clusters(conn, schema)
+            summary.clusters, summary.duplicate_clusters = reads.count_clusters(conn, schema)
     finally:
         if staging is not None:  # published: already gone; failed: dropped here
             with engine.begin() as conn:

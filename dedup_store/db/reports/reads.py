@@ -242,11 +242,16 @@ def storage_row(conn: Connection, schema: str) -> dict[str, int]:
     return {"tables": int(tables), "indexes": int(indexes), "shared_buffers": int(buffers)}
 
 
-def count_clusters(conn: Connection, schema: str) -> int:
-    """The number of clusters, as :func:`stats_row` counts them (without its other counts)."""
+def count_clusters(conn: Connection, schema: str) -> tuple[int, int]:
+    """The number of clusters, single documents included, and of those of two documents or
+    more, as :func:`stats_row` counts them (without its other counts)."""
     documents = qualified(schema, "documents")
-    statement = f"SELECT count(*) FROM (SELECT 1 FROM {documents} GROUP BY cluster_id) c"
-    return int(conn.execute(text(statement)).scalar_one())
+    statement = (
+        "SELECT count(*), count(*) FILTER (WHERE size > 1) "
+        f"FROM (SELECT count(*) AS size FROM {documents} GROUP BY cluster_id) c"
+    )
+    every, duplicates = conn.execute(text(statement)).one()
+    return int(every), int(duplicates)
 
 
 def count_documents(conn: Connection, schema: str, limit: int) -> int:
