@@ -241,3 +241,13 @@ def docs_screenshot(page: Any, written: Written, out: Path) -> None:
     pair.locator("summary").click()
     page.evaluate("window.scrollTo(0, 0)")
     page.screenshot(path=str(out))
+
+
+def test_word_counts_say_what_they_count(page: Any, written: Written) -> None:
+    """The members' table counted canonical words and a pair's view the words shown, both as
+    "words" (98 against 163 for one document)."""
+    page.goto(f"{written.url}#pair-bash--{PLANTED}")
+    headers = page.locator("table.members th").all_inner_texts()
+    assert "canonical words" in headers
+    legend = page.locator(f"details#pair-bash--{PLANTED} .legend").inner_text()
+    assert "(as shown, stop words included)" in legend

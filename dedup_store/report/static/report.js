@@ -160,7 +160,8 @@
   function membersTable(members) {
     const table = el("table", { class: "members" },
       el("thead", {}, el("tr", {}, el("th", {}, "document"), el("th", {}, "stored"),
-        el("th", { class: "num" }, "words"), el("th", { class: "num" }, "length"))));
+        el("th", { class: "num", title: "words of the canonical text: markup, punctuation and stop words left out" },
+          "canonical words"), el("th", { class: "num" }, "length"))));
     const row = (m) => el("tr", { class: (m[4] ? "canonical " : "") + (matches(m[0]) ? "found" : "") },
       el("td", {}, el("span", { class: "id" }, m[0]),
         m[4] ? el("span", { class: "tag" }, "canonical") : null),
@@ -285,7 +286,8 @@
   function diffView(p) {
     const box = el("div", { class: "diff-box" });
     box.append(el("p", { class: "legend" }, el("del", {}, "deleted from a"), " ", el("ins", {}, "inserted in b"),
-      " · a " + plural(p.wa, "word") + ", b " + plural(p.wb, "word") + ", " + p.sh.toLocaleString("en") + " shared"));
+      " · text a " + plural(p.wa, "word") + ", text b " + plural(p.wb, "word") + " (as shown, stop words included), " +
+      p.sh.toLocaleString("en") + " shared"));
     if (p.tr) {
       box.append(el("p", { class: "note" }, "Long texts: the view stops after the first " +
         plural(index.max_words, "word") + " of each text."));
