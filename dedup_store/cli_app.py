@@ -93,17 +93,22 @@ class ExitOnErrorGroup(TyperGroup):
 def _output_closed() -> NoReturn:
     """The reader of standard output went away (``| head -1``): end quietly and successfully,
     as a Unix tool does, with what is left of the output going nowhere."""
-    nowhere = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(nowhere, sys.stdout.fileno())
+    _stdout_to_nowhere()
     raise typer.Exit(0)
 
 
 def _output_failed(ctx: Any, error: OSError) -> NoReturn:
     """Standard output refused the output: say so in one line (exit code 1), with what is left
     of the output going nowhere, so that the interpreter's last flush fails no more."""
+    _stdout_to_nowhere()
+    _fail(ctx, error, f"cannot write the output: {error.strerror or error}", 1)
+
+
+def _stdout_to_nowhere() -> None:
+    """Send what is left of standard output to the null device, so that the interpreter's last
+    flush of it fails no more."""
     nowhere = os.open(os.devnull, os.O_WRONLY)
     os.dup2(nowhere, sys.stdout.fileno())
-    _fail(ctx, error, f"cannot write the output: {error.strerror or error}", 1)
 
 
 def announce(line: str) -> None:

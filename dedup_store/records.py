@@ -69,8 +69,13 @@ def stored_ids(*ids: str) -> None:
         UnknownDocumentError: naming the first such id.
     """
     for doc_id in ids:
-        if isinstance(doc_id, str) and "\x00" in doc_id:
+        if not nameable(doc_id):
             raise UnknownDocumentError(doc_id)
+
+
+def nameable(doc_id: str) -> bool:
+    """Whether a stored document can have id ``doc_id`` (it has no NUL character)."""
+    return "\x00" not in doc_id
 
 
 def validate_id(doc_id: object) -> None:

@@ -7,7 +7,7 @@ from dedup_store.core.params import FingerprintParams
 from dedup_store.db.repository import StoreTables
 from dedup_store.db.schema.settings import StoreSettings, check_rule
 from dedup_store.errors import InvalidDocumentError, InvalidParamsError
-from dedup_store.records import stored_ids
+from dedup_store.records import nameable, stored_ids
 from dedup_store.review import Explanation, Review, Verdict, explain_pair, given_text_is_stored
 
 
@@ -74,7 +74,7 @@ class Reviewing:
     def clear_review(self, a: str, b: str) -> bool:
         """Take back the verdict on ``a`` and ``b`` (their stored edges count again); returns
         whether there was one (none can name an id with a NUL character)."""
-        if "\x00" in a or "\x00" in b:
+        if not (nameable(a) and nameable(b)):
             return False
         return self._tables.clear_verdict((a, b))
 

@@ -14,6 +14,7 @@ from pyspark.sql.types import StructType
 from sqlalchemy import Connection, create_engine, text
 
 from dedup_store.core.params import FingerprintParams
+from dedup_store.db.candidates import key_rows
 from dedup_store.db.candidates.lookup import salts_sql
 from dedup_store.db.schema.names import qualified
 from dedup_store.spark.pairs import BAND, BLOCK, SAMPLE
@@ -25,13 +26,8 @@ class StoredRows:
     def __init__(
         self, spark: SparkSession, dsn: str, schema: str, last: int, params: FingerprintParams
     ) -> None:
-        self.spark, self.dsn, self.s, self.last, self.params = (
-            spark,
-            dsn,
-            qualified(schema),
-            last,
-            params,
-        )
+        self.spark, self.dsn, self.schema, self.last, self.params = spark, dsn, schema, last, params
+        self.s = qualified(schema)
 
     def _read(
         self, select: str, table: str, ddl: str, id_column: str = "id", where: str = ""
@@ -59,8 +55,7 @@ class StoredRows:
             self.spark,
             self.dsn,
             "SELECT k.kind::int, k.slot::int, k.key # t.salt, k.doc_id "
-            f"FROM (SELECT * FROM {self.s}.slot_keys UNION ALL "
-            f"SELECT * FROM {self.s}.recent_slot_keys) k JOIN ({salts_sql(self.params)}) t "
+            f"FROM {key_rows.both_tiers(self.schema)} k JOIN ({salts_sql(self.params)}) t "
             "ON t.kind = k.kind AND t.slot = k.slot "
             "WHERE k.doc_id >= %(lo)s AND k.doc_id < %(hi)s",
             "kind int, slot int, key bigint, id bigint",

@@ -244,8 +244,7 @@ class LoadedKeys:
             text(
                 "SELECT kind, slot, array_send(array_agg(key ORDER BY doc_id)), "
                 "array_send(array_agg(doc_id ORDER BY doc_id)) "
-                f"FROM (SELECT * FROM {qualified(schema, key_rows.SETTLED)} UNION ALL "
-                f"SELECT * FROM {qualified(schema, key_rows.RECENT)}) k GROUP BY kind, slot"
+                f"FROM {key_rows.both_tiers(schema)} k GROUP BY kind, slot"
             )
         )
         for kind, slot, keys, docs in rows:
@@ -514,7 +513,7 @@ def settle(conn: Connection, schema: str) -> dict[str, float]:
     conn.execute(text(f"DROP INDEX {qualified(schema, SETTLED_INDEX)}"))
     last_id = build_key_index(conn, schema)
     seconds = time.perf_counter() - started
-    # not the recent tier's table, emptied: see key_rows.RECENT_STORAGE
+    # not the recent tier's table, emptied (see dedup_store.db.candidates.key_rows)
     conn.execute(text(f"ANALYZE {qualified(schema, key_rows.SETTLED)}"))
     return {"settled_through": last_id, "moved": int(moved), "seconds": seconds}
 
@@ -561,7 +560,7 @@ def finish(
     ddl.add_edge_links(conn, schema)
     built = time.perf_counter()
     s = qualified(schema)
-    # not the recent tier's table, emptied: see key_rows.RECENT_STORAGE
+    # not the recent tier's table, emptied (see dedup_store.db.candidates.key_rows)
     for table in (*batch_write.TABLES, key_rows.SETTLED):
         conn.execute(text(f"ANALYZE {s}.{quote(table)}"))
     return {"indexes": built - started, "analyze": time.perf_counter() - built}

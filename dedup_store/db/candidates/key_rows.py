@@ -48,13 +48,21 @@ from dedup_store.db.server import binary_copy
 SETTLED, RECENT = "slot_keys", "recent_slot_keys"
 TABLES = (SETTLED, RECENT)
 COLUMNS = ("key", "doc_id", "kind", "slot")
-#: Storage parameters of the recent table. The store's connections plan a statement once
-#: (``plan_cache_mode = force_generic_plan``); emptied by a settle or a bulk load (``TRUNCATE``,
-#: not analyzed then), the table has no statistics, which the planner takes for ten pages and
-#: probes through its index; autovacuum analyzes it only once it holds thousands of rows, where
-#: the index is the cheaper plan too (analyzed with a few rows, a plan scanned the whole table
-#: for every key until it was analyzed again).
-RECENT_STORAGE = "autovacuum_analyze_threshold = 10000"
+# The recent table is made (migration 0014) with autovacuum_analyze_threshold = 10000. The
+# store's connections plan a statement once (plan_cache_mode = force_generic_plan); emptied by a
+# settle or a bulk load (TRUNCATE, not analyzed then), the table has no statistics, which the
+# planner takes for ten pages and probes through its index; autovacuum analyzes it only once it
+# holds thousands of rows, where the index is the cheaper plan too (analyzed with a few rows, a
+# plan scanned the whole table for every key until it was analyzed again). So nothing here
+# analyzes it.
+
+
+def both_tiers(schema: str) -> str:
+    """SQL: the rows of both tiers' tables, as one relation (for a ``FROM``)."""
+    settled, recent = (qualified(schema, table) for table in TABLES)
+    return f"(SELECT * FROM {settled} UNION ALL SELECT * FROM {recent})"
+
+
 #: Documents read per statement when rows are computed from stored fingerprints.
 CHUNK = 50_000
 

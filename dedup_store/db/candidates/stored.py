@@ -15,6 +15,7 @@ from sqlalchemy import Connection, text
 
 from dedup_store.core.arrays import I32, I64, U64
 from dedup_store.core.fingerprint import FingerprintBatch
+from dedup_store.db.candidates import key_rows
 from dedup_store.db.candidates.lookup import (
     Found,
     KeyGroup,
@@ -198,8 +199,7 @@ class IndexedKeys:
                 text(
                     "SELECT array_agg(k.doc_id ORDER BY k.doc_id), "
                     "array_agg(k.key # CAST(:salt AS bigint) ORDER BY k.doc_id) "
-                    f"FROM (SELECT * FROM {qualified(schema, 'slot_keys')} UNION ALL "
-                    f"SELECT * FROM {qualified(schema, 'recent_slot_keys')}) k "
+                    f"FROM {key_rows.both_tiers(schema)} k "
                     "WHERE k.key = ANY(CAST(:keys AS bigint[]))"
                 ),
                 {"keys": array_literal(tagged.tolist()), "salt": salt},

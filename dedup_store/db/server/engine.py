@@ -132,19 +132,18 @@ class Database:
         """``e`` as a :class:`DatabaseError` naming the database (without its password): a
         :class:`ConflictError` for a deadlock or a serialization failure."""
         sqlstate = _sqlstate(e)
-        message = f"database {self.url_for_messages}: {_first_line(e)}"
-        error: DatabaseError
+        detail = _first_line(e)
+        kind: type[DatabaseError] = DatabaseError
         if sqlstate in _RETRY_SQLSTATES:
             again = (
                 "roll the caller's transaction back and run it again"
                 if self.connection is not None
                 else f"it failed {MAX_ATTEMPTS} times: run it again"
             )
-            error = ConflictError(f"{message} (concurrent writers conflicted; {again})")
-        else:
-            error = DatabaseError(message)
+            detail, kind = f"{detail} (concurrent writers conflicted; {again})", ConflictError
+        error = kind(f"database {self.url_for_messages}: {detail}")
         error.sqlstate = sqlstate
-        error.detail = str(error).replace(f"database {self.url_for_messages}: ", "", 1)
+        error.detail = detail
         return error
 
     def read(self, work: Callable[[Connection], T]) -> T:
