@@ -180,7 +180,9 @@ def ingest(
             err=True,
         )
         raise typer.Exit(EXIT_INTERRUPTED)
-    warn_about_skips(summary, repeats.count, stdin_text=STDIN in paths and fmt == "text")
+    warn_about_skips(
+        summary, repeats.count, stdin_text=STDIN in paths and fmt == "text", update=update
+    )
 
 
 def _check_options(

@@ -253,12 +253,18 @@ def print_ingest_summary(
     Output(OutputFormat.table).record(data, title="ingest summary")
 
 
-def warn_about_skips(summary: IngestSummary, repeated_ids: int, *, stdin_text: bool) -> None:
+def warn_about_skips(
+    summary: IngestSummary, repeated_ids: int, *, stdin_text: bool, update: bool = False
+) -> None:
     """Say on standard error what the summary's counts mean when something was not stored."""
     if summary.documents + summary.errors == 0:
         _stderr("warning: no records found in the input; nothing was stored")
     known = summary.skipped - repeated_ids
-    if known > 0:
+    if known > 0 and update:
+        _stderr(
+            f"{known} documents unchanged (same text and metadata as stored): left as they were"
+        )
+    elif known > 0:
         hint = "; --id names the text read from standard input" if stdin_text else ""
         _stderr(
             f"warning: {known} documents skipped because their ids were already stored "

@@ -5,7 +5,7 @@ Each makes one library call (:class:`~dedup_store.reviewing.Reviewing`) and rend
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -81,19 +81,24 @@ def review(
     """Record a verdict on two documents: --duplicate, --not-duplicate, or --clear.
 
     The clusters change at once and the verdict stays in force when either document is
-    ingested again or updated.
+    ingested again or updated. --not-duplicate always parts the two: when matches still join
+    them (exact copies included), the weakest set of them that does is cut, and 'cut' lists it.
     """
     chosen = [name for name, on in (("duplicate", duplicate), ("not_duplicate", not_duplicate),
                                     ("clear", clear)) if on]  # fmt: skip
     if len(chosen) != 1:
         raise InvalidParamsError("give one of --duplicate, --not-duplicate and --clear")
     with settings_of(ctx).store() as store:
+        result: dict[str, Any]
         if chosen[0] == "clear":
             result = {"a": a, "b": b, "cleared": store.clear_review(a, b)}
         else:
             result = store.review(a, b, chosen[0], note=note, by=by).to_dict()
         result["cluster_a"] = store.cluster(a).cluster_id
         result["cluster_b"] = store.cluster(b).cluster_id
+    if fmt is OutputFormat.table and result.get("cut") is not None:
+        cut = result["cut"]
+        result["cut"] = [f"{c['a']} ~ {c['b']} ({c['method']} {c['score']:.3f})" for c in cut]
     Output(fmt).record(result, title="verdict")
 
 

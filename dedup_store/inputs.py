@@ -17,6 +17,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import re
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -108,9 +109,9 @@ def read_directory(
 ) -> Iterator[Record]:
     """Yield the records of every file under ``root`` whose name matches one of ``patterns``.
 
-    Files are visited in sorted order and read by their suffix (JSONL, CSV, else text); a text
-    file's id is its path relative to ``root`` (with ``/`` separators), so the same tree gives
-    the same ids wherever it is.
+    Files are visited in the order of :func:`name_order` and read by their suffix (JSONL, CSV,
+    else text); a text file's id is its path relative to ``root`` (with ``/`` separators), so
+    the same tree gives the same ids wherever it is.
     """
     for found in iter_files(root, patterns):
         if isinstance(found, InputFormatError):
@@ -123,7 +124,8 @@ def read_directory(
 def iter_files(
     root: str | os.PathLike[str], patterns: Sequence[str]
 ) -> Iterator[Path | InputFormatError]:
-    """Files under ``root`` matching any of ``patterns``, recursively, in sorted order.
+    """Files under ``root`` matching any of ``patterns``, recursively, in the order of
+    :func:`name_order`.
 
     Patterns ignore case (``*.html`` matches ``INDEX.HTML``); hidden directories are skipped.
     A directory that cannot be listed is yielded as an :class:`InputFormatError` (and its
@@ -134,11 +136,23 @@ def iter_files(
     unreadable: list[OSError] = []
     for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable.append):
         yield from _walk_errors(unreadable)
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
+        dirnames[:] = sorted((d for d in dirnames if not d.startswith(".")), key=name_order)
+        for name in sorted(filenames, key=name_order):
             if any(fnmatch.fnmatchcase(name.lower(), p) for p in lowered):
                 yield Path(dirpath, name)
     yield from _walk_errors(unreadable)
+
+
+def name_order(name: str) -> tuple[list[str | int], str, str]:
+    """The order files are read in: by name without its suffix, numbers by value, then by
+    suffix, so an original comes before the copies named after it (``post.txt``,
+    ``post-repost.txt``, ``post-2.txt``, ``post-10.txt``), as ``ls -v`` lists them."""
+    stem, suffix = os.path.splitext(name)
+    parts: list[str | int] = [int(p) if p.isdigit() else p for p in _DIGITS.split(stem)]
+    return parts, suffix, name
+
+
+_DIGITS = re.compile(r"(\d+)")
 
 
 def _walk_errors(errors: list[OSError]) -> Iterator[InputFormatError]:

@@ -36,7 +36,7 @@ from dedup_store.db.matches import scoring
 from dedup_store.db.reports import reads
 from dedup_store.db.server.engine import Database
 from dedup_store.db.write import batch as batch_write
-from dedup_store.db.write import frequencies, locks, verdicts
+from dedup_store.db.write import frequencies, locks, reclustering, verdicts
 from dedup_store.db.write import rows as rows_write
 from dedup_store.db.write.rows import NewRows
 from dedup_store.errors import DedupStoreError
@@ -184,9 +184,13 @@ def stage_batch(
     """
     schema, params = dest.schema, dest.params
     known = stored.documents(conn, schema, prepared.candidate_ids())
-    if prepared.update and known:
-        batch_write.delete_documents(connection_of(conn), schema, list(known.values()), params)
-        known = {}
+    if prepared.update and known:  # replaced, but those whose text and metadata are the same
+        replacements = prepared.replacements(known)
+        same = batch_write.unchanged(connection_of(conn), schema, replacements, dest.keep_text)
+        replaced = [doc_id for external_id, doc_id in known.items() if external_id not in same]
+        if replaced:
+            batch_write.delete_documents(connection_of(conn), schema, replaced, params)
+        known = {external_id: known[external_id] for external_id in same}
     rows = prepared.rows_to_insert(known)
     row_array = np.asarray(rows, dtype=np.int64)
     if params.weighted:  # the store's document frequencies as of now, plus the batch's
@@ -232,8 +236,8 @@ def commit_batch(conn: Connection, dest: Destination, staged: StagedBatch) -> Wr
     frequencies.add(conn, schema, prepared.batch, new.rows, new.ids)
     edges = scoring.store_verified(conn, schema, staged.verified)
     mapping = batch_write.merge_clusters(conn, schema, edges, dest.params, staged.shared)
-    # a reviewer named a new one
-    if verdicts.apply_to_new(conn, schema, new.ids.tolist(), staged.shared):
+    # a reviewer named a new one, or a merge joined a vetoed pair or clusters a verdict cut
+    if reclustering.apply_to_new(conn, schema, new.ids.tolist(), staged.shared):
         labels = reads.cluster_ids(conn, schema, new.ids.tolist())
         mapping = {**mapping, **{i: label for i, label in labels.items() if label != i}}
     if len(new.ids):

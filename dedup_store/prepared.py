@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -85,6 +86,12 @@ class PreparedBatch:
     def rows_to_insert(self, known: Mapping[str, int]) -> list[int]:
         """Fingerprint rows whose ids are not stored (``known`` is read under the lock)."""
         return [r for r, p in enumerate(self.row_position) if self.documents[p].id not in known]
+
+    def replacements(self, known: Mapping[str, int]) -> list[tuple[str, bytes, Any, str]]:
+        """``(external id, exact hash, metadata, text)`` of the rows whose ids are ``known``."""
+        rows = [(r, self.document_of_row(r)) for r in range(len(self.row_position))]
+        hashes = self.batch.exact_hashes
+        return [(d.id, hashes[r], d.meta, d.text) for r, d in rows if d.id in known]
 
     def document_of_row(self, row: int) -> Document:
         """The record of fingerprint row ``row``."""

@@ -398,8 +398,10 @@ class Cluster:
 
     Attributes:
         cluster_id: internal id of the representative member. A merge keeps the id of the
-            larger cluster (of the older one on a tie); it changes only when the cluster is merged
-            into a larger one or its representative is deleted.
+            larger cluster (of the older one on a tie), a split leaves it to the part that holds
+            the representative, and an update that changes nothing keeps everything; it changes
+            only when the cluster is merged into a larger one, or its representative is deleted
+            or updated with another text or metadata (the rest takes its oldest member's id).
         representative: external id of the member whose internal id is ``cluster_id``.
         members: external ids, oldest first.
         first_seen, last_seen: creation times of the oldest and newest member.
@@ -474,13 +476,14 @@ class Stats:
     """Counts over the whole store.
 
     Attributes:
-        hottest_excerpt_keys: the five excerpt keys shared by the most documents, with their
-            document counts (one shared by more than ``hot_key_limit`` is boilerplate, ignored
-            by lookups).
+        hottest_excerpt_keys: the five excerpt keys shared by the most documents, named by rank
+            and the oldest document holding them (``"#1 in post-001"``), with their document
+            counts (one shared by more than ``hot_key_limit`` is boilerplate, ignored by
+            lookups).
         hot_keys: per kind (``band``, ``block``), how many keys are hot (their buckets are split
             by secondary keys).
-        hottest_keys: the five largest hot buckets, ``"kind slot key"`` (``band 3 -4711``) with
-            their document counts.
+        hottest_keys: the five largest hot buckets, named by rank, kind, slot and their oldest
+            document (``"#1 band 3 in post-001"``), with their document counts.
         recent_documents: documents in the recent tier of the key indexes (added since the
             last bulk load or :meth:`~dedup_store.DedupStore.settle`; exact copies included).
         settings: the store's settings (``keep_text``, ``canonical_rule``) and how many

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,6 +19,7 @@ import numpy as np
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.simhash import hamming
 from dedup_store.db.reports.explain import StoredDocument, StoredPair
+from dedup_store.db.write.reclustering import CutEdge
 from dedup_store.db.write.verdicts import VerdictRow
 from dedup_store.results import Method
 
@@ -39,7 +41,8 @@ class Verdict(enum.StrEnum):
 @dataclasses.dataclass(frozen=True)
 class Review:
     """A stored verdict: the pair (``a < b`` as the server orders text), the decision, the
-    reviewer's note and name, and when it was made."""
+    reviewer's note and name, when it was made, and the match edges it cut to part the pair
+    (a ``not_duplicate`` verdict on a pair that edges join; weakest first)."""
 
     a: str
     b: str
@@ -47,15 +50,24 @@ class Review:
     note: str | None
     reviewer: str | None
     decided_at: dt.datetime
+    cut: tuple[CutEdge, ...] = ()
 
     @classmethod
-    def of(cls, row: VerdictRow) -> Review:
-        """The verdict as the caller sees it."""
-        return cls(row.a, row.b, Verdict(row.verdict), row.note, row.reviewer, row.decided_at)
+    def of(cls, row: VerdictRow, cut: Iterable[CutEdge] = ()) -> Review:
+        """The verdict as the caller sees it, with the edges it cut (those of any verdict may
+        be given: the verdict's own are kept)."""
+        own = tuple(c for c in cut if (c.verdict_a, c.verdict_b) == (row.a, row.b))
+        return cls(row.a, row.b, Verdict(row.verdict), row.note, row.reviewer, row.decided_at, own)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {**dataclasses.asdict(self), "decided_at": self.decided_at.isoformat()}
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {
+            **fields,
+            "verdict": self.verdict.value,
+            "decided_at": self.decided_at.isoformat(),
+            "cut": [{"a": c.a, "b": c.b, "method": c.method, "score": c.score} for c in self.cut],
+        }
 
 
 @dataclasses.dataclass(frozen=True)

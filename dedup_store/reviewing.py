@@ -56,20 +56,22 @@ class Reviewing:
     ) -> Review:
         """Record a reviewer's verdict on documents ``a`` and ``b``, and apply it at once.
 
-        ``not_duplicate`` keeps their edge out of cluster merging (their cluster splits unless
-        other matches still join them); ``duplicate`` joins their clusters. A verdict replaces
-        an earlier one on the same pair and stays in force when either document is deleted and
-        added again, or updated.
+        ``not_duplicate`` parts them: when match edges still join them (exact copies
+        included), the weakest set of edges that does is cut (a minimum cut weighted by the
+        edges' scores), and the answer lists those edges (:attr:`Review.cut`). ``duplicate``
+        joins their clusters. A verdict replaces an earlier one on the same pair and stays in
+        force when either document is deleted and added again, or updated.
 
         Raises:
             UnknownDocumentError: either document is not stored.
-            InvalidParamsError: ``a`` and ``b`` are the same document.
+            InvalidParamsError: ``a`` and ``b`` are the same document, or the verdict
+                contradicts others (a pair judged not duplicates that duplicate verdicts join).
         """
         decision = Verdict(verdict)
         stored_ids(a, b)
         if a == b:
             raise InvalidParamsError(f"a verdict needs two documents, got {a!r} twice")
-        return Review.of(self._tables.record_verdict((a, b), decision.value, note, by))
+        return Review.of(*self._tables.record_verdict((a, b), decision.value, note, by))
 
     def clear_review(self, a: str, b: str) -> bool:
         """Take back the verdict on ``a`` and ``b`` (their stored edges count again); returns
@@ -80,7 +82,8 @@ class Reviewing:
 
     def verdicts(self) -> list[Review]:
         """Every verdict, newest first."""
-        return [Review.of(row) for row in self._tables.verdict_rows()]
+        rows, cut = self._tables.verdict_rows()
+        return [Review.of(row, cut) for row in rows]
 
     @property
     def settings(self) -> StoreSettings:

@@ -202,7 +202,9 @@ class DedupStore(Reviewing):
             batch_size: most documents per transaction (a batch also ends once it holds
                 :data:`~dedup_store.pipeline.BATCH_BYTES` of text, so long documents are
                 stored, and reported, sooner).
-            update: replace documents whose id is stored instead of skipping them.
+            update: replace documents whose id is stored instead of skipping them (those whose
+                text and metadata are unchanged are still skipped: nothing is rewritten, so
+                their internal ids, clusters and first-seen times stay).
             on_error: ``stop`` raises the first bad record, ``skip`` reports it and goes on.
             on_batch: called after each stored batch with its results (a sequence in input
                 order, whose :class:`AddResult` values are made as they are read) and its bad

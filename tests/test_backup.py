@@ -65,6 +65,30 @@ def test_dump_and_restore_on_a_server_of_ones_own(
 
 
 @pytest.mark.db
+def test_a_dump_is_written_beside_its_file_and_only_over_a_regular_one(
+    tmp_path: Path, database_url: str, schema: str
+) -> None:
+    """``db dump /dev/full`` handed the device to pg_dump; a dump is now renamed over a regular
+    file (a link's target) when complete, and any other path is refused with one line."""
+    ok("ingest", "--quiet", EXAMPLES, url=database_url, schema=schema)
+    for path, message in (
+        ("/dev/full", "/dev/full is not a regular file: write the dump to a file"),
+        (str(tmp_path / "missing" / "s.dump"), "cannot write the dump to"),
+    ):
+        refused = run("db", "dump", path, url=database_url, schema=schema)
+        assert refused.exit_code == 1, refused.stdout
+        assert refused.stderr.startswith("error: ") and message in refused.stderr
+        assert refused.stderr.count("\n") == 1
+    target = tmp_path / "target.dump"
+    target.write_text("old")
+    link = tmp_path / "link.dump"
+    link.symlink_to(target)
+    ok("db", "dump", str(link), url=database_url, schema=schema)
+    assert link.is_symlink() and target.read_bytes().startswith(b"PGDMP")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.dump", "target.dump"]
+
+
+@pytest.mark.db
 def test_db_status_prints_a_url_psql_takes(database_url: str, schema: str) -> None:
     status = json.loads(ok("db", "status", "-f", "json", url=database_url, schema=schema).stdout)
     assert status["url"].startswith("postgresql://")

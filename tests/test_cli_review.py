@@ -130,3 +130,56 @@ def test_stricter_clusters_and_pairs(cli: CliHelper, tmp_path: Path) -> None:
     assert cli.json("clusters", "--min-similarity", str(below)) == []
     assert len(cli.json("pairs", "--min-similarity", str(above))) == 1
     assert cli.json("pairs", "--min-similarity", str(below)) == []
+
+
+def test_not_duplicate_parts_exact_copies_and_names_the_cut(cli: CliHelper) -> None:
+    """The sample corpus: vetoing every merging match of post-901 left it in a cluster of two
+    with its exact copy, and a veto on two documents joined through others changed nothing."""
+    from tests.test_cli import EXAMPLES_DIR
+
+    cli.ok("ingest", EXAMPLES_DIR)
+    members = cli.json("cluster", "post-901")["members"]
+    assert len(members) == 4
+    page = "pages/assignment-part-3.html"
+    answer = cli.json("review", "post-901", page, "--not-duplicate")
+    assert answer["cluster_a"] != answer["cluster_b"]
+    assert {(c["a"], c["b"]) for c in answer["cut"]} >= {("post-901", page)}
+    assert all(c["method"] in ("minhash", "simhash", "exact") for c in answer["cut"])
+    for other in members:
+        if other != "post-901":
+            cli.ok("review", "post-901", other, "--not-duplicate")
+    assert cli.json("cluster", "post-901")["members"] == ["post-901"]
+    table = cli.ok("review", "post-901", page, "--not-duplicate").stdout
+    assert " ~ " in table and "minhash" in table
+
+
+def test_ingest_update_of_unchanged_files_keeps_the_cluster_ids(
+    cli: CliHelper, tmp_path: Path
+) -> None:
+    """``ingest --update`` of the same files moved post-901's cluster from 37 to 138."""
+    from tests.test_cli import EXAMPLES_DIR
+
+    cli.ok("ingest", EXAMPLES_DIR)
+    before = {c["representative"]: c for c in cli.json("clusters")}
+    ids = {r["id"]: r["created_at"] for r in cli.json("export")}
+    result = cli.ok("ingest", "--update", EXAMPLES_DIR)
+    assert "unchanged (same text and metadata as stored): left as they were" in result.stderr
+    assert {c["representative"]: c for c in cli.json("clusters")} == before
+    after = {r["id"]: r["created_at"] for r in cli.json("export")}
+    assert after == ids
+    changed = tmp_path / "post.txt"  # a changed text is replaced
+    changed.write_text("a text of its own, unlike anything in the sample corpus at all")
+    cli.ok("ingest", str(changed))
+    changed.write_text("another text of its own, still unlike anything in the sample corpus")
+    summary = json.loads(cli.ok("ingest", "--update", "--json", str(changed)).stdout)
+    assert summary["updated"] == 1
+
+
+def test_the_oldest_of_one_batch_is_the_original_not_its_repost(cli: CliHelper) -> None:
+    """Files are read originals first (``customization.txt`` before
+    ``customization-repost.txt``), so the rule ``oldest`` names the originals."""
+    from tests.test_cli import EXAMPLES_DIR
+
+    cli.ok("ingest", EXAMPLES_DIR)
+    for original in ("articles/customization.txt", "articles/man-ru.txt"):
+        assert cli.json("cluster", original)["canonical"] == original

@@ -15,6 +15,7 @@ from dedup_store.inputs import (
     Record,
     apply_error_policy,
     format_for,
+    iter_files,
     parse_globs,
     read_csv,
     read_inputs,
@@ -231,3 +232,11 @@ def test_apply_error_policy() -> None:
     assert next(stopped).id == "a"
     with pytest.raises(InputFormatError, match=r"f\.jsonl:2: broken"):
         next(stopped)
+
+
+def test_files_are_read_originals_first_and_numbers_by_value(tmp_path: Path) -> None:
+    names = ["post-10.txt", "post-repost.txt", "post.txt", "post-2.txt", "Post.md"]
+    for name in names:
+        (tmp_path / name).write_text("x")
+    found = [p.name for p in iter_files(tmp_path, ["*"]) if isinstance(p, Path)]
+    assert found == ["Post.md", "post.txt", "post-2.txt", "post-10.txt", "post-repost.txt"]

@@ -33,6 +33,8 @@ COPYRIGHT_FILES = 300
 PLANTED = "bash-planted"
 #: bash's copyright file in the planted copy: one word replaced by two.
 EDIT = ("prepackaged version", "quokka zanzibar version")
+#: Two exact copies of a licence that a reviewer judged not duplicates.
+JUDGED = ("mpl-product-a", "mpl-product-b")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +57,8 @@ def corpus() -> list[Document]:
     chosen["bash"] = found["bash"]
     assert EDIT[0] in chosen["bash"]
     chosen[PLANTED] = chosen["bash"].replace(*EDIT, 1)
+    licence = Path("/usr/share/common-licenses/MPL-2.0").read_text(encoding="utf-8")
+    chosen.update(dict.fromkeys(JUDGED, licence))
     return [Document(k, v) for k, v in chosen.items()]
 
 
@@ -64,6 +68,7 @@ def written(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     try:
         with DedupStore(engine, schema=schema, keep_text=True) as store:
             assert store.ingest(corpus()).errors == 0
+            store.review(*JUDGED, "not_duplicate", note="two products", by="ann")
             path = tmp_path_factory.mktemp("report") / "report.html"
             store.report(path)
             clusters = {c.cluster_id: set(c.members) for c in store.clusters()}
@@ -222,6 +227,23 @@ def test_a_screenshot_of_a_pair(page: Any, written: Written, tmp_path: Path) -> 
     docs = os.environ.get("DEDUP_STORE_REPORT_SCREENSHOT")
     if docs:
         docs_screenshot(page, written, Path(docs))
+
+
+def test_a_verdict_names_the_match_it_cut(page: Any, written: Written, tmp_path: Path) -> None:
+    """Exact copies judged not duplicates: the pair shows the verdict and the match it cut."""
+    page.goto(f"{written.url}#{pair_id(*JUDGED)}")
+    pair = page.locator(f'details.pair[id="{pair_id(*JUDGED)}"]')
+    assert pair.get_attribute("open") is not None
+    card = page.locator("article.item", has=pair)
+    assert "Declared not a duplicate, so kept apart." in card.locator("p.why").inner_text()
+    assert pair.locator(".cut-line").count() == 1  # its own match: said once
+    cut = pair.locator(".cut-line").first.inner_text()
+    assert cut == f"To part them, this verdict cut 1 match: {JUDGED[0]} ⟷ {JUDGED[1]}"
+    assert "two products" in pair.locator(".verdict-line").inner_text()
+    shot = Path(os.environ.get("DEDUP_STORE_CUT_SCREENSHOT", tmp_path / "cut.png"))
+    pair.scroll_into_view_if_needed()
+    page.screenshot(path=str(shot))
+    assert shot.stat().st_size > 20_000
 
 
 def docs_screenshot(page: Any, written: Written, out: Path) -> None:

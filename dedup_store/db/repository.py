@@ -32,7 +32,8 @@ from dedup_store.db.schema.settings import StoreSettings
 from dedup_store.db.server import raw_statements
 from dedup_store.db.server.engine import Database
 from dedup_store.db.write import batch as batch_write
-from dedup_store.db.write import frequencies, locks, single, verdicts
+from dedup_store.db.write import frequencies, locks, reclustering, single, verdicts
+from dedup_store.db.write.reclustering import CutEdge
 from dedup_store.db.write.verdicts import VerdictRow
 from dedup_store.errors import UnknownDocumentError
 from dedup_store.results import MatchRow
@@ -296,22 +297,26 @@ class StoreTables:
 
     def record_verdict(
         self, pair: tuple[str, str], verdict: str, note: str | None, by: str | None
-    ) -> VerdictRow:
+    ) -> tuple[VerdictRow, list[CutEdge]]:
         """Record ``verdict`` on the documents of ``pair`` and recluster them, under the
-        writers' lock; returns the verdict's row.
+        writers' lock; returns the verdict's row and the edges it cut.
 
         Raises:
             UnknownDocumentError: either document is not stored.
+            InvalidParamsError: the verdict contradicts others.
         """
 
-        def work(conn: Connection) -> VerdictRow:
+        def work(conn: Connection) -> tuple[VerdictRow, list[CutEdge]]:
             locks.lock_store(conn, self.schema)
             _require_documents(conn, self.schema, pair)
             row = verdicts.record(conn, self.schema, pair, verdict, note, by)
-            verdicts.recluster(conn, self.schema, verdicts.cluster_labels(conn, self.schema, pair))
-            return row
+            verdicts.require_consistent(conn, self.schema, pair)
+            labels = verdicts.cluster_labels(conn, self.schema, pair)
+            reclustering.recluster(conn, self.schema, labels)
+            return row, reclustering.cut_edges(conn, self.schema, self.params, pair)
 
-        return self.db.run(work)
+        result: tuple[VerdictRow, list[CutEdge]] = self.db.run(work)
+        return result
 
     def clear_verdict(self, pair: tuple[str, str]) -> bool:
         """Take back the verdict on ``pair`` and recluster it; returns whether there was one."""
@@ -321,15 +326,21 @@ class StoreTables:
             cleared = verdicts.clear(conn, self.schema, pair)
             if cleared:
                 labels = verdicts.cluster_labels(conn, self.schema, pair)
-                verdicts.recluster(conn, self.schema, labels)
+                reclustering.recluster(conn, self.schema, labels)
             return cleared
 
         result: bool = self.db.run(work)
         return result
 
-    def verdict_rows(self) -> list[VerdictRow]:
-        """The rows of every verdict, newest first."""
-        return self.db.read(lambda conn: verdicts.all_rows(conn, self.schema))
+    def verdict_rows(self) -> tuple[list[VerdictRow], list[CutEdge]]:
+        """The rows of every verdict, newest first, and the edges they cut."""
+
+        def work(conn: Connection) -> tuple[list[VerdictRow], list[CutEdge]]:
+            rows = verdicts.all_rows(conn, self.schema)
+            return rows, reclustering.cut_edges(conn, self.schema, self.params)
+
+        result: tuple[list[VerdictRow], list[CutEdge]] = self.db.read(work)
+        return result
 
     def settings(self) -> StoreSettings:
         """The store's settings."""
@@ -409,6 +420,8 @@ def _ready_params(conn: Connection, schema: str) -> FingerprintParams | None:
     stored = ddl.load_params(conn, schema)
     if stored is None or key_rows.missing(conn, schema):
         return None
+    if reclustering.vetoed_together(conn, schema):  # verdicts of a store made before 0016
+        return None
     return stored
 
 
@@ -431,6 +444,7 @@ def _create(
     elif params is not None:
         _require(schema, stored, params)
     key_rows.fill_missing(conn, schema, stored)
+    reclustering.recluster(conn, schema, reclustering.vetoed_together(conn, schema))
     return stored
 
 

@@ -40,12 +40,14 @@ class Verdict:
         verdict: ``duplicate`` or ``not_duplicate``.
         note, reviewer: as given with the decision.
         decided_at: when it was recorded.
+        cut: the pairs of documents whose edges the verdict cut to part the two.
     """
 
     verdict: str
     note: str | None
     reviewer: str | None
     decided_at: dt.datetime
+    cut: tuple[tuple[str, str], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +63,7 @@ class ReportPair:
         text_a, text_b: the original texts, ``None`` when the store does not keep them.
         cluster_a, cluster_b: the clusters of the two documents (different for a pair that
             does not merge: an excerpt, or a pair declared not a duplicate).
+        cut_by: the pair of the verdict that cut this edge, if one did.
     """
 
     a: str
@@ -76,6 +79,7 @@ class ReportPair:
     text_b: str | None = None
     cluster_a: int | None = None
     cluster_b: int | None = None
+    cut_by: tuple[str, str] | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -46,7 +46,8 @@ class Budget:
 
     A pair's texts are kept when the file, with them, still leaves room for the scores and
     members of every pair and member to come; so the file stays within ``limit`` unless the
-    report without any text is larger.
+    report without any text is larger. Once a pair's texts do not fit, no later pair's do (a
+    reader finds texts up to one point of the report, not here and there after it).
 
     Attributes:
         limit: the file's byte budget.
@@ -62,6 +63,7 @@ class Budget:
     members_seen: int = 0
     id_chars: int = 0
     ids_seen: int = 0
+    full: bool = False
 
     def reserve(self) -> int:
         """Bytes kept for the pairs and members still to come."""
@@ -72,8 +74,9 @@ class Budget:
         return pairs_left * (PAIR_BASE + 4 * chars) + members_left * (MEMBER_BASE + 2 * chars)
 
     def allows(self, size: int) -> bool:
-        """Whether ``size`` more bytes of text fit."""
-        return self.used + size + self.reserve() <= self.limit
+        """Whether ``size`` more bytes of text fit (never again once they did not)."""
+        self.full = self.full or self.used + size + self.reserve() > self.limit
+        return not self.full
 
     def count_ids(self, *ids: str) -> None:
         """Learn the length of external ids."""
@@ -197,6 +200,8 @@ class PageBuilder:
             "s": pair.score,
             "v": _verdict(pair),
         }
+        if pair.cut_by is not None:  # a verdict cut this edge
+            entry["x"] = list(pair.cut_by)
         entry.update(self._texts(pair))
         return entry
 
@@ -253,7 +258,8 @@ def _verdict(pair: ReportPair) -> list[Any] | None:
     v = pair.verdict
     if v is None:
         return None
-    return [v.verdict, v.note, v.reviewer, _when(v.decided_at)]
+    cut = [[list(c) for c in v.cut]] if v.cut else []
+    return [v.verdict, v.note, v.reviewer, _when(v.decided_at), *cut]
 
 
 def _when(moment: dt.datetime) -> str:

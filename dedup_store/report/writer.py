@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import IO, Literal
 
-from dedup_store.errors import OutputError
+from dedup_store.outputs import writable_target, written_beside
 from dedup_store.report import svg
 from dedup_store.report.aligner import ProcessAligner, auto_workers
 from dedup_store.report.diff import pair_diff
@@ -83,20 +83,6 @@ class ReportOptions:
             )
 
 
-def writable_target(path: Path) -> Path:
-    """The file to replace for ``path``: itself, or the file a symbolic link names.
-
-    Raises:
-        OutputError: it exists and is not a regular file, or its folder does not exist.
-    """
-    target = path.resolve() if path.is_symlink() else path
-    if target.exists() and not target.is_file():
-        raise OutputError(f"{path} is not a regular file: write the report to a file")
-    if not target.parent.is_dir():
-        raise OutputError(f"cannot write the report to {path}: no folder {target.parent}")
-    return target
-
-
 def write_report(
     out: str | os.PathLike[str],
     overview: Overview,
@@ -123,7 +109,7 @@ def write_report(
         OutputError: ``out`` is not a regular file, or the report cannot be written there.
     """
     started = time.perf_counter() if started is None else started
-    path = writable_target(Path(out))
+    path = writable_target(Path(out), "the report")
     head, tail = _head(overview), _tail()
     budget = Budget(options.max_bytes, overview.pairs, overview.documents_in_clusters)
     diff = None
@@ -138,20 +124,16 @@ def write_report(
     }
     empty = block("report-index", builder.index_json(**notes)) + block("report-ids", "[]")
     budget.used = len(head.encode()) + len(tail.encode()) + len(empty.encode())
-    partial = path.with_name(f".{path.name}.partial")
-    try:
-        with partial.open("w", encoding="utf-8", newline="\n") as f:
-            f.write(head)
-            _write_items(f, builder, items, options)
-            notes["over_budget"] = builder.over_budget
-            f.write(block("report-index", builder.index_json(**notes)))
-            f.write(block("report-ids", builder.ids_json()))
-            f.write(tail)
-        partial.replace(path)
-    except OSError as e:
-        raise OutputError(f"cannot write the report to {out}: {e.strerror or e}") from e
-    finally:
-        partial.unlink(missing_ok=True)
+    with (
+        written_beside(path, "the report") as partial,
+        partial.open("w", encoding="utf-8", newline="\n") as f,
+    ):
+        f.write(head)
+        _write_items(f, builder, items, options)
+        notes["over_budget"] = builder.over_budget
+        f.write(block("report-index", builder.index_json(**notes)))
+        f.write(block("report-ids", builder.ids_json()))
+        f.write(tail)
     return ReportSummary(
         path=path,
         bytes=path.stat().st_size,

@@ -143,8 +143,10 @@ async def explain(request: Request) -> Response:
     openapi_extra=models.body_of(models.VerdictIn),
 )
 async def review(request: Request) -> Response:
-    """``not_duplicate`` keeps the pair's match out of clusters (their cluster splits at
-    once), ``duplicate`` joins their clusters; the answer has both clusters afterwards."""
+    """``not_duplicate`` parts the two at once (when matches still join them, exact copies
+    included, the weakest set of them that does is cut: ``cut`` lists it), ``duplicate`` joins
+    their clusters; the answer has both clusters afterwards. A verdict that contradicts others
+    (a pair judged not duplicates that duplicate verdicts join) is refused with 400."""
     state = served(request)
     obj = json_object(await state.body(request), "body")
     a, b = string_field(obj, "a", "body"), string_field(obj, "b", "body")

@@ -33,7 +33,7 @@ from dedup_store.db.matches.scoring import merging_methods
 from dedup_store.db.reports import reads
 from dedup_store.db.schema import ddl
 from dedup_store.db.schema.names import qualified
-from dedup_store.db.write import verdicts
+from dedup_store.db.write import reclustering
 from dedup_store.db.write.batch import relabel
 from dedup_store.db.write.locks import lock_store
 from dedup_store.db.write.rows import allocate_ids
@@ -413,7 +413,7 @@ def _load(
             relabel(conn, schema, stored_mapping)
             record_hot(conn, schema, grouped.hot_keys)
             seconds["indexes"] = publish(conn, staging, params)["indexes"]
-            verdicts.apply_to_new(conn, schema, range(first, first + count))
+            reclustering.apply_to_new(conn, schema, range(first, first + count))
             seconds["publish"] = time.perf_counter() - clock - seconds["indexes"]
             summary = load_summary(edges, merging, first, count, prepared.skipped, len(errors))
         with engine.connect() as conn:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from sqlalchemy import Engine, text
 
@@ -160,6 +162,7 @@ def test_a_hot_band_key_is_split_by_secondary_keys(
         assert stats.hot_keys["band"] > 0 and stats.hot_keys["block"] > 0
         assert len(stats.hottest_keys) == 5
         assert max(stats.hottest_keys.values()) == 81
+        assert all(re.fullmatch(r"#\d (band|block) \d+ in t0", k) for k in stats.hottest_keys)
 
 
 def test_a_hot_broder_key_yields_its_oldest_documents_only(
@@ -184,3 +187,4 @@ def test_stats_show_the_hottest_excerpt_keys(store: DedupStore, corpus: PlantedC
     hottest = store.stats().hottest_excerpt_keys
     assert len(hottest) == 5
     assert next(iter(hottest.values())) == 12
+    assert next(iter(hottest)) == "#1 in d0"  # named by its oldest document, not its hash

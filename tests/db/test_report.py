@@ -129,7 +129,20 @@ def test_a_verdict_on_an_exact_copy_holds_for_its_texts_edges(
     edge = data.pair("bash", "bash-edited")  # the stored edge: from the first copy
     assert edge["v"][:2] == ["not_duplicate", "a fork of the copy"]
     assert edge["ca"] != edge["cb"]  # a pair across clusters: the cluster split
+    assert edge["x"] == ["bash-copy", "bash-edited"]  # cut by that verdict, the weaker link
     assert data.pair("bash", "bash-copy")["v"] is None
+
+
+def test_a_verdict_that_cut_edges_names_them(store: DedupStore, tmp_path: Path) -> None:
+    """Exact copies judged apart: the verdict cuts their link, and the pair's view says so."""
+    store.review("bash", "bash-copy", "not_duplicate", note="two packages")
+    data = read_report(store.report(tmp_path / "report.html").path)
+    judged = data.pair("bash", "bash-copy")
+    assert judged["v"][0] == "not_duplicate"
+    assert judged["v"][4] == [["bash", "bash-copy"]]
+    assert judged["x"] == ["bash", "bash-copy"]
+    assert judged["ca"] != judged["cb"]
+    assert "x" not in data.pair("bash", "bash-edited")
 
 
 def test_one_cluster_alone(store: DedupStore, tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """A reviewer overrules the store, on real text: verdicts that split and join clusters and stay in
 force through re-ingests, updates and concurrent writers; canonical documents; stricter clusters
-without re-ingesting. Every expectation is a union-find over the stored edges, less the vetoed
-pairs, plus the confirmed ones."""
+without re-ingesting. Every expectation is the documented rule computed by brute force from the
+stored edges and verdicts (:mod:`tests.db.verdict_model`)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,11 @@ from dedup_store import DedupStore, Document
 from dedup_store.core.clustering import UnionFind
 from dedup_store.errors import InvalidParamsError, UnknownDocumentError
 from dedup_store.results import Pair
+from tests.db import verdict_model
 
 pytestmark = pytest.mark.db
 
-MERGING = {"exact", "minhash", "simhash"}
+MERGING = verdict_model.MERGING
 
 
 @pytest.fixture(scope="module")
@@ -36,30 +37,12 @@ def loaded(engine: Engine, schema: str, corpus: list[Document]) -> Iterator[Dedu
         yield store
 
 
-def expected_clusters(store: DedupStore, min_similarity: float = 0.0) -> set[frozenset[str]]:
-    """The clusters a union-find makes of the stored merging edges of at least
-    ``min_similarity``, less the pairs judged not duplicates, plus those judged duplicates."""
-    judged = {frozenset((v.a, v.b)): v.verdict.value for v in store.verdicts()}
-    pairs = list(store.pairs())
-    copies: UnionFind[str] = UnionFind(_all_ids(store))  # exact groups share their verdicts
-    for pair in pairs:
-        if pair.method.value == "exact":
-            copies.union(pair.a, pair.b)
-    vetoed = {
-        frozenset(copies.find(m) for m in members)
-        for members, verdict in judged.items()
-        if verdict == "not_duplicate"
-    }
-    sets: UnionFind[str] = UnionFind(_all_ids(store))
-    for pair in pairs:
-        groups = frozenset((copies.find(pair.a), copies.find(pair.b)))
-        cut = len(groups) == 2 and groups in vetoed
-        if pair.method.value in MERGING and pair.score >= min_similarity and not cut:
-            sets.union(pair.a, pair.b)
-    for members, verdict in judged.items():
-        if verdict == "duplicate":
-            sets.union(*members)
-    return {frozenset(group) for group in sets.groups().values() if len(group) > 1}
+def expected_clusters(
+    store: DedupStore, engine: Engine, min_similarity: float = 0.0
+) -> set[frozenset[str]]:
+    """The clusters the documented rule makes of the stored edges and verdicts
+    (:mod:`tests.db.verdict_model`)."""
+    return verdict_model.expected_clusters(store, engine, min_similarity)
 
 
 def stored_clusters(store: DedupStore, **options: float) -> set[frozenset[str]]:
@@ -96,9 +79,11 @@ def singletons(store: DedupStore, count: int) -> list[str]:
     return alone[:count]
 
 
-def test_a_not_duplicate_verdict_splits_the_cluster_at_once(loaded: DedupStore) -> None:
+def test_a_not_duplicate_verdict_splits_the_cluster_at_once(
+    loaded: DedupStore, engine: Engine
+) -> None:
     before = stored_clusters(loaded)
-    assert before == expected_clusters(loaded)
+    assert before == expected_clusters(loaded, engine)
     edge = bridge(loaded.pairs(), before)
     review = loaded.review(edge.a, edge.b, "not_duplicate", note="templates", by="ana")
     assert (review.verdict.value, review.note, review.reviewer) == (
@@ -108,7 +93,7 @@ def test_a_not_duplicate_verdict_splits_the_cluster_at_once(loaded: DedupStore) 
     )
     assert loaded.cluster(edge.a).cluster_id != loaded.cluster(edge.b).cluster_id
     after = stored_clusters(loaded)
-    assert after == expected_clusters(loaded) != before
+    assert after == expected_clusters(loaded, engine) != before
     assert [p.verdict for p in loaded.pairs() if (p.a, p.b) == (edge.a, edge.b)] == [
         "not_duplicate"
     ]
@@ -116,15 +101,16 @@ def test_a_not_duplicate_verdict_splits_the_cluster_at_once(loaded: DedupStore) 
 
 def test_a_duplicate_verdict_joins_documents_the_fingerprints_did_not_match(
     loaded: DedupStore,
+    engine: Engine,
 ) -> None:
     x, y = singletons(loaded, 2)
     loaded.review(x, y, "duplicate")
     assert set(loaded.cluster(x).members) == {x, y}
-    assert stored_clusters(loaded) == expected_clusters(loaded)
+    assert stored_clusters(loaded) == expected_clusters(loaded, engine)
     assert loaded.clear_review(x, y)
     assert loaded.cluster(x).members == [x]
     assert not loaded.clear_review(x, y)
-    assert stored_clusters(loaded) == expected_clusters(loaded)
+    assert stored_clusters(loaded) == expected_clusters(loaded, engine)
 
 
 def test_clearing_a_veto_merges_again(loaded: DedupStore) -> None:
@@ -136,7 +122,7 @@ def test_clearing_a_veto_merges_again(loaded: DedupStore) -> None:
 
 
 def test_verdicts_survive_reingest_update_delete_and_add(
-    loaded: DedupStore, corpus: list[Document]
+    loaded: DedupStore, engine: Engine, corpus: list[Document]
 ) -> None:
     edge = bridge(loaded.pairs(), stored_clusters(loaded))
     x, y = singletons(loaded, 2)
@@ -146,16 +132,16 @@ def test_verdicts_survive_reingest_update_delete_and_add(
     documents = [Document(i, texts[i]) for i in (edge.a, edge.b, x, y)]
 
     loaded.ingest(documents)  # known ids: skipped
-    assert stored_clusters(loaded) == expected_clusters(loaded)
+    assert stored_clusters(loaded) == expected_clusters(loaded, engine)
     loaded.ingest(documents, update=True)
-    assert stored_clusters(loaded) == expected_clusters(loaded)
+    assert stored_clusters(loaded) == expected_clusters(loaded, engine)
     assert loaded.cluster(edge.a).cluster_id != loaded.cluster(edge.b).cluster_id
     loaded.delete([edge.b, y])
     loaded.add(edge.b, texts[edge.b])  # one document: the single-statement path
     loaded.add(y, texts[y])
     assert loaded.cluster(edge.a).cluster_id != loaded.cluster(edge.b).cluster_id
     assert set(loaded.cluster(y).members) >= {x, y}
-    assert stored_clusters(loaded) == expected_clusters(loaded)
+    assert stored_clusters(loaded) == expected_clusters(loaded, engine)
 
 
 @pytest.mark.parametrize("round_", range(3))
@@ -197,7 +183,7 @@ def test_verdicts_hold_with_two_concurrent_writers(
         for thread in threads:
             thread.join()
         assert not failures
-        assert stored_clusters(store) == expected_clusters(store)
+        assert stored_clusters(store) == expected_clusters(store, engine)
         assert store.cluster(vetoed.a).cluster_id != store.cluster(vetoed.b).cluster_id
         assert store.cluster(x).cluster_id == store.cluster(y).cluster_id
 
@@ -235,7 +221,7 @@ def test_stricter_clusters_are_the_union_find_at_that_level(
     x, y = singletons(loaded, 2)
     loaded.review(x, y, "duplicate")
     strict = stored_clusters(loaded, min_similarity=level)
-    assert strict == expected_clusters(loaded, level)
+    assert strict == expected_clusters(loaded, engine, level)
     assert {p for p in loaded.pairs(min_similarity=level)} == {
         p for p in loaded.pairs() if p.score >= level
     }

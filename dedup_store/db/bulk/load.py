@@ -450,7 +450,14 @@ def begin(
     if empty:
         # new files for the tables: on a server with wal_level = minimal (the embedded one)
         # what this transaction writes into them skips the WAL, and its COPYs may freeze
-        tables = ("documents", "edges", "sample_keys", "secondary_keys", *key_rows.TABLES)
+        tables = (
+            "documents",
+            "edges",
+            "cut_edges",
+            "sample_keys",
+            "secondary_keys",
+            *key_rows.TABLES,
+        )
         conn.execute(text(f"TRUNCATE {', '.join(f'{s}.{quote(t)}' for t in tables)}"))
     drop_lookup_indexes(conn, schema)
     ddl.drop_edge_links(conn, schema)

@@ -545,15 +545,20 @@ def hot_stats(conn: Connection, schema: str, params: FingerprintParams) -> dict[
     )
     largest = conn.execute(
         text(
-            "SELECT h.kind, h.slot, h.key, (SELECT count(*) FROM "
-            f"({lookup.slot_probe(s, 'h.key # t.salt')}) p) AS documents "
+            "SELECT h.kind, h.slot, b.documents, d.external_id "
             f"FROM {s}.hot_keys h JOIN ({salts_sql(params)}) t "
             "ON t.kind = h.kind AND t.slot = h.slot "
-            "ORDER BY documents DESC, h.kind, h.slot, h.key LIMIT 5"
+            "CROSS JOIN LATERAL (SELECT count(*) AS documents, min(p.doc_id) AS oldest FROM "
+            f"({lookup.slot_probe(s, 'h.key # t.salt')}) p) b "
+            f"JOIN {s}.documents d ON d.id = b.oldest "
+            "ORDER BY b.documents DESC, h.kind, h.slot, h.key LIMIT 5"
         )
     ).all()
     names = {BAND: "band", BLOCK: "block"}
     return {
         "hot_keys": {names[kind]: int(counts.get(kind, 0)) for kind in (BAND, BLOCK)},
-        "hottest_keys": {f"{names[int(r[0])]} {int(r[1])} {int(r[2])}": int(r[3]) for r in largest},
+        "hottest_keys": {
+            f"#{rank} {names[int(kind)]} {int(slot)} in {oldest}": int(documents)
+            for rank, (kind, slot, documents, oldest) in enumerate(largest, 1)
+        },
     }

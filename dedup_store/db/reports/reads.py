@@ -202,8 +202,10 @@ def stats_row(conn: Connection, schema: str, params: FingerprintParams) -> dict[
     by_method: dict[str, int] = {row[0]: row[1] for row in by_method_rows}
     hottest = conn.execute(
         text(
-            f"SELECT key, count(*) FROM {s}.sample_keys GROUP BY key "
-            "ORDER BY count(*) DESC, key LIMIT 5"
+            f"SELECT d.external_id, h.documents FROM (SELECT key, count(*) AS documents, "
+            f"min(doc_id) AS oldest FROM {s}.sample_keys GROUP BY key "
+            "ORDER BY count(*) DESC, key LIMIT 5) h "
+            f"JOIN {s}.documents d ON d.id = h.oldest ORDER BY h.documents DESC, h.key"
         )
     )
     recent = conn.execute(
@@ -213,7 +215,9 @@ def stats_row(conn: Connection, schema: str, params: FingerprintParams) -> dict[
     verdict_count = conn.execute(text(f"SELECT count(*) FROM {s}.verdicts")).scalar_one()
     return {
         "settings": {**dataclasses.asdict(settings.load(conn, schema)), "verdicts": verdict_count},
-        "hottest_excerpt_keys": {str(row[0]): int(row[1]) for row in hottest},
+        "hottest_excerpt_keys": {
+            f"#{rank} in {row[0]}": int(row[1]) for rank, row in enumerate(hottest, 1)
+        },
         **hot.hot_stats(conn, schema, params),
         "recent_documents": int(recent),
         "documents": int(documents),

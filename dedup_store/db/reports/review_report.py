@@ -83,11 +83,19 @@ def _selection(s: str, label: int | None) -> str:
                CASE WHEN v.verdict IS NULL THEN j.note ELSE v.note END AS note,
                CASE WHEN v.verdict IS NULL THEN j.reviewer ELSE v.reviewer END AS reviewer,
                coalesce(v.decided_at, j.decided_at) AS decided_at,
-               da.body AS body_a, db.body AS body_b
+               da.body AS body_a, db.body AS body_b, ce.verdict_a AS cut_by_a,
+               ce.verdict_b AS cut_by_b,
+               (SELECT json_agg(json_build_array(xa.external_id, xb.external_id)
+                                ORDER BY xa.external_id, xb.external_id)
+                FROM {s}.cut_edges c
+                JOIN {s}.documents xa ON xa.id = c.a
+                JOIN {s}.documents xb ON xb.id = c.b
+                WHERE c.verdict_a = v.a AND c.verdict_b = v.b) AS cut
         FROM pairs p
         JOIN {s}.documents da ON da.id = p.a
         JOIN {s}.documents db ON db.id = p.b
         LEFT JOIN sizes z ON z.cluster_id = da.cluster_id AND da.cluster_id = db.cluster_id
+        LEFT JOIN {s}.cut_edges ce ON ce.a = p.a AND ce.b = p.b
         LEFT JOIN {s}.verdicts v
                ON v.a = least(da.external_id, db.external_id)
               AND v.b = greatest(da.external_id, db.external_id)
@@ -111,7 +119,8 @@ def _items_statement(s: str, label: int | None) -> str:
            NULL::smallint AS hamming, NULL::float8 AS meta_score, NULL::float8 AS score,
            NULL::text AS verdict, NULL::text AS note, NULL::text AS reviewer,
            NULL::timestamptz AS decided_at, NULL::text AS body_a, NULL::text AS body_b,
-           NULL::bigint AS cluster_b
+           NULL::bigint AS cluster_b, NULL::text AS cut_by_a, NULL::text AS cut_by_b,
+           NULL::json AS cut
     FROM sizes z
     JOIN {s}.documents d ON d.cluster_id = z.cluster_id
     LEFT JOIN {s}.cluster_canonical c ON c.cluster_id = z.cluster_id
@@ -119,7 +128,8 @@ def _items_statement(s: str, label: int | None) -> str:
     SELECT CASE WHEN l.size IS NULL THEN 1 ELSE 0 END, coalesce(l.size, 0), l.cluster_a, 1,
            l.jaccard, l.a, l.b, l.ext_a, l.ext_b, NULL, NULL, NULL, NULL, NULL, NULL,
            l.method, l.jaccard, l.containment, l.hamming, l.meta_score, {score},
-           l.verdict, l.note, l.reviewer, l.decided_at, l.body_a, l.body_b, l.cluster_b
+           l.verdict, l.note, l.reviewer, l.decided_at, l.body_a, l.body_b, l.cluster_b,
+           l.cut_by_a, l.cut_by_b, l.cut
     FROM listed l
     ORDER BY section, size DESC, cluster_id, kind, rank NULLS FIRST, first, second"""
 
@@ -169,7 +179,8 @@ def _grouped(rows: Iterable[Any]) -> Iterator[ReportItem]:
 def _pair(row: Any) -> ReportPair:
     verdict = None
     if row.verdict is not None:
-        verdict = Verdict(row.verdict, row.note, row.reviewer, row.decided_at)
+        cut = tuple((str(a), str(b)) for a, b in row.cut or ())
+        verdict = Verdict(row.verdict, row.note, row.reviewer, row.decided_at, cut)
     return ReportPair(
         a=row.a,
         b=row.b,
@@ -184,6 +195,7 @@ def _pair(row: Any) -> ReportPair:
         text_b=row.body_b,
         cluster_a=row.cluster_id,
         cluster_b=row.cluster_b,
+        cut_by=None if row.cut_by_a is None else (row.cut_by_a, row.cut_by_b),
     )
 
 

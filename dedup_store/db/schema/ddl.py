@@ -22,6 +22,7 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    ForeignKeyConstraint,
     Index,
     Integer,
     LargeBinary,
@@ -208,6 +209,19 @@ def _review_tables(md: MetaData) -> None:
             f"verdict IN ({', '.join(repr(v) for v in VERDICTS)})", name="verdicts_verdict"
         ),
         Index("verdicts_b", "b"),
+    )
+    Table(
+        "cut_edges",
+        md,
+        Column("a", BigInteger, ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True),
+        Column("b", BigInteger, ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True),
+        Column("verdict_a", Text, nullable=False),
+        Column("verdict_b", Text, nullable=False),
+        ForeignKeyConstraint(
+            ["verdict_a", "verdict_b"], ["verdicts.a", "verdicts.b"], ondelete="CASCADE"
+        ),
+        Index("cut_edges_b", "b"),
+        Index("cut_edges_verdict", "verdict_a", "verdict_b"),
     )
     Table(
         "canonical_choices",

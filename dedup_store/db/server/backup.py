@@ -30,6 +30,7 @@ from dedup_store.config import libpq_url, normalize_url, scrub
 from dedup_store.db.schema import migrate
 from dedup_store.db.schema.names import validate_schema
 from dedup_store.errors import DatabaseError, StoreNotInitializedError
+from dedup_store.outputs import writable_target, written_beside
 
 __all__ = ["Target", "dump", "psql_command", "restore", "target"]
 
@@ -127,17 +128,21 @@ def _tool_major(program: str) -> int:
 
 
 def dump(where: Target, schema: str, file: Path) -> None:
-    """Write the store in ``schema`` to ``file`` (``pg_dump``'s custom format, that schema only).
+    """Write the store in ``schema`` to ``file`` (``pg_dump``'s custom format, that schema only),
+    beside it first, then renamed over it (only over a regular file).
 
     Raises:
         StoreNotInitializedError: no store in ``schema``.
         DatabaseError: ``pg_dump`` failed or does not match the server.
+        OutputError: ``file`` is not a regular file, or cannot be written.
     """
     validate_schema(schema)
+    writable_target(file, "the dump")
     if migrate.current(where.bind, schema) is None:
         raise StoreNotInitializedError(f"no dedup_store schema {schema!r} in this database")
     program = where.tool("pg_dump")
-    _run(where, [program, "--format=custom", f"--schema={schema}", f"--file={file}"])
+    with written_beside(file, "the dump") as partial:
+        _run(where, [program, "--format=custom", f"--schema={schema}", f"--file={partial}"])
 
 
 def restore(where: Target, schema: str, file: Path) -> None:

@@ -9,7 +9,9 @@ ids, COPY the documents with their keys, and merge the clusters the new edges
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from sqlalchemy import Connection, text
 
@@ -19,7 +21,7 @@ from dedup_store.db.candidates import hot, key_rows
 from dedup_store.db.matches.scoring import merging_methods
 from dedup_store.db.schema.names import qualified, quote
 from dedup_store.db.server import binary_copy
-from dedup_store.db.write import frequencies, locks, verdicts
+from dedup_store.db.write import frequencies, locks, reclustering
 from dedup_store.db.write import rows as rows_write
 from dedup_store.results import MatchRow
 
@@ -136,6 +138,39 @@ def relabel(conn: Connection, schema: str, mapping: Mapping[int, int]) -> None:
         )
 
 
+def unchanged(
+    conn: Connection,
+    schema: str,
+    replacements: Sequence[tuple[str, bytes, Any, str]],
+    keep_text: bool,
+) -> set[str]:
+    """The external ids among ``replacements`` (``(external id, exact hash, metadata, text)``)
+    whose stored document is the same: same exact hash (canonical text and metadata set), same
+    metadata, and (``keep_text``) the same stored text. Replacing them would change nothing but
+    their internal ids, so an update leaves them, their edges and their clusters alone."""
+    if not replacements:
+        return set()
+    rows = conn.execute(
+        text(
+            f"SELECT d.external_id FROM {qualified(schema)}.documents d "
+            "JOIN unnest(CAST(:ids AS text[]), CAST(:hashes AS bytea[]), CAST(:metas AS text[]), "
+            "CAST(:bodies AS text[])) AS n(external_id, exact_hash, meta, body) "
+            "ON d.external_id = n.external_id "
+            "WHERE d.exact_hash = n.exact_hash "
+            "AND d.meta IS NOT DISTINCT FROM CAST(n.meta AS jsonb) "
+            "AND (NOT :keep_text OR d.body IS NOT DISTINCT FROM n.body)"
+        ),
+        {
+            "ids": [r[0] for r in replacements],
+            "hashes": [r[1] for r in replacements],
+            "metas": [None if r[2] is None else json.dumps(r[2]) for r in replacements],
+            "bodies": [r[3] for r in replacements],
+            "keep_text": keep_text,
+        },
+    )
+    return set(rows.scalars())
+
+
 def delete_documents(
     conn: Connection, schema: str, doc_ids: Sequence[int], params: FingerprintParams
 ) -> None:
@@ -168,7 +203,7 @@ def delete_documents(
     if params.weighted:
         frequencies.remove(conn, schema, list(doc_ids))
     conn.execute(text(f"DELETE FROM {s}.documents WHERE id = ANY(:ids)"), {"ids": list(doc_ids)})
-    verdicts.recluster(conn, schema, clusters)
+    reclustering.recluster(conn, schema, clusters)
 
 
 def promote_copies(conn: Connection, schema: str, doc_ids: Sequence[int]) -> list[int]:

@@ -6,6 +6,9 @@ locks: :mod:`dedup_store.db.write.locks`), then one statement finds and scores t
 matches exactly as ``check`` does (which is what the batch path computes for one document), inserts
 the document, its rows of ``recent_slot_keys``, its sample keys and its edges, and joins the
 cluster its merging matches are in (:func:`~dedup_store.db.matches.scoring.merging_methods`).
+A document named by a verdict, or one that would merge clusters of a store that holds
+``not_duplicate`` verdicts, is left to the batch path, which applies them
+(:mod:`dedup_store.db.write.reclustering`).
 
 Under the store's shared lock it joins one existing cluster by itself: it takes that label's
 lock shared, then reads its partners' labels again through row locks (``FOR SHARE`` reads the
@@ -152,6 +155,10 @@ def _deciding(s: str, lookups: str, matches: str, touched: str, pending: str) ->
             SELECT DISTINCT cluster_id FROM matched
             WHERE method = ANY(CAST(:merging AS text[]))
         ),
+        vetoing AS MATERIALIZED (
+            SELECT 1 WHERE (SELECT count(*) FROM labels) > 1
+              AND EXISTS (SELECT 1 FROM {s}.verdicts WHERE verdict = 'not_duplicate')
+        ),
         held AS MATERIALIZED (
             SELECT :exclusive OR NOT EXISTS (
                 SELECT 1 FROM labels WHERE cluster_id <> ALL(CAST(:locked AS bigint[]))
@@ -184,6 +191,7 @@ def _writing(s: str, band_count: int, block_count: int) -> str:
     return f"""        new_id AS (
             SELECT nextval(CAST(:seq AS regclass)) AS id
             WHERE EXISTS (SELECT 1 FROM proceed) AND NOT EXISTS (SELECT 1 FROM blocked)
+              AND NOT EXISTS (SELECT 1 FROM vetoing)
         ),
         sizes AS MATERIALIZED (
             SELECT d.cluster_id, count(*) AS size FROM {s}.documents d
@@ -247,6 +255,7 @@ _ANSWER = """        SELECT 'outcome' AS row_kind,
                coalesce((SELECT label FROM keeper), (SELECT cluster_id FROM known))
                    AS cluster_id,
                coalesce((SELECT 'judged'::text FROM judged),
+                        (SELECT 'judged'::text FROM vetoing),
                         (SELECT 'merge'::text FROM blocked)) AS unwritten,
                NULL::text AS external_id, NULL::text AS method, NULL::float8 AS jaccard,
                NULL::float8 AS containment, NULL::bigint AS hamming,

@@ -1,26 +1,24 @@
-"""A reviewer's verdicts on pairs of documents, and the clusters they shape.
+"""A reviewer's verdicts on pairs of documents.
 
 A verdict is kept by the two documents' external ids, ordered by the server (``a < b``), so it
-stays in force when either document is deleted and added again or updated. Clusters are always
-the connected components of the merging edges, less the pairs judged ``not_duplicate``, plus the
-pairs judged ``duplicate``: :func:`recluster` computes them for a set of clusters, and every
-write calls :func:`apply_to_new` for the documents it adds (nothing to do unless a verdict names
-one of them). Callers hold the store's lock: exclusively, but for :func:`apply_to_new` (an add
-holds it shared, and locks the labels it reclusters).
+stays in force when either document is deleted and added again or updated. How verdicts shape
+the clusters: :mod:`dedup_store.db.write.reclustering`. Verdicts never contradict each other
+(:func:`require_consistent`): no pair judged ``not_duplicate`` is joined by a chain of pairs
+judged ``duplicate``, as no cut could part it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import itertools
+from collections import deque
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from sqlalchemy import Connection, text
 
-from dedup_store.core.clustering import components
 from dedup_store.db.schema.names import qualified
-from dedup_store.db.write import locks
+from dedup_store.errors import InvalidParamsError
 
 DUPLICATE, NOT_DUPLICATE = "duplicate", "not_duplicate"
 
@@ -117,106 +115,62 @@ def partners(conn: Connection, schema: str, external_ids: Sequence[str]) -> list
     return list(rows)
 
 
-def apply_to_new(
-    conn: Connection, schema: str, new_ids: Sequence[int], shared: bool = False
-) -> set[int]:
-    """Bring the clusters of documents just added in line with the verdicts that name them
-    (a new document's merging edge to a vetoed partner merged their clusters; a confirmed
-    partner is joined); returns the clusters recomputed.
+class ConfirmedChains:
+    """The pairs judged ``duplicate``, as a graph of external ids."""
 
-    Holding the store's lock ``shared``, the labels of those clusters are locked first
-    (:func:`~dedup_store.db.write.locks.lock_labels`), as concurrent adds may move their members.
-    """
-    if not len(new_ids):
-        return set()
-    s = qualified(schema)
-    if isinstance(new_ids, range):  # a load's contiguous ids
-        where = "id >= :lo AND id < :hi"
-        bounds: dict[str, Any] = {"lo": new_ids.start, "hi": new_ids.stop}
-    else:
-        where, bounds = "id = ANY(:ids)", {"ids": list(new_ids)}
-    statement = text(f"""
-        WITH new AS (SELECT external_id FROM {s}.documents WHERE {where}),
-        named AS (
-            SELECT v.a, v.b FROM new JOIN {s}.verdicts v ON v.a = new.external_id
-            UNION SELECT v.a, v.b FROM new JOIN {s}.verdicts v ON v.b = new.external_id
-        )
-        SELECT DISTINCT d.id, d.cluster_id FROM named
-        JOIN {s}.documents d ON d.external_id IN (named.a, named.b)
-        """)
+    def __init__(self, rows: Iterable[tuple[str, str, str]]) -> None:
+        self.confirmed: dict[str, list[str]] = {}
+        for a, b, verdict in rows:
+            if verdict == DUPLICATE:
+                self.confirmed.setdefault(a, []).append(b)
+                self.confirmed.setdefault(b, []).append(a)
 
-    def read() -> dict[int, int]:
-        return {int(row[0]): int(row[1]) for row in conn.execute(statement, bounds)}
-
-    labels = read()
-    if shared and labels:
-        labels = locks.lock_labels(conn, schema, read, labels)
-    found = set(labels.values())
-    if found:
-        recluster(conn, schema, found)
-    return found
+    def chain(self, a: str, b: str) -> list[str] | None:
+        """The shortest chain of confirmed pairs from ``a`` to ``b``, if any."""
+        before: dict[str, str] = {a: a}
+        queue = deque([a])
+        while queue:
+            node = queue.popleft()
+            if node == b:
+                chain = [b]
+                while chain[-1] != a:
+                    chain.append(before[chain[-1]])
+                return chain[::-1]
+            for other in self.confirmed.get(node, ()):
+                if other not in before:
+                    before[other] = node
+                    queue.append(other)
+        return None
 
 
-#: The links between documents ``:ids`` that make clusters: their merging edges, less those
-#: between the exact groups of a pair judged ``not_duplicate`` (an edge links the first
-#: documents of two groups, and copies of one text share its verdicts), plus the pairs judged
-#: ``duplicate``. The function ``clusters_at`` of migration 0012 says the same for a report.
-_LINKS_SQL = f"""
-    WITH judged AS (
-        SELECT da.id AS x, db.id AS y, coalesce(da.exact_of, da.id) AS gx,
-               coalesce(db.exact_of, db.id) AS gy, v.verdict
-        FROM {{s}}.documents da
-        JOIN {{s}}.verdicts v ON v.a = da.external_id
-        JOIN {{s}}.documents db ON db.external_id = v.b
-        WHERE da.id = ANY(:ids) AND db.id = ANY(:ids)
-    ),
-    vetoed AS (
-        SELECT least(gx, gy) AS g1, greatest(gx, gy) AS g2 FROM judged
-        WHERE verdict = '{NOT_DUPLICATE}' AND gx <> gy
+def _verdict_triples(conn: Connection, schema: str) -> list[tuple[str, str, str]]:
+    rows = conn.execute(
+        text(f"SELECT a, b, verdict FROM {qualified(schema, 'verdicts')} ORDER BY a, b")
     )
-    SELECT e.a, e.b FROM {{s}}.edges e
-    JOIN {{s}}.documents da ON da.id = e.a
-    JOIN {{s}}.documents db ON db.id = e.b
-    JOIN {{s}}.params p ON p.id = 1
-    WHERE e.a = ANY(:ids) AND e.b = ANY(:ids)
-      AND (e.method <> 'containment'
-           OR coalesce((p.params ->> 'containment_merges')::boolean, false))
-      AND NOT EXISTS (
-          SELECT 1 FROM vetoed t
-          WHERE t.g1 = least(coalesce(da.exact_of, da.id), coalesce(db.exact_of, db.id))
-            AND t.g2 = greatest(coalesce(da.exact_of, da.id), coalesce(db.exact_of, db.id)))
-    UNION SELECT x, y FROM judged WHERE verdict = '{DUPLICATE}'
-"""
+    return [(str(a), str(b), str(verdict)) for a, b, verdict in rows]
 
 
-def recluster(conn: Connection, schema: str, labels: set[int]) -> None:
-    """Recompute clusters ``labels`` as the connected components of their merging edges, less
-    the edges between the exact groups of a pair judged ``not_duplicate``, plus the pairs
-    judged ``duplicate`` (:data:`_LINKS_SQL`).
+def confirmed_chains(conn: Connection, schema: str) -> ConfirmedChains:
+    """The store's pairs judged ``duplicate``, to follow chains through."""
+    return ConfirmedChains(_verdict_triples(conn, schema))
 
-    A component that holds the document whose id was its members' label keeps that label; any
-    other component is labelled by its oldest member.
+
+def require_consistent(conn: Connection, schema: str, pair: tuple[str, str]) -> None:
+    """Refuse the verdict just recorded on ``pair`` when it contradicts others: a pair judged
+    ``not_duplicate`` that a chain of pairs judged ``duplicate`` joins.
+
+    Raises:
+        InvalidParamsError: naming the pair and the chain (clear one of them first).
     """
-    s = qualified(schema)
-    members = conn.execute(
-        text(f"SELECT id, cluster_id FROM {s}.documents WHERE cluster_id = ANY(:labels)"),
-        {"labels": sorted(labels)},
-    ).all()
-    if not members:
-        return
-    label_of: dict[int, int] = {row[0]: row[1] for row in members}
-    links = conn.execute(text(_LINKS_SQL.format(s=s)), {"ids": list(label_of)}).all()
-    changed: dict[int, int] = {}
-    for component in components(label_of, [(row[0], row[1]) for row in links]):
-        old = label_of[component[0]]
-        label = old if old in component else component[0]
-        changed.update({doc: label for doc in component if label_of[doc] != label})
-    if changed:
-        conn.execute(
-            text(
-                f"UPDATE {s}.documents d SET cluster_id = m.label "
-                "FROM unnest(CAST(:ids AS bigint[]), CAST(:labels AS bigint[])) AS m(id, label) "
-                "WHERE d.id = m.id"
-            ),
-            {"ids": list(changed), "labels": list(changed.values())},
-        )
+    rows = _verdict_triples(conn, schema)
+    chains = ConfirmedChains(rows)
+    for a, b, verdict in rows:
+        if verdict != NOT_DUPLICATE:
+            continue
+        chain = chains.chain(a, b)
+        if chain is not None and (pair[0] in chain or pair[1] in chain):
+            links = ", ".join(f"{x} = {y}" for x, y in itertools.pairwise(chain))
+            raise InvalidParamsError(
+                f"{a!r} and {b!r} are judged not duplicates, but the duplicate verdicts "
+                f"{links} join them; clear one of those verdicts first"
+            )

@@ -199,7 +199,8 @@
     const card = el("article", { class: "item across", "data-item": i });
     card.append(el("h2", {}, "Pair across clusters"));
     let why = "";
-    if (e.v && e.v[0] === "not_duplicate") why = "Declared not a duplicate, so kept out of cluster merging. ";
+    if (e.v && e.v[0] === "not_duplicate") why = "Declared not a duplicate, so kept apart. ";
+    else if (e.x) why = "Cut to keep " + e.x[0] + " and " + e.x[1] + " apart (declared not duplicates). ";
     else if (e.m === "containment") why = "An excerpt: excerpt matches do not merge clusters. ";
     card.append(el("p", { class: "why" }, why, el("span", { class: "id" }, e.a), " is in ",
       clusterLink(e.ca), ", ", el("span", { class: "id" }, e.b), " in ", clusterLink(e.cb), "."));
@@ -231,6 +232,13 @@
       ["Hamming", p.h === null ? "–" : p.h], ["metadata score", number(p.ms, 3)], ["score", number(p.s, 3)]];
     body.append(el("dl", { class: "scores" }, ...scores.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, String(v))])));
     body.append(verdictLine(p));
+    if (p.v && p.v[4] && p.v[4].length) body.append(cutLine(p.v[4]));
+    const own = p.x && ((p.x[0] === p.a && p.x[1] === p.b) || (p.x[0] === p.b && p.x[1] === p.a));
+    if (p.x && !own) {
+      body.append(el("div", { class: "cut-line" }, "This match was cut to keep ",
+        el("a", { href: "#" + pairId(p.x[0], p.x[1]) }, p.x[0] + " and " + p.x[1]),
+        " apart: a reviewer declared them not duplicates."));
+    }
     body.append(texts(p));
     body.append(el("p", { class: "permalink" }, el("a", { href: "#" + pairId(p.a, p.b) }, "link to this pair")));
     return body;
@@ -250,6 +258,17 @@
       line.append(" · record one: ", el("code", {}, cmd), " (or ",
         el("code", {}, "--not-duplicate"), ")");
     }
+    return line;
+  }
+
+  // the matches a "not duplicate" verdict cut to part its pair, each a link to its pair
+  function cutLine(cut) {
+    const line = el("div", { class: "cut-line" },
+      "To part them, this verdict cut " + cut.length + (cut.length === 1 ? " match: " : " matches: "));
+    cut.forEach(([a, b], i) => {
+      if (i) line.append(", ");
+      line.append(el("a", { href: "#" + pairId(a, b) }, a + " ⟷ " + b));
+    });
     return line;
   }
 
