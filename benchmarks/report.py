@@ -29,7 +29,7 @@ from benchmarks.common import add_seed, add_url, drop_schema
 from benchmarks.ingest_corpus import IngestCorpus
 from dedup_store import DedupStore
 from dedup_store.config import normalize_url
-from dedup_store.report import ReportSummary
+from dedup_store.review.report import ReportSummary
 
 CHROMIUM = "/usr/bin/chromium"
 #: The machine's network is closed, and the browser must not try it.

@@ -39,7 +39,6 @@ if TYPE_CHECKING:
         UnknownDocumentError,
         UnsupportedServerError,
     )
-    from dedup_store.report.model import ReportSummary
     from dedup_store.results import (
         AddResult,
         CheckResult,
@@ -54,7 +53,8 @@ if TYPE_CHECKING:
         Stats,
         Status,
     )
-    from dedup_store.review import Explanation, Review, Verdict
+    from dedup_store.review.explanation import Explanation, Review, Verdict
+    from dedup_store.review.report.model import ReportSummary
     from dedup_store.service import DedupStore
 
 __version__ = "0.1.0"
@@ -101,8 +101,8 @@ _HOMES = {
         "Stats",
         "Status",
     ),
-    "dedup_store.report.model": ("ReportSummary",),
-    "dedup_store.review": ("Explanation", "Review", "Verdict"),
+    "dedup_store.review.report.model": ("ReportSummary",),
+    "dedup_store.review.explanation": ("Explanation", "Review", "Verdict"),
     "dedup_store.service": ("DedupStore",),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}

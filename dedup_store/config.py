@@ -1,8 +1,10 @@
 """Settings from arguments and ``DEDUP_STORE_*`` environment variables.
 
-The database is chosen in this order: an explicit URL (``--db-url``), the ``DEDUP_STORE_URL``
-environment variable, and finally the embedded PostgreSQL server (see
-:mod:`dedup_store.db.server.embedded`), which is started on demand.
+The database is chosen in this order (:mod:`dedup_store.db.server.location`): an explicit URL
+(``--db-url``), the ``DEDUP_STORE_URL`` environment variable, and finally the embedded
+PostgreSQL server (:mod:`dedup_store.db.server.embedded`), which is started on demand. A store's
+schema name is checked here once (:func:`validate_schema`), for the library and the command line.
+This module imports nothing of the database layer.
 
 Passwords never leave this module in clear text: :func:`redact` hides the password of a URL and
 :func:`scrub` removes passwords from any message (an exception from the driver, for instance)
@@ -17,12 +19,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
-from dedup_store.db.schema.names import validate_schema
-from dedup_store.errors import DatabaseError
+from dedup_store.errors import DatabaseError, InvalidNameError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
@@ -32,14 +33,13 @@ __all__ = [
     "ENV_KERNELS",
     "ENV_SCHEMA",
     "ENV_URL",
-    "describe_source",
     "libpq_url",
     "normalize_url",
     "redact",
-    "resolve_url",
     "schema_name",
     "scrub",
     "scrub_exception",
+    "validate_schema",
 ]
 
 ENV_URL = "DEDUP_STORE_URL"
@@ -60,45 +60,6 @@ _ENCODE_HINT = (
 _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)(?P<pw>\S*)@")
 # libpq key/value form and URL query strings: password=secret, password='se cret'.
 _KV_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<pw>'(?:[^'\\]|\\.)*'|[^\s&;,]+)", re.I)
-
-
-def resolve_url(db_url: str | None = None, announce: Callable[[str], None] | None = None) -> str:
-    """Return the SQLAlchemy URL of the database to use.
-
-    Args:
-        db_url: An explicit URL (from ``--db-url`` or the caller); wins over everything else.
-        announce: Called with a line for the user when the embedded server's cluster is made
-            (the first run, which takes a few seconds).
-
-    Returns:
-        A ``postgresql+psycopg://`` URL. Without ``db_url`` and ``DEDUP_STORE_URL`` the embedded
-        server is started (or attached to) and its URL returned.
-
-    Raises:
-        DatabaseError: The URL is not a PostgreSQL URL, or the embedded server cannot start.
-    """
-    explicit = db_url if db_url else os.environ.get(ENV_URL, "").strip()
-    if explicit:
-        return normalize_url(explicit)
-    from dedup_store.db.server.embedded import start as start_embedded
-
-    return start_embedded(announce=announce)
-
-
-def describe_source(db_url: str | None = None) -> str:
-    """Say where :func:`resolve_url` takes the database from, without starting anything.
-
-    Args:
-        db_url: The explicit URL, if any.
-
-    Returns:
-        ``"argument"``, ``"environment"`` (``DEDUP_STORE_URL``) or ``"embedded"``.
-    """
-    if db_url:
-        return "argument"
-    if os.environ.get(ENV_URL, "").strip():
-        return "environment"
-    return "embedded"
 
 
 def normalize_url(url: str) -> str:
@@ -240,6 +201,39 @@ def schema_name(schema: str | None = None) -> str:
 
     Raises:
         InvalidNameError: The name is refused by
-            :func:`dedup_store.db.schema.names.validate_schema`.
+            :func:`validate_schema`.
     """
     return validate_schema(schema or os.environ.get(ENV_SCHEMA, "").strip() or DEFAULT_SCHEMA)
+
+
+#: Letters, digits and ``_``, not starting with a digit; PostgreSQL keeps at most 63 bytes of a
+#: name (longer ones are truncated silently, so they are refused here).
+SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+#: Schemas of PostgreSQL itself: ``pg_catalog``, ``pg_toast``, ``pg_temp_N``... (every ``pg_``
+#: name is reserved) and ``information_schema``.
+_RESERVED = re.compile(r"pg_.*|information_schema", re.IGNORECASE)
+
+
+def validate_schema(name: object) -> str:
+    """Return ``name`` when it is a valid store schema name.
+
+    This is the one check of a schema name, for the library and the command line alike.
+
+    Raises:
+        InvalidNameError: not a string, not a plain identifier of at most 63 characters, or
+            the name of one of PostgreSQL's own schemas.
+    """
+    if not isinstance(name, str) or SCHEMA_NAME.fullmatch(name) is None:
+        shown = repr(name)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        raise InvalidNameError(
+            f"invalid schema name {shown}: use ASCII letters, digits and _ "
+            "(not a digit first), at most 63 characters"
+        )
+    if _RESERVED.fullmatch(name):
+        raise InvalidNameError(
+            f"invalid schema name {name!r}: the schema belongs to PostgreSQL; "
+            "choose another --schema for the store"
+        )
+    return name

@@ -32,8 +32,8 @@ from dedup_store.db.schema.names import validate_schema
 from dedup_store.db.schema.settings import StoreSettings, check_rule
 from dedup_store.db.server.engine import Bind, Database
 from dedup_store.errors import EmptyDocumentError, OwnerRequiredError, UnknownDocumentError
-from dedup_store.prepared import prepare_batch
-from dedup_store.records import Record, stored_ids, validate_meta
+from dedup_store.ingest.prepared import prepare_batch
+from dedup_store.ingest.records import Record, stored_ids, validate_meta
 from dedup_store.results import (
     AddResult,
     CheckResult,
@@ -48,11 +48,11 @@ from dedup_store.results import (
     joined_cluster,
     sorted_matches,
 )
-from dedup_store.reviewing import Reviewing
+from dedup_store.review.reviewing import Reviewing
 
 if TYPE_CHECKING:
-    from dedup_store.pipeline import OnBatch, OnProgress
-    from dedup_store.report.model import ReportSummary
+    from dedup_store.ingest.pipeline import OnBatch, OnProgress
+    from dedup_store.review.report.model import ReportSummary
 
 #: A load of at least this many times the documents stored is written in bulk by default.
 BULK_FACTOR = 4
@@ -200,7 +200,7 @@ class DedupStore(Reviewing):
         Args:
             records: documents, or ``(id, text[, meta])`` tuples.
             batch_size: most documents per transaction (a batch also ends once it holds
-                :data:`~dedup_store.pipeline.BATCH_BYTES` of text, so long documents are
+                :data:`~dedup_store.ingest.pipeline.BATCH_BYTES` of text, so long documents are
                 stored, and reported, sooner).
             update: replace documents whose id is stored instead of skipping them (those whose
                 text and metadata are unchanged are still skipped: nothing is rewritten, so
@@ -221,17 +221,17 @@ class DedupStore(Reviewing):
                 store's tables (a bulk load rebuilds their indexes; asked for, it raises
                 :class:`~dedup_store.errors.OwnerRequiredError`).
             workers: processes that fingerprint the next batches while this one writes
-                (:mod:`dedup_store.workers`); 0 fingerprints in the calling thread; ``auto``
+                (:mod:`dedup_store.ingest.workers`); 0 fingerprints in the calling thread; ``auto``
                 starts one on a machine with :data:`AUTO_WORKER_CORES` cores or more, for a
                 bulk load or a load of at least :data:`BULK_MINIMUM` records (starting a
                 process costs about a second). They are started with the ``spawn`` method,
                 so a script that asks for them must ingest under
                 ``if __name__ == "__main__":``.
-            on_phase: called with :data:`~dedup_store.pipeline.INDEX_PHASE` when a bulk load
+            on_phase: called with :data:`~dedup_store.ingest.pipeline.INDEX_PHASE` when a bulk load
                 has written its batches and builds the indexes (which takes a while on a large
                 load, with no batch to report meanwhile).
         """
-        from dedup_store import pipeline
+        from dedup_store.ingest import pipeline
 
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
@@ -417,7 +417,7 @@ class DedupStore(Reviewing):
         """
         import time
 
-        from dedup_store.report import ReportOptions, write_report
+        from dedup_store.review.report import ReportOptions, write_report
 
         started = time.perf_counter()
         options = ReportOptions.of(

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import Result
 
 from dedup_store import cli as cli_module
-from dedup_store import cli_ingest
+from dedup_store.cli import ingest as cli_ingest
 from tests.probes import modules_loaded
 from tests.test_cli import CliHelper, ingest_json, words
 

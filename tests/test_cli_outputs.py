@@ -17,7 +17,7 @@ from sqlalchemy import create_engine
 from dedup_store import DedupStore, OutputError, ParamsMismatchError
 from dedup_store.cli import app as cli_app
 from dedup_store.config import normalize_url
-from dedup_store.report import writer
+from dedup_store.review.report import writer
 from tests.conftest import drop_schema
 from tests.test_cli import CliHelper
 from tests.test_cli import cli as cli

@@ -14,8 +14,8 @@ import pytest
 from rich.console import Console
 
 from dedup_store import DedupStore, Document, InvalidDocumentError
-from dedup_store.cli_render import IngestProgress
-from dedup_store.pipeline import INDEX_PHASE
+from dedup_store.cli.render import IngestProgress
+from dedup_store.ingest.pipeline import INDEX_PHASE
 from tests.test_cli import CliHelper, near_copy, words
 from tests.test_cli import cli as cli
 
@@ -182,7 +182,7 @@ def test_every_fingerprint_parameter_is_an_init_option_or_left_out_by_name() -> 
     from typer.main import get_command
 
     from dedup_store import FingerprintParams
-    from dedup_store.cli import NO_INIT_OPTION, app
+    from dedup_store.cli.main import NO_INIT_OPTION, app
 
     init = get_command(app).commands["init"]  # type: ignore[attr-defined]
     options = {param.name for param in init.params}

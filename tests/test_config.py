@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from dedup_store import config
-from dedup_store.db.server import embedded
+from dedup_store.db.server import embedded, location
 from dedup_store.errors import DatabaseError, InvalidNameError
 
 
@@ -46,21 +46,21 @@ def test_normalize_rejects_other_databases_without_leaking(bad: str) -> None:
 
 def test_explicit_url_wins_over_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(config.ENV_URL, "postgresql://env@h/db")
-    assert config.resolve_url("postgresql://arg@h/db") == "postgresql+psycopg://arg@h/db"
-    assert config.describe_source("postgresql://arg@h/db") == "argument"
+    assert location.resolve_url("postgresql://arg@h/db") == "postgresql+psycopg://arg@h/db"
+    assert location.describe_source("postgresql://arg@h/db") == "argument"
 
 
 def test_environment_url_wins_over_embedded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(config.ENV_URL, "postgres://env@h/db")
-    assert config.resolve_url(None) == "postgresql+psycopg://env@h/db"
-    assert config.describe_source(None) == "environment"
+    assert location.resolve_url(None) == "postgresql+psycopg://env@h/db"
+    assert location.describe_source(None) == "environment"
 
 
 def test_embedded_when_nothing_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(embedded.ENV_DATA_DIR, str(tmp_path / "data"))
-    assert config.describe_source(None) == "embedded"
+    assert location.describe_source(None) == "embedded"
     try:
-        url = config.resolve_url(None)
+        url = location.resolve_url(None)
         assert url == embedded.status().url
         engine = sa.create_engine(url)
         with engine.connect() as conn:
@@ -145,7 +145,7 @@ def test_schema_name(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_config_and_the_embedded_server_import_each_other_one_way() -> None:
-    # config.resolve_url starts the embedded server; the server's module needs nothing of config
+    # location.resolve_url starts the embedded server; the server's module needs nothing of config
     tree = ast.parse(Path(embedded.__file__).read_text())
     modules = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert "dedup_store.config" not in modules

@@ -11,7 +11,7 @@ from typing import IO, cast
 import pytest
 
 from dedup_store.errors import InputFormatError
-from dedup_store.inputs import (
+from dedup_store.ingest.inputs import (
     Record,
     apply_error_policy,
     format_for,

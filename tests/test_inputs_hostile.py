@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from dedup_store.errors import InputFormatError
-from dedup_store.inputs import RepeatedIds, read_csv, read_inputs, read_jsonl
+from dedup_store.ingest.inputs import RepeatedIds, read_csv, read_inputs, read_jsonl
 from dedup_store.results import Document
 
 DEEP = '{"id": "deep", "text": "t", "m": ' + "[" * 100_000 + "]" * 100_000 + "}"

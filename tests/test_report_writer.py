@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dedup_store.report import (
+from dedup_store.review.report import (
     Member,
     Overview,
     ReportCluster,
@@ -20,7 +20,7 @@ from dedup_store.report import (
     Verdict,
     write_report,
 )
-from dedup_store.report.svg import similarity_chart, size_buckets, size_chart
+from dedup_store.review.report.svg import similarity_chart, size_buckets, size_chart
 from tests.report_html import read_report
 
 BASH = Path("/usr/share/doc/bash/copyright").read_text(encoding="utf-8")

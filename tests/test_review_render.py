@@ -8,14 +8,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
-from dedup_store.core.align import align_texts, text_words
-from dedup_store.review_render import (
+from dedup_store.cli.alignment import (
     DELETE_STYLE,
     ELIDED_STYLE,
     INSERT_STYLE,
     alignment_json,
     alignment_text,
 )
+from dedup_store.core.align import align_texts, text_words
 
 GPL3 = Path("/usr/share/common-licenses/GPL-3")
 

@@ -6,8 +6,8 @@ import signal
 
 from dedup_store import Document, FingerprintParams
 from dedup_store.core.validation import DEFAULT_MAX_BYTES
-from dedup_store.prepared import PreparedBatch
-from dedup_store.workers import PrepareSettings, preparer
+from dedup_store.ingest.prepared import PreparedBatch
+from dedup_store.ingest.workers import PrepareSettings, preparer
 
 
 def _batches() -> list[list[Document]]:

@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, Request, Response
 
 from dedup_store.errors import DedupStoreError, InvalidDocumentError
-from dedup_store.records import describe
+from dedup_store.ingest.records import describe
 from dedup_store.results import AddResult, Document, RecordError
 from dedup_store.server import models
 from dedup_store.server.bodies import document_of, json_object

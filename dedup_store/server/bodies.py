@@ -13,8 +13,8 @@ from typing import Any
 
 from dedup_store.core.validation import validate_text
 from dedup_store.errors import InvalidDocumentError
-from dedup_store.inputs import non_number_message, strict_json
-from dedup_store.records import validate_id, validate_meta
+from dedup_store.ingest.inputs import non_number_message, strict_json
+from dedup_store.ingest.records import validate_id, validate_meta
 from dedup_store.results import Document
 from dedup_store.server.errors import RequestError, bad_field, bad_json, too_large
 

@@ -43,8 +43,14 @@ from dedup_store.errors import (
     InvalidParamsError,
     OwnerRequiredError,
 )
-from dedup_store.pipeline import BATCH_BYTES
-from dedup_store.records import batches, describe, lookup_ids, record_error, validate_document
+from dedup_store.ingest.pipeline import BATCH_BYTES
+from dedup_store.ingest.records import (
+    batches,
+    describe,
+    lookup_ids,
+    record_error,
+    validate_document,
+)
 from dedup_store.results import Document, IngestSummary, RecordError
 from dedup_store.service import DedupStore
 from dedup_store.spark.clusters import load_clusters, load_summary

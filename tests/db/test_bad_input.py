@@ -15,7 +15,7 @@ from dedup_store import (
     RecordError,
     Status,
 )
-from dedup_store.records import describe
+from dedup_store.ingest.records import describe
 
 GOOD = "Quarterly revenue rose eight percent as subscriptions grew in every region we serve."
 

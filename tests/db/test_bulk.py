@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from dedup_store import AddResult, DedupStore, Document, FingerprintParams
 from dedup_store.core.keyindex import HashedKeys
 from dedup_store.errors import EmptyDocumentError
-from dedup_store.inputs import read_inputs
+from dedup_store.ingest.inputs import read_inputs
 from dedup_store.service import BULK_MINIMUM
 from tests.conftest import drop_schema
 from tests.db.corpus import PlantedCorpus

@@ -7,7 +7,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from dedup_store import DedupStore
-from dedup_store.inputs import read_inputs
+from dedup_store.ingest.inputs import read_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from dedup_store import DatabaseError, DedupStore, OwnerRequiredError
 from dedup_store.cli import app
-from dedup_store.inputs import read_inputs
+from dedup_store.ingest.inputs import read_inputs
 from dedup_store.results import Document
 
 ROOT = Path(__file__).resolve().parents[2]

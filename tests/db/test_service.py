@@ -175,10 +175,10 @@ def test_reads_survive_a_dropped_connection(engine: Engine, database_url: str, s
 def test_the_store_loads_the_ingest_pipeline_and_the_report_when_used() -> None:
     """A command that opens the store for a check does not load what it does not run."""
     unused = [
-        "dedup_store.pipeline",
+        "dedup_store.ingest.pipeline",
         "dedup_store.db.bulk",
-        "dedup_store.workers",
-        "dedup_store.report",
+        "dedup_store.ingest.workers",
+        "dedup_store.review.report",
     ]
     assert modules_loaded("import dedup_store.service", unused) == []
 

@@ -17,7 +17,7 @@ from benchmarks.realtext_corpus import copyright_docs
 from dedup_store import DedupStore, FingerprintParams, Status
 from dedup_store.cli import app
 from dedup_store.errors import InvalidParamsError
-from dedup_store.inputs import apply_error_policy, read_inputs
+from dedup_store.ingest.inputs import apply_error_policy, read_inputs
 from dedup_store.results import Document
 from dedup_store.spark import ingest as spark_ingest
 from dedup_store.spark import ingest_dataframe, ingest_records, staging

@@ -1,6 +1,6 @@
-"""The reads of the review report (:mod:`dedup_store.report`): the clusters with their members,
-canonical document and pairs, and the pairs across clusters, in one streamed statement; and the
-counts of its overview.
+"""The reads of the review report (:mod:`dedup_store.review.report`): the clusters with their
+members, canonical document and pairs, and the pairs across clusters, in one streamed statement; and
+the counts of its overview.
 
 A report covers the clusters of two or more documents (or, given a cluster, that one), the
 pairs inside them, and the pairs whose documents are in different clusters (excerpts that do
@@ -18,7 +18,7 @@ from sqlalchemy import Connection, text
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.matches.scoring import combined_score_sql
 from dedup_store.db.schema.names import qualified
-from dedup_store.report.model import (
+from dedup_store.review.report.model import (
     Member,
     Overview,
     ReportCluster,

@@ -1,9 +1,9 @@
 """Writes: a whole batch of documents in a handful of set-based statements.
 
-Per batch (:func:`dedup_store.pipeline.write_batch`): take the store's lock and the batch's key
-locks (:mod:`dedup_store.db.write.locks`: every batch sees all adds committed before it that could
-match its documents, and concurrent writers end with the clusters a sequential run gives), allocate
-ids, COPY the documents with their keys, and merge the clusters the new edges
+Per batch (:func:`dedup_store.ingest.pipeline.write_batch`): take the store's lock and the batch's
+key locks (:mod:`dedup_store.db.write.locks`: every batch sees all adds committed before it that
+could match its documents, and concurrent writers end with the clusters a sequential run gives),
+allocate ids, COPY the documents with their keys, and merge the clusters the new edges
 (:func:`dedup_store.db.matches.scoring.store_edges`) join. Deletes split clusters again.
 """
 

@@ -135,7 +135,7 @@ def encode_rows(
     binary COPY form up to the :data:`WRITTEN_COLUMNS`: the field count, then the
     :data:`ENCODED_COLUMNS` (and ``meta_signature`` with ``meta``), which depend neither on its
     id nor on what the store holds (nor on its document frequencies). Computed before the batch
-    is written, in a worker process when there is one (:mod:`dedup_store.workers`)."""
+    is written, in a worker process when there is one (:mod:`dedup_store.ingest.workers`)."""
     n = len(external_ids)
     if n == 0:
         return []

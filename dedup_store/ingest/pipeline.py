@@ -1,15 +1,15 @@
 """The ingest pipeline: ``ingest``, ``add_many`` and ``add(update=True)`` write through here
-(the Spark path reuses its batching and the validation of :mod:`dedup_store.records`).
+(the Spark path reuses its batching and the validation of :mod:`dedup_store.ingest.records`).
 
-A batch is validated (once per record), fingerprinted, then written in one transaction under
-the store's lock (shared, with the batch's key locks: :mod:`dedup_store.db.write.locks`): its stored
-ids looked up, the first document of each exact group found, its
-keys looked up among the stored documents, its rows written, its candidates verified into
-edges, and the clusters those edges join merged. :func:`ingest` streams records through it,
-fingerprinting the next batch (in the calling thread or in worker processes,
-:mod:`dedup_store.workers`) while the last one is written. A bulk load writes each batch in two
-halves: :func:`stage_batch` in memory on the calling thread, while :func:`commit_batch` of the
-batch before it runs on the connection's :class:`~dedup_store.db.candidates.lane.Lane`.
+A batch is validated (once per record), fingerprinted, then written in one transaction under the
+store's lock (shared, with the batch's key locks: :mod:`dedup_store.db.write.locks`): its stored ids
+looked up, the first document of each exact group found, its keys looked up among the stored
+documents, its rows written, its candidates verified into edges, and the clusters those edges join
+merged. :func:`ingest` streams records through it, fingerprinting the next batch (in the calling
+thread or in worker processes, :mod:`dedup_store.ingest.workers`) while the last one is written. A
+bulk load writes each batch in two halves: :func:`stage_batch` in memory on the calling thread,
+while :func:`commit_batch` of the batch before it runs on the connection's
+:class:`~dedup_store.db.candidates.lane.Lane`.
 """
 
 from __future__ import annotations
@@ -40,12 +40,14 @@ from dedup_store.db.write import frequencies, locks, reclustering, verdicts
 from dedup_store.db.write import rows as rows_write
 from dedup_store.db.write.rows import NewRows
 from dedup_store.errors import DedupStoreError
-from dedup_store.prepared import BatchOutcome, PreparedBatch
-from dedup_store.records import (
+from dedup_store.ingest.prepared import BatchOutcome, PreparedBatch
+from dedup_store.ingest.records import (
     Record,
     batches,
     lookup_ids,
 )
+from dedup_store.ingest.workers import Preparer, PrepareSettings
+from dedup_store.ingest.workers import preparer as workers_preparer
 from dedup_store.results import (
     AddResult,
     Document,
@@ -53,8 +55,6 @@ from dedup_store.results import (
     MatchRow,
     RecordError,
 )
-from dedup_store.workers import Preparer, PrepareSettings
-from dedup_store.workers import preparer as workers_preparer
 
 OnBatch = Callable[[Sequence[AddResult], list[RecordError]], None]
 """Called after each stored batch with its results (made as they are read: see
@@ -266,7 +266,7 @@ def ingest(
 ) -> IngestSummary:
     """Stream ``records`` into the store, one transaction per batch, or all of them in one
     bulk load (see :meth:`dedup_store.DedupStore.ingest`); ``workers`` processes fingerprint
-    the batches (:mod:`dedup_store.workers`)."""
+    the batches (:mod:`dedup_store.ingest.workers`)."""
     if bulk_load and update:
         raise ValueError("a bulk load adds documents: it cannot update them")
     settings = PrepareSettings(dest.params, dest.max_bytes, update, dest.keep_text)

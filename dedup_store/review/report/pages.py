@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from dedup_store.report.model import METHODS, Member, ReportCluster, ReportItem, ReportPair
+from dedup_store.review.report.model import METHODS, Member, ReportCluster, ReportItem, ReportPair
 
 #: Bytes a pair and a member take in their page and in the index, besides their external ids
 #: (each pair's ids appear up to four times, a member's twice).
@@ -24,7 +24,7 @@ PAIR_BASE = 160
 MEMBER_BASE = 64
 #: The external id length assumed before any is seen, and the least assumed after.
 _ID_CHARS, _MIN_ID_CHARS = 40, 16
-#: The view of a pair's texts (:func:`dedup_store.report.diff.pair_diff`), ``None``: none.
+#: The view of a pair's texts (:func:`dedup_store.review.report.diff.pair_diff`), ``None``: none.
 View = dict[str, Any] | None
 _METHOD_CODES = {method: code for code, method in enumerate(METHODS)}
 
@@ -91,7 +91,8 @@ class PageBuilder:
     Args:
         budget: the byte budget of the texts.
         diff: makes the side-by-side view of two texts (see
-            :func:`dedup_store.report.diff.pair_diff`); ``None`` when the store keeps no texts.
+            :func:`dedup_store.review.report.diff.pair_diff`); ``None`` when the store keeps no
+            texts.
         max_words: words of each text the view covers at most.
         page_items: most items per page.
         page_bytes: a page closes once it holds this many bytes.

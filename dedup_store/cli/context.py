@@ -18,7 +18,7 @@ import typer
 from typer.core import TyperGroup
 
 from dedup_store import config
-from dedup_store.cli_render import escape
+from dedup_store.cli.render import escape
 from dedup_store.errors import DatabaseError, DedupStoreError
 
 if TYPE_CHECKING:
@@ -53,7 +53,9 @@ class Settings:
     def resolve(self) -> str:
         """The database URL: ``--db-url``, ``DEDUP_STORE_URL``, else the embedded server."""
         if self.url is None:
-            self.url = config.resolve_url(self.db_url, announce=announce)
+            from dedup_store.db.server.location import resolve_url
+
+            self.url = resolve_url(self.db_url, announce=announce)
         return self.url
 
     def store(
@@ -158,7 +160,7 @@ def source_tree() -> Path | None:
     """The checkout the package runs from (``python -m dedup_store`` in it, or an editable
     install), or ``None`` for an installed package: only a checkout has the kernels' C source
     beside them and a ``pyproject.toml`` above the package."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]
     if (package / "core" / "_kernels.c").is_file() and (
         package.parent / "pyproject.toml"
     ).is_file():
@@ -190,7 +192,7 @@ def kernels_in_use(in_source_tree: bool) -> str:
 
     if os.environ.get(config.ENV_KERNELS) == "reference":
         return f"reference ({config.ENV_KERNELS}=reference)"
-    core = str(Path(__file__).with_name("core"))
+    core = str(Path(__file__).resolve().parents[1] / "core")
     spec = importlib.machinery.PathFinder.find_spec("dedup_store.core._kernels", [core])
     if spec is None or spec.loader is None:
         if in_source_tree:
@@ -215,7 +217,7 @@ def settings_of(ctx: typer.Context) -> Settings:
 
 def meta_object(meta: str | None) -> dict[str, Any] | None:
     """The object of a ``--meta`` option (JSON), ``None`` without one."""
-    from dedup_store.inputs import non_number_message, strict_json
+    from dedup_store.ingest.inputs import non_number_message, strict_json
 
     if meta is None:
         return None

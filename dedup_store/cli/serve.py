@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from dedup_store.cli_app import settings_of
-from dedup_store.cli_report import size_option
+from dedup_store.cli.context import settings_of
+from dedup_store.cli.report import size_option
 from dedup_store.errors import DedupStoreError, InvalidParamsError
 
 EXTRA = "pip install 'dedup-store[server]'"

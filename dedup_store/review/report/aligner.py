@@ -6,7 +6,7 @@ Aligning the two texts of every pair is most of the time a large report takes. W
 processes while the calling process reads the store and writes the file; the items come back
 in their order, each with the views of its pairs.
 
-As in :mod:`dedup_store.workers`, the processes are started with the ``spawn`` method, so a
+As in :mod:`dedup_store.ingest.workers`, the processes are started with the ``spawn`` method, so a
 program that writes a report with workers must do so under ``if __name__ == "__main__":``.
 """
 
@@ -21,9 +21,9 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from types import TracebackType
 from typing import Literal
 
-from dedup_store.report.diff import pair_diff
-from dedup_store.report.model import ReportCluster, ReportItem, ReportPair
-from dedup_store.report.pages import View
+from dedup_store.review.report.diff import pair_diff
+from dedup_store.review.report.model import ReportCluster, ReportItem, ReportPair
+from dedup_store.review.report.pages import View
 
 #: Pairs whose texts go to a process at once.
 CHUNK_PAIRS = 256

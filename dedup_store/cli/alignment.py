@@ -8,7 +8,7 @@ same for ``--format json``.
 
 Between two words, the view shows what the first document has there (spaces, line breaks,
 punctuation), and around inserted words what the second has. Characters a terminal would act on
-are shown escaped (:func:`dedup_store.cli_render.escape`); line breaks and tabs are kept.
+are shown escaped (:func:`dedup_store.cli.render.escape`); line breaks and tabs are kept.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.text import Text
 
-from dedup_store.cli_render import escape
+from dedup_store.cli.render import escape
 from dedup_store.core.align import Alignment, Run, word_spans
 
 #: Style of equal words (none: the terminal's own).

@@ -1,7 +1,7 @@
 """The review report: a self-contained HTML file of a store's clusters and pairs, each pair's
 texts side by side with the changed words highlighted (see :func:`write_report`)."""
 
-from dedup_store.report.model import (
+from dedup_store.review.report.model import (
     METHODS,
     Member,
     Overview,
@@ -11,7 +11,7 @@ from dedup_store.report.model import (
     ReportSummary,
     Verdict,
 )
-from dedup_store.report.writer import (
+from dedup_store.review.report.writer import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_WORDS,
     ReportOptions,

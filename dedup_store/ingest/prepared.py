@@ -1,7 +1,7 @@
-"""A batch validated and fingerprinted, ready to be written (:mod:`dedup_store.pipeline`).
+"""A batch validated and fingerprinted, ready to be written (:mod:`dedup_store.ingest.pipeline`).
 
 :func:`prepare_batch` touches no database: the ids already stored are given to it. It runs in the
-calling thread or in a worker process (:mod:`dedup_store.workers`).
+calling thread or in a worker process (:mod:`dedup_store.ingest.workers`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dedup_store.db.matches.scoring import merging_methods
 from dedup_store.db.schema.encoding import StoredShingles, sorted_top32
 from dedup_store.db.write import rows as rows_write
 from dedup_store.errors import DedupStoreError, EmptyDocumentError
-from dedup_store.records import describe, record_error, validate_document
+from dedup_store.ingest.records import describe, record_error, validate_document
 from dedup_store.results import (
     BatchResults,
     Document,

@@ -4,9 +4,9 @@ Each command parses its options, makes one call to :class:`~dedup_store.service.
 the migration helpers), and renders the result. Errors of ours, and database errors, become one
 line on standard error and the exit code of the error class (see :mod:`dedup_store.errors`);
 ``--debug`` shows the traceback instead. This module holds the app, its global options and the
-commands ``init`` and ``check``; the others live beside it: :mod:`~dedup_store.cli_ingest`,
-:mod:`~dedup_store.cli_reports` (what the store holds), :mod:`~dedup_store.cli_review` (a
-reviewer's), :mod:`~dedup_store.cli_report`, :mod:`~dedup_store.cli_db`.
+commands ``init`` and ``check``; the others live beside it: :mod:`~dedup_store.cli.ingest`,
+:mod:`~dedup_store.cli.reads` (what the store holds), :mod:`~dedup_store.cli.review` (a
+reviewer's), :mod:`~dedup_store.cli.report`, :mod:`~dedup_store.cli.db`.
 
 The store, the database driver and numpy are imported inside the commands, so that ``--help``
 and ``--version`` answer at once.
@@ -24,8 +24,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperCommand
 
-from dedup_store import cli_ingest, cli_reports, cli_review, cli_serve, config
-from dedup_store.cli_app import (
+from dedup_store import config
+from dedup_store.cli import ingest as cli_ingest
+from dedup_store.cli import reads as cli_reports
+from dedup_store.cli import review as cli_review
+from dedup_store.cli import serve as cli_serve
+from dedup_store.cli.context import (
     ExitOnErrorGroup,
     MaxBytes,
     Settings,
@@ -35,15 +39,15 @@ from dedup_store.cli_app import (
     settings_of,
     store_limits,
 )
-from dedup_store.cli_db import db_app
-from dedup_store.cli_render import (
+from dedup_store.cli.db import db_app
+from dedup_store.cli.render import (
     FormatOption,
     Output,
     OutputFormat,
 )
-from dedup_store.cli_report import report
+from dedup_store.cli.report import report
 from dedup_store.errors import InputFormatError, InvalidParamsError
-from dedup_store.inputs import (
+from dedup_store.ingest.inputs import (
     open_regular,
     read_text,
 )

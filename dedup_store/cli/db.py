@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dedup_store import config
-from dedup_store.cli_app import Settings, announce, settings_of
-from dedup_store.cli_render import FormatOption, Output, OutputFormat
+from dedup_store.cli.context import Settings, announce, settings_of
+from dedup_store.cli.render import FormatOption, Output, OutputFormat
 
 if TYPE_CHECKING:
     from dedup_store.db.server.backup import Target
@@ -25,8 +25,10 @@ db_app = typer.Typer(
 @db_app.command("status")
 def db_status(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
     """Show the database in use and the embedded server's state."""
+    from dedup_store.db.server import location
+
     settings = settings_of(ctx)
-    source = config.describe_source(None if settings.url_from_environment else settings.db_url)
+    source = location.describe_source(None if settings.url_from_environment else settings.db_url)
     info: dict[str, Any] = {"source": source, "schema": settings.schema}
     if source == "embedded":
         from dedup_store.db.server import embedded
@@ -41,7 +43,7 @@ def db_status(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> Non
             url=config.libpq_url(state.url) if state.url else None,
         )
     else:
-        info["url"] = config.libpq_url(config.redact(config.resolve_url(settings.db_url)))
+        info["url"] = config.libpq_url(config.redact(location.resolve_url(settings.db_url)))
     Output(fmt).record(info, title="database")
 
 

@@ -10,8 +10,8 @@ from typing import Annotated
 
 import typer
 
-from dedup_store.cli_app import settings_of
-from dedup_store.cli_render import FormatOption, Output, OutputFormat
+from dedup_store.cli.context import settings_of
+from dedup_store.cli.render import FormatOption, Output, OutputFormat
 
 DocId = Annotated[str, typer.Argument(metavar="ID", help="A stored document id.")]
 

@@ -34,14 +34,15 @@ from typing import Any
 import numpy as np
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.prepared import PreparedBatch, prepare_batch
+from dedup_store.ingest.prepared import PreparedBatch, prepare_batch
 from dedup_store.results import Document
 
 
 @dataclasses.dataclass(frozen=True)
 class PrepareSettings:
     """How a batch is prepared: the store's parameters, largest text, whether known ids are
-    replaced, and whether the text is kept (see :func:`dedup_store.prepared.prepare_batch`)."""
+    replaced, and whether the text is kept (see
+    :func:`dedup_store.ingest.prepared.prepare_batch`)."""
 
     params: FingerprintParams
     max_bytes: int

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from dedup_store.cli_app import settings_of
-from dedup_store.cli_render import FormatOption, Output, OutputFormat
+from dedup_store.cli.context import settings_of
+from dedup_store.cli.render import FormatOption, Output, OutputFormat
 
 
 def size_option(value: str | None, flag: str = "--max-bytes") -> int | None:

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import IO, Literal
 
 from dedup_store.outputs import writable_target, written_beside
-from dedup_store.report import svg
-from dedup_store.report.aligner import ProcessAligner, auto_workers
-from dedup_store.report.diff import pair_diff
-from dedup_store.report.model import METHODS, Overview, ReportItem, ReportSummary
-from dedup_store.report.pages import Budget, PageBuilder, block
+from dedup_store.review.report import svg
+from dedup_store.review.report.aligner import ProcessAligner, auto_workers
+from dedup_store.review.report.diff import pair_diff
+from dedup_store.review.report.model import METHODS, Overview, ReportItem, ReportSummary
+from dedup_store.review.report.pages import Budget, PageBuilder, block
 
 #: The default byte budget of a report.
 DEFAULT_MAX_BYTES = 64 << 20
@@ -48,7 +48,7 @@ class ReportOptions:
         html: whether the texts are HTML, whose markup the view leaves out (``auto``,
             ``always``, ``never``: the store's ``html`` parameter).
         workers: processes that align the next pairs while the file is written
-            (:mod:`dedup_store.report.aligner`); 0 aligns them in the calling thread;
+            (:mod:`dedup_store.review.report.aligner`); 0 aligns them in the calling thread;
             ``auto`` starts one per core for a report of a few thousand pairs with texts.
     """
 
@@ -169,7 +169,7 @@ def _write_page(f: IO[str], builder: PageBuilder, page: str | None) -> None:
 @functools.cache
 def _asset(name: str) -> str:
     """A file of the report's style or script."""
-    return resources.files("dedup_store.report").joinpath("static", name).read_text("utf-8")
+    return resources.files("dedup_store.review.report").joinpath("static", name).read_text("utf-8")
 
 
 def _head(overview: Overview) -> str:

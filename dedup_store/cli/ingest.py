@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from dedup_store.cli_app import EXIT_INTERRUPTED, MaxBytes, Settings, settings_of, store_limits
-from dedup_store.cli_render import IngestProgress, print_ingest_summary, warn_about_skips
+from dedup_store.cli.context import EXIT_INTERRUPTED, MaxBytes, Settings, settings_of, store_limits
+from dedup_store.cli.render import IngestProgress, print_ingest_summary, warn_about_skips
 from dedup_store.errors import SparkError
-from dedup_store.inputs import (
+from dedup_store.ingest.inputs import (
     DEFAULT_GLOB,
     STDIN,
     STDIN_TEXT_ID,
@@ -27,7 +27,7 @@ from dedup_store.inputs import (
 )
 
 if TYPE_CHECKING:
-    from dedup_store.records import Record
+    from dedup_store.ingest.records import Record
     from dedup_store.results import IngestSummary
     from dedup_store.service import DedupStore
     from dedup_store.spark import SparkIngest

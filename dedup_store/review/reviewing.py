@@ -7,8 +7,14 @@ from dedup_store.core.params import FingerprintParams
 from dedup_store.db.repository import StoreTables
 from dedup_store.db.schema.settings import StoreSettings, check_rule
 from dedup_store.errors import InvalidDocumentError, InvalidParamsError
-from dedup_store.records import nameable, stored_ids
-from dedup_store.review import Explanation, Review, Verdict, explain_pair, given_text_is_stored
+from dedup_store.ingest.records import nameable, stored_ids
+from dedup_store.review.explanation import (
+    Explanation,
+    Review,
+    Verdict,
+    explain_pair,
+    given_text_is_stored,
+)
 
 
 class Reviewing:

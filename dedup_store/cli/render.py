@@ -362,7 +362,7 @@ class IngestProgress:
 
     def on_batch(self, results: Sequence[AddResult], errors: Sequence[RecordError]) -> None:
         """Count a stored batch (its results and its skipped records); report the skipped."""
-        from dedup_store.records import describe  # loaded with the store by then
+        from dedup_store.ingest.records import describe  # loaded with the store by then
 
         self.stored.count_all(results)  # without making each result
         self.stored.errors += len(errors)

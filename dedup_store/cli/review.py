@@ -1,6 +1,7 @@
 """The reviewer's commands: ``explain``, ``review``, ``verdicts`` and ``canonical``.
 
-Each makes one library call (:class:`~dedup_store.reviewing.Reviewing`) and renders its result.
+Each makes one library call (:class:`~dedup_store.review.reviewing.Reviewing`) and renders its
+result.
 """
 
 from __future__ import annotations
@@ -9,10 +10,10 @@ from typing import Annotated, Any
 
 import typer
 
-from dedup_store.cli_app import settings_of
-from dedup_store.cli_render import FormatOption, Output, OutputFormat
+from dedup_store.cli.context import settings_of
+from dedup_store.cli.render import FormatOption, Output, OutputFormat
 from dedup_store.errors import InvalidParamsError
-from dedup_store.inputs import text_of
+from dedup_store.ingest.inputs import text_of
 
 DocA = Annotated[str, typer.Argument(metavar="A", help="A stored document id.")]
 DocB = Annotated[str, typer.Argument(metavar="B", help="Another stored document id.")]
@@ -56,7 +57,7 @@ def explain(
     if found.alignment is None:
         out.line("\ntexts: not kept by the store (init --keep-text), none given (--text-a/-b)")
         return
-    from dedup_store.review_render import alignment_text
+    from dedup_store.cli.alignment import alignment_text
 
     out.line()
     out.console.print(alignment_text(found.alignment, context_words=context))
