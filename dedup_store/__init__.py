@@ -7,9 +7,9 @@ first used (the store needs SQLAlchemy and numpy, which the command line's ``--h
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from dedup_store.lazy import load_public_name
+from dedup_store.plumbing import lazy_names
 
 if TYPE_CHECKING:
     from dedup_store.core import (
@@ -105,7 +105,6 @@ _HOMES = {
     "dedup_store.review.explanation": ("Explanation", "Review", "Verdict"),
     "dedup_store.service": ("DedupStore",),
 }
-_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "AddResult",
@@ -152,10 +151,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name from its module on first use (then it is a plain attribute)."""
-    return load_public_name(globals(), _HOME_OF, name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(globals(), _HOMES, __all__)

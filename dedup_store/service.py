@@ -34,6 +34,7 @@ from dedup_store.db.server.engine import Bind, Database
 from dedup_store.errors import EmptyDocumentError, OwnerRequiredError, UnknownDocumentError
 from dedup_store.ingest.prepared import prepare_batch
 from dedup_store.ingest.records import Record, stored_ids, validate_meta
+from dedup_store.plumbing import Closing
 from dedup_store.results import (
     AddResult,
     CheckResult,
@@ -76,7 +77,7 @@ def _auto_workers(records: Iterable[Record], bulk: bool, cores: int | None = Non
     return 1 if large and cores >= AUTO_WORKER_CORES else 0
 
 
-class DedupStore(Reviewing):
+class DedupStore(Reviewing, Closing):
     """Near-duplicate detection backed by PostgreSQL.
 
     Args:
@@ -453,12 +454,6 @@ class DedupStore(Reviewing):
     def close(self) -> None:
         """Release the engine the store created (a caller's Engine or Connection is left open)."""
         self._db.close()
-
-    def __enter__(self) -> DedupStore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
 
 def _group_clusters(rows: Iterable[Any]) -> Iterator[Cluster]:

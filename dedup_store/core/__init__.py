@@ -13,7 +13,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from dedup_store.lazy import load_public_name
+from dedup_store.plumbing import lazy_names
 
 if TYPE_CHECKING:
     from dedup_store.core.align import Alignment, Run, align_texts
@@ -75,7 +75,6 @@ _HOMES = {
         "validate_text",
     ),
 }
-_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -104,13 +103,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name from its module on first use (then it is a plain attribute)."""
-    return load_public_name(globals(), _HOME_OF, name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(globals(), _HOMES, __all__)
 
 
 class _Core(types.ModuleType):

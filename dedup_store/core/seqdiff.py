@@ -238,30 +238,25 @@ class _Differ:
 
     def _common_prefix(self, alo: int, ahi: int, blo: int, bhi: int) -> int:
         """Length of the common prefix of ``a[alo:ahi]`` and ``b[blo:bhi]``."""
+        return self._common_run(alo, blo, min(ahi - alo, bhi - blo), 1)
+
+    def _common_suffix(self, alo: int, ahi: int, blo: int, bhi: int) -> int:
+        """Length of the common suffix of ``a[alo:ahi]`` and ``b[blo:bhi]``."""
+        return self._common_run(ahi, bhi, min(ahi - alo, bhi - blo), -1)
+
+    def _common_run(self, at_a: int, at_b: int, limit: int, way: int) -> int:
+        """Length (at most ``limit``) of the run of equal items of ``a`` and ``b`` going from
+        ``at_a`` and ``at_b`` forwards (``way`` 1: items ``at``, ``at + 1``...) or backwards
+        (-1: items ``at - 1``, ``at - 2``...)."""
         a, b = self.a, self.b
-        limit = min(ahi - alo, bhi - blo)
         size, step = 0, 1
         # double the stretch compared while it matches, then halve it (slices compare in C)
         while size < limit:
             step = min(step, limit - size)
-            if a[alo + size : alo + size + step] == b[blo + size : blo + size + step]:
-                size += step
-                step *= 2
-            elif step == 1:
-                break
-            else:
-                step //= 2
-        self.operations += size + 1
-        return size
-
-    def _common_suffix(self, alo: int, ahi: int, blo: int, bhi: int) -> int:
-        """Length of the common suffix of ``a[alo:ahi]`` and ``b[blo:bhi]``."""
-        a, b = self.a, self.b
-        limit = min(ahi - alo, bhi - blo)
-        size, step = 0, 1
-        while size < limit:
-            step = min(step, limit - size)
-            if a[ahi - size - step : ahi - size] == b[bhi - size - step : bhi - size]:
+            near, far = size * way, (size + step) * way
+            span_a = slice(at_a + near, at_a + far) if way > 0 else slice(at_a + far, at_a + near)
+            span_b = slice(at_b + near, at_b + far) if way > 0 else slice(at_b + far, at_b + near)
+            if a[span_a] == b[span_b]:
                 size += step
                 step *= 2
             elif step == 1:

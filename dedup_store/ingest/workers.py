@@ -28,13 +28,13 @@ import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
-from types import TracebackType
 from typing import Any
 
 import numpy as np
 
 from dedup_store.core.params import FingerprintParams
 from dedup_store.ingest.prepared import PreparedBatch, prepare_batch
+from dedup_store.plumbing import Closing
 from dedup_store.results import Document
 
 
@@ -50,7 +50,7 @@ class PrepareSettings:
     keep_text: bool
 
 
-class Preparer:
+class Preparer(Closing):
     """Fingerprint each batch in the calling thread when it is submitted."""
 
     #: batches submitted before the first result is needed
@@ -73,17 +73,6 @@ class Preparer:
 
     def close(self) -> None:
         """Release what the preparer holds (nothing here)."""
-
-    def __enter__(self) -> Preparer:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 class ProcessPreparer(Preparer):

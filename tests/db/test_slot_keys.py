@@ -10,7 +10,7 @@ from sqlalchemy import Engine, text
 
 from dedup_store import DedupStore, Document, FingerprintParams
 from dedup_store.db.candidates import key_rows
-from dedup_store.db.candidates.lookup import KeyGroup, find_keys
+from dedup_store.db.candidates.lookup import KeyGroup, KeyQuery, find_keys
 from dedup_store.db.schema.encoding import BAND, BLOCK, slot_salt
 from dedup_store.db.schema.names import qualified
 from dedup_store.results import CheckResult
@@ -89,7 +89,7 @@ def test_equal_keys_of_different_slots_never_meet(engine: Engine, schema: str) -
             KeyGroup(BAND, 2, keys, docs),
             KeyGroup(BLOCK, 1, keys, docs),
         ]
-        found = find_keys(conn, schema, groups, hot_limit=50)
+        found = find_keys(conn, schema, KeyQuery(groups, hot_limit=50))
     assert [len(ids) for ids in found.ids] == [1, 0, 0]
 
 

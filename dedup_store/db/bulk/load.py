@@ -31,7 +31,7 @@ from dedup_store.core.mixing import hashint8
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.bulk import checkpoint
 from dedup_store.db.candidates import key_rows
-from dedup_store.db.candidates.lookup import Found, KeyGroup, Reach, key_groups
+from dedup_store.db.candidates.lookup import Found, KeyGroup, KeyQuery, Reach, key_groups
 from dedup_store.db.candidates.stored import INDEXED
 from dedup_store.db.schema import ddl
 from dedup_store.db.schema.encoding import BAND, SAMPLE, int4_array, int8_array, slot_salt
@@ -76,22 +76,15 @@ class LoadedKeys:
         #: The batches' sample keys and key rows, held for larger COPYs.
         self.held = rows_write.HeldRows()
 
-    def find(
-        self,
-        conn: Reach,
-        schema: str,
-        groups: list[KeyGroup],
-        hot_limit: int,
-        hot_kinds: frozenset[int],
-    ) -> Found:
+    def find(self, conn: Reach, schema: str, query: KeyQuery) -> Found:
         self._indexed()
         found = Found([], [], [], [])
-        for group in groups:
+        for group in query.groups:
             keys = group.uniques
             ids, found_keys = self._index.find((group.kind, group.slot), keys)
             hot = self._hot.get((group.kind, group.slot), set())
             hot_keys = np.empty(0, dtype=np.int64)
-            if group.kind in hot_kinds and hot:
+            if group.kind in query.hot_kinds and hot:
                 hot_keys = keys[np.isin(keys, np.fromiter(hot, np.int64, len(hot)))]
             found.ids.append(ids)
             found.keys.append(found_keys)

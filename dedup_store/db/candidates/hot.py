@@ -104,7 +104,7 @@ def find_candidates(
     hot_limit = params.hot_key_limit
     groups = lookup.key_groups(batch, rows, ids)
     kinds = frozenset(kind for kind in (BAND, BLOCK) if rekey.rekeyed(params, kind))
-    found = stored.find(conn, schema, groups, hot_limit, kinds)
+    found = stored.find(conn, schema, lookup.KeyQuery(groups, hot_limit, kinds))
     parts = lookup.found_pairs(groups, found, hot_limit)
     if not kinds or len(ids) == 0:
         return _merged(batch, rows, ids, stored, *parts), SecondaryRows.concat([]), Promotion.none()

@@ -11,15 +11,16 @@ from __future__ import annotations
 import collections
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from types import TracebackType
 from typing import TypeVar
 
 from sqlalchemy import Connection
 
+from dedup_store.plumbing import Closing
+
 T = TypeVar("T")
 
 
-class Lane:
+class Lane(Closing):
     """Work on ``conn`` run in order on one thread (use it as a context manager)."""
 
     def __init__(self, conn: Connection) -> None:
@@ -43,13 +44,6 @@ class Lane:
             self._given.popleft()
         return self._conn
 
-    def __enter__(self) -> Lane:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """Wait for the work given, then end the thread."""
         self._thread.shutdown(wait=True)

@@ -204,19 +204,24 @@ class Found:
     hot: list[I64]
 
 
-def find_keys(
-    conn: Connection,
-    schema: str,
-    groups: list[KeyGroup],
-    hot_limit: int,
-    hot_kinds: frozenset[int] = frozenset(),
-) -> Found:
-    """Look up every key of every group in one statement (and which keys of the groups of
-    ``hot_kinds`` are hot)."""
+@dataclasses.dataclass(frozen=True)
+class KeyQuery:
+    """The keys a batch looks up: its key groups, the hot-key limit, and the kinds whose hot
+    keys are wanted (those that are rekeyed)."""
+
+    groups: list[KeyGroup]
+    hot_limit: int
+    hot_kinds: frozenset[int] = frozenset()
+
+
+def find_keys(conn: Connection, schema: str, query: KeyQuery) -> Found:
+    """Look up every key of every group of ``query`` in one statement (and which keys of the
+    groups of its ``hot_kinds`` are hot)."""
     statement, parameters, uniques, slotted = lookup_statement(
-        schema, groups, hot_limit, hot_kinds=hot_kinds
+        schema, query.groups, query.hot_limit, hot_kinds=query.hot_kinds
     )
-    return found_in(conn.execute(text(statement), parameters), uniques, len(groups), slotted)
+    count = len(query.groups)
+    return found_in(conn.execute(text(statement), parameters), uniques, count, slotted)
 
 
 def found_in(

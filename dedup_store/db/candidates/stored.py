@@ -19,6 +19,7 @@ from dedup_store.db.candidates import key_rows
 from dedup_store.db.candidates.lookup import (
     Found,
     KeyGroup,
+    KeyQuery,
     Reach,
     connection_of,
     find_keys,
@@ -97,14 +98,7 @@ class StoredKeys(Protocol):
         as :func:`~dedup_store.db.write.batch.allocate_ids` says)."""
         ...
 
-    def find(
-        self,
-        conn: Reach,
-        schema: str,
-        groups: list[KeyGroup],
-        hot_limit: int,
-        hot_kinds: frozenset[int],
-    ) -> Found:
+    def find(self, conn: Reach, schema: str, query: KeyQuery) -> Found:
         """What :func:`find_keys` returns."""
         ...
 
@@ -178,15 +172,8 @@ class IndexedKeys:
         """Ids drawn from the store's sequence."""
         return allocate_ids(connection_of(conn), schema, count, shared)
 
-    def find(
-        self,
-        conn: Reach,
-        schema: str,
-        groups: list[KeyGroup],
-        hot_limit: int,
-        hot_kinds: frozenset[int],
-    ) -> Found:
-        return find_keys(connection_of(conn), schema, groups, hot_limit, hot_kinds)
+    def find(self, conn: Reach, schema: str, query: KeyQuery) -> Found:
+        return find_keys(connection_of(conn), schema, query)
 
     def members(
         self, conn: Reach, schema: str, kind: int, slot: int, keys: list[int]

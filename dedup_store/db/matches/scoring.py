@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -280,13 +280,7 @@ def matches_sql(
 
 
 @lru_cache(maxsize=32)
-def _check_statement(
-    schema: str,
-    band_count: int,
-    block_count: int,
-    hot_limit: int,
-    secondary: tuple[int, int],
-) -> TextClause:
+def _check_statement(schema: str, shape: LookupShape) -> TextClause:
     """The statement of :func:`check_statement` (built once: it is long and parsed for binds).
 
     Its rows, read by column name, are of two kinds (``row_kind``): a ``match``, with the
@@ -296,8 +290,9 @@ def _check_statement(
     ``hot_slot``: run it again with them.
     """
     s = qualified(schema)
-    lookups = found_sql(schema, band_count, block_count, hot_limit, secondary)
-    matches = matches_sql(schema, band_count, block_count, hot_limit, secondary, "found")
+    hot_limit, secondary = shape.hot_limit, shape.secondary
+    lookups = found_sql(schema, *shape)
+    matches = matches_sql(schema, *shape, "found")
     return text(f"""
         WITH found AS MATERIALIZED ({lookups})
         SELECT 'match' AS row_kind, m.a AS doc_id, m.external_id, m.cluster_id, m.method,
@@ -353,11 +348,20 @@ def fingerprint_parameters(
     return parameters
 
 
-def lookup_shape(fp: Fingerprint) -> tuple[int, int, int, tuple[int, int]]:
+class LookupShape(NamedTuple):
     """What the statements of one fingerprint are built for: band and block slots, the hot-key
     limit and the secondary keys per hot band and block slot."""
+
+    band_count: int
+    block_count: int
+    hot_limit: int
+    secondary: tuple[int, int]
+
+
+def lookup_shape(fp: Fingerprint) -> LookupShape:
+    """The :class:`LookupShape` of ``fp``."""
     counts = hot.secondary_counts(fp.params)
-    return len(fp.band_keys), len(fp.block_keys), fp.params.hot_key_limit, counts
+    return LookupShape(len(fp.band_keys), len(fp.block_keys), fp.params.hot_key_limit, counts)
 
 
 def check_statement(
@@ -369,7 +373,7 @@ def check_statement(
     """The statement of ``check`` (:func:`matches_sql`) and its ``:name`` parameters, with the
     secondary keys of ``slots`` and ``meta_signature`` as in :func:`fingerprint_parameters`."""
     parameters = fingerprint_parameters(fp, slots, meta_signature)
-    return _check_statement(schema, *lookup_shape(fp)).text, parameters
+    return _check_statement(schema, lookup_shape(fp)).text, parameters
 
 
 def store_edges(

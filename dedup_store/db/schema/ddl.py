@@ -64,6 +64,15 @@ def build_metadata(schema: str = DEFAULT_SCHEMA) -> MetaData:
     return md
 
 
+def _document_pair() -> list[Column[Any]]:
+    """Columns ``a`` and ``b``, the primary key of a table of pairs of documents (a row goes
+    with either document)."""
+    return [
+        Column(name, BigInteger, ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True)
+        for name in ("a", "b")
+    ]
+
+
 def _created_at(name: str) -> Column[Any]:
     """A ``timestamptz`` column that defaults to the time of the insert."""
     return Column(name, DateTime(timezone=True), nullable=False, server_default=text("now()"))
@@ -115,8 +124,7 @@ def _document_tables(md: MetaData) -> None:
     Table(
         "edges",
         md,
-        Column("a", BigInteger, ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True),
-        Column("b", BigInteger, ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True),
+        *_document_pair(),
         Column("method", Text, nullable=False),
         Column("jaccard", Float, nullable=False),
         Column("containment", Float, nullable=False),
@@ -213,8 +221,7 @@ def _review_tables(md: MetaData) -> None:
     Table(
         "cut_edges",
         md,
-        Column("a", BigInteger, ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True),
-        Column("b", BigInteger, ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True),
+        *_document_pair(),
         Column("verdict_a", Text, nullable=False),
         Column("verdict_b", Text, nullable=False),
         ForeignKeyConstraint(

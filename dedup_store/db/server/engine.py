@@ -13,7 +13,6 @@ import random
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from types import TracebackType
 from typing import Any, TypeVar
 
 import psycopg
@@ -23,6 +22,7 @@ from dedup_store.config import normalize_url, redact
 from dedup_store.db.schema.names import validate_schema
 from dedup_store.db.server.native import DroppedConnection, NativeConnections
 from dedup_store.errors import ConflictError, DatabaseError, UnsupportedServerError
+from dedup_store.plumbing import Closing
 
 Bind = str | Engine | Connection
 T = TypeVar("T")
@@ -34,7 +34,7 @@ MAX_ATTEMPTS = 8
 MIN_SERVER_VERSION = 140000
 
 
-class Database:
+class Database(Closing):
     """Owns (or borrows) the way to the database for one store.
 
     Given a URL it makes two engines, each with a pool of connections kept open: one for
@@ -242,17 +242,6 @@ class Database:
             self._native.close()
         if self._read_engine is not None:
             self._read_engine.dispose()
-
-    def __enter__(self) -> Database:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def server_version_num(conn: Connection) -> int:

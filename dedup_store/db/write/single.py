@@ -53,6 +53,7 @@ from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.db.candidates import hot
 from dedup_store.db.candidates.lookup import salt_arrays
 from dedup_store.db.matches.scoring import (
+    LookupShape,
     fingerprint_parameters,
     found_sql,
     lookup_shape,
@@ -98,18 +99,13 @@ class SingleOutcome:
 
 
 @lru_cache(maxsize=32)
-def _statement(
-    schema: str,
-    band_count: int,
-    block_count: int,
-    hot_limit: int,
-    secondary: tuple[int, int],
-) -> TextClause:
+def _statement(schema: str, shape: LookupShape) -> TextClause:
     """The statement of :func:`add_statement`: what to do (:func:`_deciding`), what is written
     (:func:`_writing`), and the rows it answers (:data:`_ANSWER`)."""
     s = qualified(schema)
-    lookups = found_sql(schema, band_count, block_count, hot_limit, secondary)
-    matches = matches_sql(schema, band_count, block_count, hot_limit, secondary, "found")
+    hot_limit, secondary = shape.hot_limit, shape.secondary
+    lookups = found_sql(schema, *shape)
+    matches = matches_sql(schema, *shape, "found")
     deciding = _deciding(
         s,
         lookups,
@@ -117,7 +113,9 @@ def _statement(
         hot.touched_sql(s, secondary, hot_limit),
         hot.pending_keys_sql(s, secondary, hot_limit),
     )
-    return text("\n" + deciding + _writing(s, band_count, block_count) + _ANSWER + "    ")
+    return text(
+        "\n" + deciding + _writing(s, shape.band_count, shape.block_count) + _ANSWER + "    "
+    )
 
 
 def _deciding(s: str, lookups: str, matches: str, touched: str, pending: str) -> str:
@@ -370,7 +368,7 @@ def add_statement(
     (:func:`~dedup_store.core.metadata.exact_key`). The secondary keys of the ``(kind, slot)``
     pairs ``slots`` are sent (:func:`~dedup_store.db.matches.scoring.fingerprint_parameters`).
     """
-    statement = _statement(schema, *lookup_shape(fp))
+    statement = _statement(schema, lookup_shape(fp))
     parameters = {
         **fingerprint_parameters(fp, slots, meta_signature),
         "seq": qualified(schema, "document_ids"),

@@ -18,9 +18,9 @@ import os
 import signal
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from types import TracebackType
 from typing import Literal
 
+from dedup_store.plumbing import Closing
 from dedup_store.review.report.diff import pair_diff
 from dedup_store.review.report.model import ReportCluster, ReportItem, ReportPair
 from dedup_store.review.report.pages import View
@@ -46,7 +46,7 @@ def auto_workers(workers: int | Literal["auto"], pairs: int) -> int:
     return cores if cores >= 2 and pairs >= AUTO_PAIRS else 0
 
 
-class ProcessAligner:
+class ProcessAligner(Closing):
     """Align the pairs of the next items in ``workers`` processes.
 
     Args:
@@ -96,17 +96,6 @@ class ProcessAligner:
     def close(self) -> None:
         """End the processes (pending chunks are dropped)."""
         self._pool.shutdown(wait=True, cancel_futures=True)
-
-    def __enter__(self) -> ProcessAligner:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def align_chunk(texts: list[tuple[str, str]], max_words: int, html: str) -> list[View]:
