@@ -490,6 +490,9 @@ class Stats:
             ``verdicts`` reviewers gave.
         storage: bytes of the store's ``tables`` (with their TOAST) and ``indexes``, and the
             server's ``shared_buffers`` (:func:`~dedup_store.db.server.tuning.memory_note`).
+        replicas: with replicas, each one as last seen (``servers``: URL, up, lag in seconds,
+            WAL position replayed) and the counts of reads served by replicas and by the
+            primary, of replica failures and of replicas skipped for their lag.
     """
 
     documents: int
@@ -506,6 +509,7 @@ class Stats:
     recent_documents: int = 0
     settings: dict[str, Any] = dataclasses.field(default_factory=dict)
     storage: dict[str, int] = dataclasses.field(default_factory=dict)
+    replicas: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
 from typing import TYPE_CHECKING, Any, Literal
 
 from dedup_store.core.fingerprint import (
@@ -31,6 +31,7 @@ from dedup_store.db.schema.ddl import DEFAULT_SCHEMA
 from dedup_store.db.schema.names import validate_schema
 from dedup_store.db.schema.settings import StoreSettings, check_rule
 from dedup_store.db.server.engine import Bind, Database
+from dedup_store.db.server.replicas import ReadSource
 from dedup_store.errors import EmptyDocumentError, OwnerRequiredError, UnknownDocumentError
 from dedup_store.ingest.prepared import prepare_batch
 from dedup_store.ingest.records import Record, stored_ids, validate_meta
@@ -101,6 +102,13 @@ class DedupStore(Reviewing, Closing):
             5 for transactions, 3 for reads and ``add``): the number of threads that share the
             store. A store is safe to share between threads; each call takes a connection of
             its own.
+        replicas: URLs of PostgreSQL streaming replicas (hot standbys) of the database, to send
+            reads to (:mod:`~dedup_store.db.server.replicas`): ``check``, ``similar``,
+            ``cluster``, ``clusters``, ``pairs``, ``explain``, ``report``, ``stats`` and
+            ``export`` read a replica whose lag is at most ``max_replica_lag`` seconds and that
+            has replayed this store's own writes; every write, and the decision of ``add``,
+            goes to the primary. Ignored with a Connection (everything stays on it).
+        max_replica_lag: the largest lag, in seconds, of a replica that serves reads.
     """
 
     def __init__(
@@ -114,10 +122,12 @@ class DedupStore(Reviewing, Closing):
         canonical_rule: str | None = None,
         max_bytes: int = DEFAULT_MAX_BYTES,
         pool_size: int | None = None,
+        replicas: Sequence[str] = (),
+        max_replica_lag: float = 1.0,
     ) -> None:
         self.schema = validate_schema(schema)  # before any statement is built with it
         self.max_bytes = max_bytes
-        self._db = Database(bind, schema, pool_size)
+        self._db = Database(bind, schema, pool_size, replicas, max_replica_lag)
         chosen = StoreSettings(bool(keep_text), check_rule(canonical_rule or "oldest"))
         try:
             self._tables, stored = StoreTables.open(self._db, params, create, chosen)
@@ -387,7 +397,18 @@ class DedupStore(Reviewing, Closing):
     def stats(self) -> Stats:
         """Counts over the whole store."""
         counts = self._tables.stats_counts()
+        replicas = self._db.replicas
+        if replicas is not None:
+            counts["replicas"] = {"servers": replicas.status(), **replicas.counters}
         return Stats(**counts, params=self.params.to_dict(), schema=self.schema)
+
+    @property
+    def last_read(self) -> ReadSource | None:
+        """Where this thread's last read of a store with replicas was served: the replica
+        (``None``: the primary) and its lag in seconds when it served it (``None``: unknown,
+        the primary could not be reached, so the answer may be older; the replica's
+        ``stats()`` tell by how much). ``None`` for a store without replicas."""
+        return None if self._db.replicas is None else self._db.replicas.last_read
 
     def report(
         self,

@@ -74,7 +74,7 @@ class StoreTables:
                 stored ones.
             StoreNotInitializedError: without ``create``, the schema holds no store.
         """
-        opened = db.read(lambda conn: _ready(conn, db.schema, params))
+        opened = db.read(lambda conn: _ready(conn, db.schema, params), replica=True)
         if opened is None:
             opened = db.run(lambda conn: _open(conn, db.schema, params, create, chosen))
         stored, stored_settings = opened
@@ -126,12 +126,12 @@ class StoreTables:
         ``signature``): run again with every slot's secondary keys when ``fp`` owns hot keys
         not met before."""
         statement = scoring.check_statement(self.schema, fp, self.hot_slots(fp), signature)
-        found = self._statement_rows(*statement)
+        found = self._statement_rows(*statement, replica=True)
         touched = scoring.touched_slots(found)
         if touched:  # it owns hot keys not met before: again with every slot's secondary keys
             self.hot_keys.learn(fp, touched)
             again = scoring.check_statement(self.schema, fp, None, signature)
-            found = self._statement_rows(*again)
+            found = self._statement_rows(*again, replica=True)
         return scoring.check_matches(found)
 
     def document_frequencies(self, features: I64) -> DocumentFrequencies:
@@ -144,17 +144,24 @@ class StoreTables:
         """The slots of ``fp`` whose key is listed as hot (:class:`hot.MetHotKeys`, seeded with
         the store's hot keys the first time)."""
         if not self.hot_keys.seeded:
-            stored = self.db.read(lambda conn: hot.stored_hot_keys(conn, self.schema))
+            # a hint: a statement meeting a hot key not listed says so (``touched``)
+            stored = self.db.read(lambda conn: hot.stored_hot_keys(conn, self.schema), replica=True)
             self.hot_keys.seed(stored)
         return self.hot_keys.slots(fp)
 
     def _statement_rows(
-        self, statement: str, parameters: dict[str, Any], as_tuples: bool = False
+        self,
+        statement: str,
+        parameters: dict[str, Any],
+        as_tuples: bool = False,
+        replica: bool = False,
     ) -> list[Any]:
         """The rows of a single-document read, by column name (``as_tuples``: by position): on
-        psycopg's raw cursor, or in the caller's transaction."""
+        psycopg's raw cursor (``replica``: of a replica when one may serve it), or in the
+        caller's transaction."""
         found = self.db.native(
-            lambda raw: raw_statements.fetch_all(raw, statement, parameters, as_tuples)
+            lambda raw: raw_statements.fetch_all(raw, statement, parameters, as_tuples),
+            replica=replica,
         )
         if found is None:  # inside a caller's transaction
 
@@ -176,9 +183,10 @@ class StoreTables:
         document; :mod:`~dedup_store.db.matches.exact_groups`)."""
         statement = exact_groups.similar_statement(self.schema)
         parameters = exact_groups.similar_parameters(external_id, self.params, limit, offset)
-        rows = [MatchRow(**row) for row in self._statement_rows(statement, parameters)]
+        found = self._statement_rows(statement, parameters, replica=True)
+        rows = [MatchRow(**row) for row in found]
         if not rows and not self.db.read(
-            lambda conn: exact_groups.exists(conn, self.schema, external_id)
+            lambda conn: exact_groups.exists(conn, self.schema, external_id), replica=True
         ):
             return None
         return rows
@@ -191,7 +199,9 @@ class StoreTables:
         """
 
         statement = reads.document_cluster_statement(self.schema)
-        rows = self._statement_rows(statement, {"external_id": external_id}, as_tuples=True)
+        rows = self._statement_rows(
+            statement, {"external_id": external_id}, as_tuples=True, replica=True
+        )
         if not rows:
             raise UnknownDocumentError(external_id)
         return rows
@@ -200,7 +210,7 @@ class StoreTables:
     def cluster_rows(self, min_size: int, min_similarity: float | None) -> Iterator[Iterator[Any]]:
         """The member rows of every cluster of at least ``min_size`` members, oldest first,
         streamed in a transaction (:func:`~dedup_store.db.reports.reads.cluster_rows`)."""
-        with self.db.transaction() as conn:
+        with self.db.transaction(replica=True) as conn:
             yield reads.cluster_rows(conn, self.schema, None, min_size, min_similarity)
 
     @contextmanager
@@ -209,13 +219,13 @@ class StoreTables:
     ) -> Iterator[Iterator[Any]]:
         """The stored (or, with ``expand``, implied) pairs, streamed in a transaction
         (:func:`~dedup_store.db.reports.reads.pair_rows`)."""
-        with self.db.transaction() as conn:
+        with self.db.transaction(replica=True) as conn:
             yield reads.pair_rows(conn, self.schema, self.params, min_similarity, pending, expand)
 
     def export_rows(self) -> Iterator[Any]:
         """Every document with its cluster and best older match, streamed in a transaction
         (closed with the stream, its cursor first)."""
-        with self.db.transaction() as conn:
+        with self.db.transaction(replica=True) as conn:
             yield from reads.export_rows(conn, self.schema, self.params)
 
     @contextmanager
@@ -228,7 +238,7 @@ class StoreTables:
         """
         from dedup_store.db.reports import review_report
 
-        with self.db.transaction() as conn:
+        with self.db.transaction(replica=True) as conn:
             label = None
             if cluster is not None:
                 doc_id = _doc_id(conn, self.schema, cluster)
@@ -238,7 +248,9 @@ class StoreTables:
 
     def stats_counts(self) -> dict[str, Any]:
         """The counts over the whole store (:func:`~dedup_store.db.reports.reads.stats_row`)."""
-        return self.db.read(lambda conn: reads.stats_row(conn, self.schema, self.params))
+        return self.db.read(
+            lambda conn: reads.stats_row(conn, self.schema, self.params), replica=True
+        )
 
     def count_clusters(self) -> tuple[int, int]:
         """The store's clusters, counted: all of them, and those of two documents or more."""
@@ -288,12 +300,9 @@ class StoreTables:
             UnknownDocumentError: either document is not stored.
         """
 
-        def work(conn: Connection) -> tuple[StoredPair, VerdictRow | None]:
+        with self.db.transaction(replica=True) as conn:
             pair = stored_pair(conn, self.schema, self.params, a, b)
             return pair, verdicts.of_pair(conn, self.schema, (a, b))
-
-        result: tuple[StoredPair, VerdictRow | None] = self.db.run(work)
-        return result
 
     def record_verdict(
         self, pair: tuple[str, str], verdict: str, note: str | None, by: str | None
@@ -339,12 +348,14 @@ class StoreTables:
             rows = verdicts.all_rows(conn, self.schema)
             return rows, reclustering.cut_edges(conn, self.schema, self.params)
 
-        result: tuple[list[VerdictRow], list[CutEdge]] = self.db.read(work)
+        result: tuple[list[VerdictRow], list[CutEdge]] = self.db.read(work, replica=True)
         return result
 
     def settings(self) -> StoreSettings:
         """The store's settings."""
-        result: StoreSettings = self.db.read(lambda conn: settings.load(conn, self.schema))
+        result: StoreSettings = self.db.read(
+            lambda conn: settings.load(conn, self.schema), replica=True
+        )
         return result
 
     def choose_canonical(self, external_id: str, by: str | None) -> None:

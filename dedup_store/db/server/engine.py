@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -21,6 +21,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, exc, text
 from dedup_store.config import normalize_url, redact
 from dedup_store.db.schema.names import validate_schema
 from dedup_store.db.server.native import DroppedConnection, NativeConnections
+from dedup_store.db.server.replicas import Replica, ReplicaSet, lsn
 from dedup_store.errors import ConflictError, DatabaseError, UnsupportedServerError
 from dedup_store.plumbing import Closing
 
@@ -46,8 +47,16 @@ class Database(Closing):
     the pools.
     """
 
-    def __init__(self, bind: Bind, schema: str, pool_size: int | None = None) -> None:
+    def __init__(
+        self,
+        bind: Bind,
+        schema: str,
+        pool_size: int | None = None,
+        replicas: Sequence[str] = (),
+        max_replica_lag: float = 1.0,
+    ) -> None:
         self.schema = validate_schema(schema)
+        self.replicas: ReplicaSet | None = None
         self._owns_engine = isinstance(bind, str)
         self.connection: Connection | None = bind if isinstance(bind, Connection) else None
         self.engine: Engine | None
@@ -83,6 +92,10 @@ class Database(Closing):
             self.engine = None
         else:
             raise TypeError(f"expected a URL, Engine or Connection, got {type(bind).__name__}")
+        if replicas and self.connection is None:  # inside a caller's transaction: all there
+            self.replicas = ReplicaSet(
+                list(replicas), max_replica_lag, _replica_engine(pool_size), max(3, pool_size or 0)
+            )
 
     @property
     def url_for_messages(self) -> str:
@@ -91,17 +104,51 @@ class Database(Closing):
         return redact(engine.url) if engine else "?"
 
     @contextmanager
-    def transaction(self) -> Iterator[Connection]:
-        """A connection in a transaction of ours, or in a savepoint of the caller's.
+    def transaction(self, replica: bool = False) -> Iterator[Connection]:
+        """A connection in a transaction of ours, or in a savepoint of the caller's;
+        ``replica``: a read-only one, on a replica when one may serve it (a replica that fails
+        while the rows stream raises).
 
         Raises:
             DatabaseError: any error of the database or its driver, chained to its cause.
         """
         try:
+            conn = self._replica_connection() if replica else None
+            if conn is not None:
+                with conn, conn.begin():
+                    yield conn
+                return
             with self._transaction() as conn:
                 yield conn
+            if not replica:
+                self._note_write()
         except (exc.SQLAlchemyError, psycopg.Error) as e:
             raise self.error(e) from e
+
+    def _replica_connection(self) -> Connection | None:
+        """A connection to a replica that may serve a read now (``None``: read the primary)."""
+        if self.replicas is None:
+            return None
+        served = self.replicas.attempt(_snapshot_connection, self._primary)
+        return None if served is None else served.value
+
+    def _primary(self) -> int:
+        """The primary's WAL position now."""
+        with self._primary_engine().connect() as conn:
+            return lsn(conn.execute(text("SELECT pg_current_wal_lsn()::text")).scalar_one())
+
+    def _note_write(self) -> None:
+        """Keep the WAL position of a write just committed, for the replicas to reach before
+        they serve this store's reads (read your writes)."""
+        if self.replicas is not None:
+            with self._primary_engine().connect() as conn:
+                end = conn.execute(text("SELECT pg_current_wal_insert_lsn()::text")).scalar_one()
+            self.replicas.wrote(lsn(end))
+
+    def _primary_engine(self) -> Engine:
+        engine = self._read_engine or self.engine
+        assert engine is not None
+        return engine
 
     @contextmanager
     def _transaction(self) -> Iterator[Connection]:
@@ -146,11 +193,16 @@ class Database(Closing):
         error.detail = detail
         return error
 
-    def read(self, work: Callable[[Connection], T]) -> T:
+    def read(self, work: Callable[[Connection], T], replica: bool = False) -> T:
         """Run a read-only ``work`` of a single statement: in autocommit on our engine (no
-        BEGIN/COMMIT round trips), in a savepoint of the caller's transaction otherwise."""
+        BEGIN/COMMIT round trips), in a savepoint of the caller's transaction otherwise;
+        ``replica``: on a replica when one may serve it."""
         if self.connection is not None:
             return self.run(work)
+        if replica and self.replicas is not None:
+            served = self.replicas.attempt(lambda r: _on_engine(r.engine, work), self._primary)
+            if served is not None:
+                return served.value
         for attempt in (1, 2):
             try:
                 return self._read_once(work)
@@ -163,8 +215,12 @@ class Database(Closing):
                 raise self.error(e) from e
         raise AssertionError("unreachable")
 
-    def native(self, work: Callable[[psycopg.Connection[Any]], T]) -> T | None:
-        """Run ``work`` on a psycopg connection of ours in autocommit mode.
+    def native(
+        self, work: Callable[[psycopg.Connection[Any]], T], replica: bool = False
+    ) -> T | None:
+        """Run ``work`` on a psycopg connection of ours in autocommit mode; ``replica``: a
+        read, on a replica when one may serve it (otherwise ``work`` may write: its WAL
+        position is kept for the replicas to reach).
 
         Returns ``None`` without running it inside a caller's Connection (where everything
         goes through the caller's transaction). Serialization failures and deadlocks are
@@ -172,6 +228,16 @@ class Database(Closing):
         """
         if self.connection is not None:
             return None
+        if replica and self.replicas is not None:
+            served = self.replicas.attempt(lambda r: r.native.run(work), self._primary)
+            if served is not None:
+                return served.value
+        result = self._native_primary(work)
+        if not replica:
+            self._note_write()
+        return result
+
+    def _native_primary(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
                 if self._native is not None and self._server_checked:
@@ -214,7 +280,9 @@ class Database(Closing):
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
                 with self._transaction() as conn:
-                    return work(conn)
+                    result = work(conn)
+                self._note_write()
+                return result
             except exc.DBAPIError as e:
                 retry = self.connection is None and _sqlstate(e) in _RETRY_SQLSTATES
                 if not retry or attempt == MAX_ATTEMPTS:
@@ -235,13 +303,42 @@ class Database(Closing):
             conn.execute(text("SELECT set_config('jit', 'off', true)"))
 
     def close(self) -> None:
-        """Dispose of the engine if we created it."""
+        """Dispose of the engine if we created it, and of the replicas' engines."""
+        if self.replicas is not None:
+            self.replicas.close()
         if self._owns_engine and self.engine is not None:
             self.engine.dispose()
         if self._native is not None:
             self._native.close()
         if self._read_engine is not None:
             self._read_engine.dispose()
+
+
+def _replica_engine(pool_size: int | None) -> Callable[[str], Engine]:
+    """Makes the engine of a replica: autocommit reads, configured as ours are."""
+
+    def make(url: str) -> Engine:
+        try:
+            engine = create_engine(
+                normalize_url(url), isolation_level="AUTOCOMMIT", pool_size=max(3, pool_size or 0)
+            )
+        except (exc.ArgumentError, ImportError) as e:
+            raise DatabaseError(f"invalid replica URL {redact(url)}: {e}") from None
+        event.listen(engine, "connect", _configure)
+        return engine
+
+    return make
+
+
+def _snapshot_connection(replica: Replica) -> Connection:
+    """A connection to ``replica`` whose transactions read one snapshot (a stream of rows
+    needs a transaction, which the replica's autocommit engine does not begin)."""
+    return replica.engine.connect().execution_options(isolation_level="REPEATABLE READ")
+
+
+def _on_engine(engine: Engine, work: Callable[[Connection], T]) -> T:
+    with engine.connect() as conn:
+        return work(conn)
 
 
 def server_version_num(conn: Connection) -> int:

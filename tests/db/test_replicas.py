@@ -1,0 +1,156 @@
+"""Reads on a real hot standby: routing, the lag bound, read-your-writes, a standby killed
+mid-load and a primary stopped while reads go on. The primary and the standby are made for
+these tests (:mod:`tests.replica_servers`), no mock."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from dedup_store import DatabaseError, DedupStore, Document
+from tests.replica_servers import Pair, primary_and_standby
+
+pytestmark = pytest.mark.db
+
+SCHEMA = "replicated"
+WORDS = (
+    "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron".split()  # noqa: SIM905
+)
+
+
+def text_of(n: int) -> str:
+    """A text of its own for each ``n`` (near-duplicates of ``n`` share most words)."""
+    return " ".join(f"{w}{n}" for w in WORDS) + " " + " ".join(WORDS)
+
+
+@pytest.fixture(scope="module")
+def pair() -> Iterator[Pair]:
+    with primary_and_standby() as servers:
+        with DedupStore(servers.primary.url, schema=SCHEMA) as store:
+            store.ingest([Document(f"d{i}", text_of(i)) for i in range(50)])
+        servers.wait_replayed()
+        yield servers
+
+
+@pytest.fixture
+def store(pair: Pair) -> Iterator[DedupStore]:
+    with DedupStore(
+        pair.primary.url, schema=SCHEMA, replicas=[pair.standby.url], max_replica_lag=0.5
+    ) as s:
+        yield s
+
+
+def served_by_standby(store: DedupStore) -> bool:
+    source = store.last_read
+    assert source is not None
+    return source.replica is not None
+
+
+def test_reads_go_to_the_standby_and_writes_to_the_primary(pair: Pair, store: DedupStore) -> None:
+    assert store.check(text_of(3)).matches
+    assert served_by_standby(store)
+    assert store.cluster("d3").members == ["d3"]
+    assert served_by_standby(store)
+    assert len(list(store.clusters(min_size=1))) == 50 and served_by_standby(store)
+    assert store.similar("d3") == [] and served_by_standby(store)
+    store.add("new-1", text_of(1000))  # a write: on the primary, or it would fail
+    assert pair.primary.sql(
+        f"SELECT count(*) FROM {SCHEMA}.documents WHERE external_id = 'new-1'"
+    ) == [(1,)]
+    stats = store.stats()
+    assert stats.replicas["replica_reads"] > 0
+    assert stats.replicas["servers"][0]["up"] is True
+
+
+def test_a_lagging_standby_is_not_read_and_is_read_again_once_caught_up(
+    pair: Pair, store: DedupStore
+) -> None:
+    store.check(text_of(1))
+    assert served_by_standby(store)
+    pair.standby.sql("SELECT pg_wal_replay_pause()")
+    try:
+        with DedupStore(pair.primary.url, schema=SCHEMA) as writer:  # not this store's write
+            writer.add("lag-1", text_of(2000))
+        time.sleep(0.8)  # more than max_replica_lag
+        store.check(text_of(1))
+        assert not served_by_standby(store)
+        assert store.stats().replicas["lagging"] > 0
+    finally:
+        pair.standby.sql("SELECT pg_wal_replay_resume()")
+    pair.wait_replayed()
+    time.sleep(0.2)
+    store.check(text_of(1))
+    assert served_by_standby(store)
+
+
+def test_the_store_reads_its_own_writes_before_the_standby_has_them(
+    pair: Pair, store: DedupStore
+) -> None:
+    pair.standby.sql("SELECT pg_wal_replay_pause()")
+    try:
+        store.add("mine-1", text_of(3000))
+        assert store.cluster("mine-1").members == ["mine-1"]  # the standby has not replayed it
+        assert not served_by_standby(store)
+        assert store.check(text_of(3000)).status.value == "exact_duplicate"
+    finally:
+        pair.standby.sql("SELECT pg_wal_replay_resume()")
+    pair.wait_replayed()
+    assert store.cluster("mine-1").members == ["mine-1"]
+    assert served_by_standby(store)
+
+
+def test_eight_readers_see_no_error_while_the_standby_is_killed_and_started_again(
+    pair: Pair, store: DedupStore
+) -> None:
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        n = 0
+        while not stop.is_set():
+            try:
+                store.check(text_of(n % 50))
+                store.cluster(f"d{n % 50}")
+            except BaseException as e:  # reported by the test
+                errors.append(e)
+            n += 1
+
+    readers = [threading.Thread(target=read) for _ in range(8)]
+    for reader in readers:
+        reader.start()
+    time.sleep(0.5)
+    pair.standby.kill()
+    time.sleep(1.0)
+    stop.set()
+    for reader in readers:
+        reader.join()
+    assert errors == []
+    assert store.stats().replicas["replica_failures"] >= 1
+    pair.standby.start()
+    pair.wait_replayed()
+    deadline = time.monotonic() + 40  # the back-off doubles, to 30 s at most
+    while time.monotonic() < deadline:
+        store.check(text_of(1))
+        if served_by_standby(store):
+            break
+        time.sleep(0.2)
+    assert served_by_standby(store)
+
+
+def test_with_the_primary_stopped_reads_go_on_and_writes_fail(pair: Pair) -> None:
+    pair.primary.stop()
+    try:
+        with DedupStore(
+            pair.primary.url, schema=SCHEMA, replicas=[pair.standby.url], create=False
+        ) as store:
+            assert store.check(text_of(7)).matches
+            source = store.last_read
+            assert source is not None and source.replica is not None and source.lag is None
+            assert store.cluster("d7").members == ["d7"]
+            with pytest.raises(DatabaseError):
+                store.add("while-down", text_of(4000))
+    finally:
+        pair.primary.start()
