@@ -31,11 +31,13 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_SCHEMA",
     "ENV_KERNELS",
+    "ENV_REPLICA_URLS",
     "ENV_SCHEMA",
     "ENV_URL",
     "libpq_url",
     "normalize_url",
     "redact",
+    "replica_urls",
     "schema_name",
     "scrub",
     "scrub_exception",
@@ -44,6 +46,8 @@ __all__ = [
 
 ENV_URL = "DEDUP_STORE_URL"
 ENV_SCHEMA = "DEDUP_STORE_SCHEMA"
+#: URLs of streaming replicas to read from, separated by commas or white space.
+ENV_REPLICA_URLS = "DEDUP_STORE_REPLICA_URLS"
 #: Set to ``reference`` to run the reference kernels instead of the compiled ones.
 ENV_KERNELS = "DEDUP_STORE_KERNELS"
 DEFAULT_SCHEMA = "dedup"
@@ -237,3 +241,12 @@ def validate_schema(name: object) -> str:
             "choose another --schema for the store"
         )
     return name
+
+
+def replica_urls(given: Iterable[str] = ()) -> list[str]:
+    """The replicas' URLs: those ``given`` (``--replica-url``), else those of
+    ``DEDUP_STORE_REPLICA_URLS`` (separated by commas or white space)."""
+    urls = [url.strip() for url in given if url.strip()]
+    if urls:
+        return urls
+    return [url for url in re.split(r"[\s,]+", os.environ.get(ENV_REPLICA_URLS, "")) if url]

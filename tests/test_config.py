@@ -149,3 +149,19 @@ def test_config_and_the_embedded_server_import_each_other_one_way() -> None:
     tree = ast.parse(Path(embedded.__file__).read_text())
     modules = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert "dedup_store.config" not in modules
+
+
+def test_replica_urls_come_from_the_option_else_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(
+        config.ENV_REPLICA_URLS, "postgresql://r1/db, postgresql://r2/db\tpostgresql://r3/db"
+    )
+    assert config.replica_urls() == [
+        "postgresql://r1/db",
+        "postgresql://r2/db",
+        "postgresql://r3/db",
+    ]
+    assert config.replica_urls(["postgresql://given/db"]) == ["postgresql://given/db"]
+    monkeypatch.delenv(config.ENV_REPLICA_URLS)
+    assert config.replica_urls() == []

@@ -49,6 +49,8 @@ class Settings:
     url: str | None = None
     url_from_environment: bool = False
     """Whether ``db_url`` came from ``DEDUP_STORE_URL`` rather than ``--db-url``."""
+    replicas: list[str] = dataclasses.field(default_factory=list)
+    """URLs of streaming replicas that serve reads (``--replica-url``)."""
 
     def resolve(self) -> str:
         """The database URL: ``--db-url``, ``DEDUP_STORE_URL``, else the embedded server."""
@@ -69,6 +71,8 @@ class Settings:
         go to :class:`~dedup_store.service.DedupStore`."""
         from dedup_store.service import DedupStore
 
+        if self.replicas:
+            options.setdefault("replicas", self.replicas)
         return DedupStore(self.resolve(), params, self.schema, create=create, **options)
 
 

@@ -87,6 +87,16 @@ def _global_options(
         str,
         typer.Option(envvar=config.ENV_SCHEMA, help="PostgreSQL schema holding the store."),
     ] = config.DEFAULT_SCHEMA,
+    replica_url: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--replica-url",
+            metavar="URL",
+            help="A streaming replica to send reads to (repeatable; also "
+            f"{config.ENV_REPLICA_URLS}, separated by commas).",
+            show_default=False,
+        ),
+    ] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
     version: Annotated[
         bool,
@@ -111,6 +121,7 @@ def _global_options(
         schema=config.schema_name(schema),
         debug=debug,
         url_from_environment=from_environment,
+        replicas=config.replica_urls(replica_url or ()),
     )
 
 

@@ -48,6 +48,15 @@ def serve(
     batch_size: Annotated[
         int, typer.Option(min=1, max=10_000, help="Documents per transaction of a batch request.")
     ] = 500,
+    replica_url: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--replica-url",
+            metavar="URL",
+            help="A streaming replica to send reads to (repeatable; with the global option's).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve the store over HTTP (JSON; OpenAPI at /openapi.json, browsable at /docs).
 
@@ -81,6 +90,7 @@ def serve(
         shutdown_timeout=shutdown_timeout,
         report_max_bytes=size_option(report_max_bytes, "--report-max-bytes") or 0,
         batch_size=batch_size,
+        replicas=tuple(dict.fromkeys([*settings.replicas, *(replica_url or ())])),
     )
     settings.store().close()  # no store, or no database: one line and its exit code, now
     run(served)

@@ -97,6 +97,7 @@ def open_served(settings: ServerSettings) -> Served:
         create=False,
         max_bytes=settings.max_bytes,
         pool_size=settings.threads,
+        replicas=settings.replicas,
     )
     calls = StoreCalls(settings.threads, settings.timeout)
     guarded = GuardedAdds(url, settings.schema, settings.max_bytes, settings.threads)

@@ -40,6 +40,7 @@ class ServerSettings:
         report_max_bytes: largest report the server writes (the ``max_bytes`` of
             :meth:`~dedup_store.DedupStore.report`).
         batch_size: documents per transaction of a batch request, unless it asks for fewer.
+        replicas: URLs of streaming replicas that serve the store's reads.
     """
 
     url: str
@@ -54,6 +55,7 @@ class ServerSettings:
     shutdown_timeout: float = 30.0
     report_max_bytes: int = 64 * MIB
     batch_size: int = 500
+    replicas: tuple[str, ...] = ()
 
     def to_json(self) -> str:
         """The settings as JSON (for :data:`ENV_SETTINGS`)."""
@@ -63,6 +65,7 @@ class ServerSettings:
     def from_json(cls, text: str) -> ServerSettings:
         """Settings written by :meth:`to_json`."""
         values: dict[str, Any] = json.loads(text)
+        values["replicas"] = tuple(values.get("replicas", ()))
         return cls(**values)
 
     @classmethod

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from benchmarks.replica_servers import Pair, primary_and_standby
 from dedup_store import DatabaseError, DedupStore, Document
-from tests.replica_servers import Pair, primary_and_standby
 
 pytestmark = pytest.mark.db
 
@@ -154,3 +154,22 @@ def test_with_the_primary_stopped_reads_go_on_and_writes_fail(pair: Pair) -> Non
                 store.add("while-down", text_of(4000))
     finally:
         pair.primary.start()
+
+
+def test_the_command_line_reads_the_replicas_it_is_given(pair: Pair) -> None:
+    from typer.testing import CliRunner
+
+    from dedup_store.cli import app
+
+    base = ["--db-url", pair.primary.url, "--schema", SCHEMA]
+    env = {"DEDUP_STORE_URL": None, "DEDUP_STORE_REPLICA_URLS": f" {pair.standby.url} ,"}
+    result = CliRunner().invoke(app, [*base, "stats", "-f", "json"], env=env)
+    assert result.exit_code == 0, result.stderr
+    import json
+
+    replicas = json.loads(result.stdout)["replicas"]
+    assert replicas["replica_reads"] >= 1 and replicas["servers"][0]["up"]
+    given = ["--replica-url", pair.standby.url, *base, "cluster", "d5", "-f", "json"]
+    result = CliRunner().invoke(app, given, env={"DEDUP_STORE_URL": None})
+    assert result.exit_code == 0, result.stderr
+    assert '"d5"' in result.stdout

@@ -1,4 +1,4 @@
-"""A real PostgreSQL primary and a hot standby of it, made for the tests in temporary folders with
+"""A real PostgreSQL primary and a hot standby of it, made for tests and benchmarks in temporary folders with
 the server's own binaries (``initdb``, then ``pg_basebackup -R``), on ports of their own.
 
 The binaries are the newest ``/usr/lib/postgresql/*/bin`` (Debian's server packages, which
