@@ -405,9 +405,9 @@ class DedupStore(Reviewing, Closing):
     @property
     def last_read(self) -> ReadSource | None:
         """Where this thread's last read of a store with replicas was served: the replica
-        (``None``: the primary) and its lag in seconds when it served it (``None``: unknown,
-        the primary could not be reached, so the answer may be older; the replica's
-        ``stats()`` tell by how much). ``None`` for a store without replicas."""
+        (``None``: the primary), its lag in seconds when it served it, and whether the primary
+        could not be reached (the lag is then the age of the last transaction the replica
+        replayed: how stale the answer may be). ``None`` for a store without replicas."""
         return None if self._db.replicas is None else self._db.replicas.last_read
 
     def report(

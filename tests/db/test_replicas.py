@@ -148,7 +148,8 @@ def test_with_the_primary_stopped_reads_go_on_and_writes_fail(pair: Pair) -> Non
         ) as store:
             assert store.check(text_of(7)).matches
             source = store.last_read
-            assert source is not None and source.replica is not None and source.lag is None
+            assert source is not None and source.replica is not None and source.primary_down
+            assert source.lag is not None and source.lag > 0  # the answer's age
             assert store.cluster("d7").members == ["d7"]
             with pytest.raises(DatabaseError):
                 store.add("while-down", text_of(4000))
@@ -173,3 +174,16 @@ def test_the_command_line_reads_the_replicas_it_is_given(pair: Pair) -> None:
     result = CliRunner().invoke(app, given, env={"DEDUP_STORE_URL": None})
     assert result.exit_code == 0, result.stderr
     assert '"d5"' in result.stdout
+
+
+def test_inside_a_callers_transaction_everything_stays_on_its_connection(pair: Pair) -> None:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(pair.primary.url.replace("postgresql://", "postgresql+psycopg://"))
+    with engine.connect() as conn, conn.begin():
+        store = DedupStore(conn, schema=SCHEMA, replicas=[pair.standby.url], create=False)
+        store.add("in-host-transaction", text_of(5000))
+        assert store.cluster("in-host-transaction").members == ["in-host-transaction"]
+        assert store.last_read is None and store.stats().replicas == {}
+        conn.rollback()
+    engine.dispose()

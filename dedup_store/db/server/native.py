@@ -62,6 +62,11 @@ class NativeConnections:
         """Close every idle connection; those in use are closed when they come back."""
         with self._lock:
             self._closed = True
+        self.discard_idle()
+
+    def discard_idle(self) -> None:
+        """Close the idle connections (their server went away: new ones are made as needed)."""
+        with self._lock:
             idle, self._idle = self._idle, []
         for raw in idle:
             raw.close()

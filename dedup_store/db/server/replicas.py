@@ -90,12 +90,14 @@ class Served(Generic[T]):
 
 @dataclasses.dataclass(frozen=True)
 class ReadSource:
-    """Where a read was served: ``replica`` (its URL without password, ``None``: the primary)
-    and how far behind the primary it was, in seconds (``None``: unknown, the primary was
-    down)."""
+    """Where a read was served: ``replica`` (its URL without password, ``None``: the primary),
+    how far behind the primary it was, in seconds, and whether the primary could not be
+    reached (the lag is then the age of the last transaction the replica replayed: how old the
+    answer may be; ``None`` when it replayed none since it started)."""
 
     replica: str | None
     lag: float | None
+    primary_down: bool = False
 
 
 class ReplicaSet:
@@ -160,7 +162,8 @@ class ReplicaSet:
                 self._failed(replica, e)
                 continue
             lag = replica.lag(position)
-            self._local.source = ReadSource(replica.name, None if position is None else lag)
+            shown = None if math.isinf(lag) else lag
+            self._local.source = ReadSource(replica.name, shown, position is None)
             self.counters["replica_reads"] += 1
             return Served(result)
         self._local.source = ReadSource(None, 0.0)
@@ -230,9 +233,16 @@ class ReplicaSet:
         return True
 
     def _failed(self, replica: Replica, error: BaseException) -> None:
-        replica.backoff = min(BACKOFF_MAX, replica.backoff * 2 or BACKOFF_FIRST)
-        replica.down_until = time.monotonic() + replica.backoff
+        # the connections kept to it may all be dead: the next try makes new ones
+        replica.native.discard_idle()
+        replica.engine.dispose()
         self.counters["replica_failures"] += 1
+        now = time.monotonic()
+        with self._lock:
+            if replica.down_until > now:  # the reads in flight meet the same failure
+                return
+            replica.backoff = min(BACKOFF_MAX, replica.backoff * 2 or BACKOFF_FIRST)
+            replica.down_until = now + replica.backoff
         log.warning(
             "replica %s left out for %.0f s: %s",
             replica.name,
