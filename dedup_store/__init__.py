@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from dedup_store.plumbing import lazy_names
 
 if TYPE_CHECKING:
+    from dedup_store.aio import AsyncDedupStore
     from dedup_store.core import (
         Fingerprint,
         FingerprintBatch,
@@ -104,10 +105,12 @@ _HOMES = {
     "dedup_store.review.report.model": ("ReportSummary",),
     "dedup_store.review.explanation": ("Explanation", "Review", "Verdict"),
     "dedup_store.service": ("DedupStore",),
+    "dedup_store.aio": ("AsyncDedupStore",),
 }
 
 __all__ = [
     "AddResult",
+    "AsyncDedupStore",
     "CheckResult",
     "Cluster",
     "ConflictError",

@@ -82,9 +82,10 @@ class DedupStore(Reviewing, Closing):
     """Near-duplicate detection backed by PostgreSQL.
 
     Args:
-        bind: a database URL, a SQLAlchemy Engine, or a Connection. With a Connection the store
-            works inside the caller's transaction (in savepoints) and never commits or rolls it
-            back; with a URL or Engine every call is its own transaction.
+        bind: a database URL, a SQLAlchemy Engine, or a Connection (SQLAlchemy's, or a psycopg
+            3 connection, as Django's). With a Connection the store works inside the caller's
+            transaction (in savepoints) and never commits or rolls it back; with a URL or
+            Engine every call is its own transaction.
         params: fingerprint parameters. A new store records them; an existing store refuses
             different ones (:class:`~dedup_store.errors.ParamsMismatchError`); ``None`` uses the
             stored ones (or the defaults for a new store). A mapping names only some

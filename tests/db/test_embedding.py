@@ -50,3 +50,35 @@ def test_failed_call_keeps_host_transaction_usable(engine: Engine, schema: str) 
         assert store.stats().documents == 1
         assert conn.execute(text("SELECT 1")).scalar() == 1
         host.rollback()
+
+
+def test_the_callers_psycopg_connection_as_django_holds_one(
+    engine: Engine, schema: str, database_url: str
+) -> None:
+    """A psycopg 3 connection in the caller's transaction: the store's rows go with the host's,
+    a bad call leaves the transaction usable, and the store never commits or closes it."""
+    import psycopg
+
+    from dedup_store import DatabaseError
+
+    DedupStore(engine, schema=schema).close()
+    conninfo = database_url.replace("postgresql+psycopg://", "postgresql://", 1)
+    with psycopg.connect(conninfo) as raw:
+        raw.execute("CREATE TEMP TABLE pages (id text)")
+        raw.execute("INSERT INTO pages VALUES ('page-1')")
+        store = DedupStore(raw, schema=schema)
+        assert store.add("a", TEXT).status is Status.NEW
+        with pytest.raises(InvalidDocumentError):
+            store.add("bad", "nul \x00 byte")
+        assert store.check(TEXT).status is Status.EXACT_DUPLICATE
+        raw.rollback()  # the host's: the page and the fingerprint go together
+        assert store.check(TEXT).status is Status.NEW
+        raw.execute("CREATE TEMP TABLE pages (id text)")
+        store.add("a", TEXT)
+        raw.commit()
+        store.close()
+        assert not raw.closed
+    with engine.connect() as other:
+        assert other.execute(text(f'SELECT count(*) FROM "{schema}".documents')).scalar() == 1
+    with psycopg.connect(conninfo, autocommit=True) as raw, pytest.raises(DatabaseError):
+        DedupStore(raw, schema=schema)

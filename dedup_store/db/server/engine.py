@@ -1,4 +1,5 @@
-"""Connections and transactions: our own engine from a URL, or the caller's Engine/Connection.
+"""Connections and transactions: our own engine from a URL, or the caller's Engine/Connection
+(SQLAlchemy's, or a psycopg connection).
 
 Given a URL or an Engine, the store runs each operation in its own transaction and retries it on
 serialization failures and deadlocks. Given a Connection, it runs inside the caller's transaction
@@ -17,6 +18,7 @@ from typing import Any, TypeVar
 
 import psycopg
 from sqlalchemy import Connection, Engine, create_engine, event, exc, text
+from sqlalchemy.pool import StaticPool
 
 from dedup_store.config import normalize_url, redact
 from dedup_store.db.schema.names import validate_schema
@@ -25,7 +27,7 @@ from dedup_store.db.server.replicas import Replica, ReplicaSet, lsn
 from dedup_store.errors import ConflictError, DatabaseError, UnsupportedServerError
 from dedup_store.plumbing import Closing
 
-Bind = str | Engine | Connection
+Bind = str | Engine | Connection | psycopg.Connection[Any]
 T = TypeVar("T")
 
 _RETRY_SQLSTATES = {"40001", "40P01"}  # serialization_failure, deadlock_detected
@@ -57,6 +59,8 @@ class Database(Closing):
     ) -> None:
         self.schema = validate_schema(schema)
         self.replicas: ReplicaSet | None = None
+        if isinstance(bind, psycopg.Connection):
+            bind = caller_connection(bind)
         self._owns_engine = isinstance(bind, str)
         self.connection: Connection | None = bind if isinstance(bind, Connection) else None
         self.engine: Engine | None
@@ -312,6 +316,24 @@ class Database(Closing):
             self._native.close()
         if self._read_engine is not None:
             self._read_engine.dispose()
+
+
+def caller_connection(raw: psycopg.Connection[Any]) -> Connection:
+    """A SQLAlchemy Connection over the caller's psycopg connection, in the caller's
+    transaction: the store works in savepoints of it, and nothing of ours ever commits, rolls
+    back or closes it (the pool neither resets nor closes a connection it did not make)."""
+    if raw.autocommit:
+        raise DatabaseError(
+            "the psycopg connection is in autocommit mode: give one in a transaction (the "
+            "store works inside it), or a URL"
+        )
+    engine = create_engine(
+        "postgresql+psycopg://",
+        creator=lambda: raw,
+        poolclass=StaticPool,
+        pool_reset_on_return=None,
+    )
+    return engine.connect()
 
 
 def _replica_engine(pool_size: int | None) -> Callable[[str], Engine]:

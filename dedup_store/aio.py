@@ -1,0 +1,241 @@
+"""The store for asyncio code: :class:`AsyncDedupStore`, the calls of
+:class:`~dedup_store.service.DedupStore` as coroutines.
+
+One implementation serves both: each coroutine runs the synchronous call, so the SQL, the
+matching and the errors are the same.
+
+- Given a URL (or a SQLAlchemy ``AsyncEngine``, whose URL it takes), the store has its own
+  connections and runs each call in a worker thread (:func:`asyncio.to_thread`), as its own
+  transaction. A task cancelled while it waits leaves the call to finish or fail whole: its
+  transaction commits or rolls back, nothing is half-written.
+- Given the caller's SQLAlchemy ``AsyncConnection``, or a psycopg ``AsyncConnection`` (wrapped
+  in one), each call runs through :meth:`AsyncConnection.run_sync` inside the caller's
+  transaction, in a savepoint, and never commits: the caller's rollback takes the store's rows
+  with its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import psycopg
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import StaticPool
+
+from dedup_store.config import DEFAULT_SCHEMA
+from dedup_store.core.params import FingerprintParams
+from dedup_store.ingest.records import Record
+from dedup_store.results import (
+    AddResult,
+    CheckResult,
+    Cluster,
+    IngestSummary,
+    Match,
+    Pair,
+    RecordError,
+    Stats,
+)
+from dedup_store.review.explanation import Explanation, Review
+from dedup_store.service import DedupStore
+
+if TYPE_CHECKING:
+    from dedup_store.ingest.pipeline import OnBatch
+
+T = TypeVar("T")
+
+AsyncBind = str | AsyncEngine | AsyncConnection | psycopg.AsyncConnection[Any]
+
+
+class AsyncDedupStore:
+    """:class:`~dedup_store.service.DedupStore`'s calls as coroutines (see the module).
+
+    Open it with ``async with AsyncDedupStore(bind, ...) as store`` (or ``await
+    AsyncDedupStore(bind).open()`` and ``await store.close()``). The arguments and results of
+    each call are :class:`~dedup_store.service.DedupStore`'s; so are its errors.
+
+    Args:
+        bind: a database URL, a SQLAlchemy ``AsyncEngine``, or the caller's ``AsyncConnection``
+            (SQLAlchemy's, or psycopg's) in a transaction.
+        params, schema, options: as :class:`~dedup_store.service.DedupStore` takes them.
+    """
+
+    def __init__(
+        self,
+        bind: AsyncBind,
+        params: FingerprintParams | Mapping[str, Any] | None = None,
+        schema: str = DEFAULT_SCHEMA,
+        **options: Any,
+    ) -> None:
+        self._bind = bind
+        self._params = params
+        self._schema = schema
+        self._options = options
+        self._store: DedupStore | None = None
+        self._conn: AsyncConnection | None = None
+
+    async def open(self) -> AsyncDedupStore:
+        """Open the store (creating it as :class:`DedupStore` does); returns it."""
+        bind = self._bind
+        if isinstance(bind, AsyncEngine):
+            bind = bind.url.render_as_string(hide_password=False)
+        if isinstance(bind, str):
+            url = bind
+            self._store = await asyncio.to_thread(self._make, url)
+            return self
+        if isinstance(bind, psycopg.AsyncConnection):
+            raw = bind
+            engine = create_async_engine(
+                "postgresql+psycopg://",
+                async_creator=lambda: _returning(raw),
+                poolclass=StaticPool,
+                pool_reset_on_return=None,
+            )
+            bind = await engine.connect()
+        if not isinstance(bind, AsyncConnection):
+            raise TypeError(f"expected a URL, AsyncEngine or AsyncConnection, got {bind!r}")
+        self._conn = bind
+        self._store = await bind.run_sync(self._make)
+        return self
+
+    def _make(self, bind: Any) -> DedupStore:
+        return DedupStore(bind, self._params, self._schema, **self._options)
+
+    async def close(self) -> None:
+        """Release the connections the store made (a caller's connection is left open)."""
+        if self._store is not None:
+            store, self._store = self._store, None
+            if self._conn is None:
+                await asyncio.to_thread(store.close)
+
+    async def __aenter__(self) -> AsyncDedupStore:
+        return await self.open()
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    @property
+    def store(self) -> DedupStore:
+        """The synchronous store underneath (for its attributes: ``params``, ``schema``)."""
+        if self._store is None:
+            raise RuntimeError("the store is not open: use 'async with' or 'await open()'")
+        return self._store
+
+    async def _run(self, call: Callable[[DedupStore], T]) -> T:
+        store = self.store
+        if self._conn is not None:
+            return await self._conn.run_sync(lambda _sync: call(store))
+        return await asyncio.to_thread(call, store)
+
+    # -- the calls ------------------------------------------------------------------------
+
+    async def add(self, *args: Any, **kwargs: Any) -> AddResult:
+        """:meth:`DedupStore.add`."""
+        return await self._run(lambda s: s.add(*args, **kwargs))
+
+    async def add_many(
+        self, records: Iterable[Record], *, batch_size: int = 2000, update: bool = False
+    ) -> list[AddResult]:
+        """:meth:`DedupStore.add_many`; cancelled, it stops after the batch being written."""
+        results: list[AddResult] = []
+        await self.ingest(
+            records,
+            batch_size=batch_size,
+            update=update,
+            on_batch=lambda done, _errors: results.extend(done),
+        )
+        return results
+
+    async def ingest(
+        self, records: Iterable[Record], *, on_batch: OnBatch | None = None, **kwargs: Any
+    ) -> IngestSummary:
+        """:meth:`DedupStore.ingest` (its records are read in the worker). Cancelled, it stops
+        after the batch being written, which commits whole (a bulk load, one transaction,
+        rolls back)."""
+        stop = threading.Event()
+
+        def each_batch(done: Sequence[AddResult], errors: list[RecordError]) -> None:
+            if on_batch is not None:
+                on_batch(done, errors)
+            if stop.is_set():
+                raise _Stopped
+
+        call = self._run(lambda s: s.ingest(records, on_batch=each_batch, **kwargs))
+        running = asyncio.ensure_future(call)
+        try:
+            return await asyncio.shield(running)
+        except asyncio.CancelledError:
+            stop.set()
+            with contextlib.suppress(_Stopped):
+                await running
+            raise
+
+    async def check(self, *args: Any, **kwargs: Any) -> CheckResult:
+        """:meth:`DedupStore.check`."""
+        return await self._run(lambda s: s.check(*args, **kwargs))
+
+    async def similar(self, *args: Any, **kwargs: Any) -> list[Match]:
+        """:meth:`DedupStore.similar`."""
+        return await self._run(lambda s: s.similar(*args, **kwargs))
+
+    async def cluster(self, *args: Any, **kwargs: Any) -> Cluster:
+        """:meth:`DedupStore.cluster`."""
+        return await self._run(lambda s: s.cluster(*args, **kwargs))
+
+    async def clusters(self, *args: Any, **kwargs: Any) -> AsyncIterator[Cluster]:
+        """:meth:`DedupStore.clusters`, read whole, then yielded."""
+        for found in await self._run(lambda s: list(s.clusters(*args, **kwargs))):
+            yield found
+
+    async def pairs(self, *args: Any, **kwargs: Any) -> AsyncIterator[Pair]:
+        """:meth:`DedupStore.pairs`, read whole, then yielded."""
+        for found in await self._run(lambda s: list(s.pairs(*args, **kwargs))):
+            yield found
+
+    async def delete(self, *args: Any, **kwargs: Any) -> int:
+        """:meth:`DedupStore.delete`."""
+        return await self._run(lambda s: s.delete(*args, **kwargs))
+
+    async def review(self, *args: Any, **kwargs: Any) -> Review:
+        """:meth:`DedupStore.review`."""
+        return await self._run(lambda s: s.review(*args, **kwargs))
+
+    async def clear_review(self, *args: Any, **kwargs: Any) -> bool:
+        """:meth:`DedupStore.clear_review`."""
+        return await self._run(lambda s: s.clear_review(*args, **kwargs))
+
+    async def verdicts(self) -> list[Review]:
+        """:meth:`DedupStore.verdicts`."""
+        return await self._run(lambda s: s.verdicts())
+
+    async def explain(self, *args: Any, **kwargs: Any) -> Explanation:
+        """:meth:`DedupStore.explain`."""
+        return await self._run(lambda s: s.explain(*args, **kwargs))
+
+    async def stats(self) -> Stats:
+        """:meth:`DedupStore.stats`."""
+        return await self._run(lambda s: s.stats())
+
+
+class _Stopped(Exception):
+    """An ingest stopped between two batches: its task was cancelled."""
+
+
+async def _returning(raw: psycopg.AsyncConnection[Any]) -> psycopg.AsyncConnection[Any]:
+    if raw.autocommit:
+        from dedup_store.errors import DatabaseError
+
+        raise DatabaseError(
+            "the psycopg connection is in autocommit mode: give one in a transaction (the "
+            "store works inside it), or a URL"
+        )
+    return raw

@@ -1,0 +1,111 @@
+"""``AsyncDedupStore``: the library's calls as coroutines, on its own connections, in the
+caller's SQLAlchemy or psycopg async transaction, and cancelled midway."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from sqlalchemy import Engine, text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from dedup_store import AsyncDedupStore, DedupStore, Status, UnknownDocumentError
+
+pytestmark = pytest.mark.db
+
+TEXT = (
+    "The city council approved the new budget on Tuesday after a long debate about "
+    "road repairs, school funding and the renovation of the central library building."
+)
+
+
+def count(engine: Engine, schema: str) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(text(f'SELECT count(*) FROM "{schema}".documents')).scalar_one())
+
+
+def test_the_calls_give_what_the_library_gives(
+    engine: Engine, schema: str, database_url: str
+) -> None:
+    async def main() -> None:
+        async with AsyncDedupStore(database_url, schema=schema) as store:
+            assert (await store.add("a", TEXT)).status is Status.NEW
+            added = await store.add_many([("b", TEXT), ("c", TEXT + " again, with more words")])
+            assert [r.status for r in added] == [Status.EXACT_DUPLICATE, Status.NEAR_DUPLICATE]
+            assert (await store.check(TEXT)).status is Status.EXACT_DUPLICATE
+            assert [m.external_id for m in await store.similar("a")] == ["b", "c"]
+            assert (await store.cluster("a")).members == ["a", "b", "c"]
+            assert [c.members async for c in store.clusters()] == [["a", "b", "c"]]
+            assert len([p async for p in store.pairs()]) == 2
+            review = await store.review("a", "c", "not_duplicate")
+            assert review.cut and await store.verdicts() == [review]
+            assert (await store.explain("a", "b")).exact
+            assert (await store.stats()).documents == 3
+            assert await store.delete(["c"]) == 1
+            with pytest.raises(UnknownDocumentError):
+                await store.cluster("c")
+            # many calls at once, each on a worker thread
+            found = await asyncio.gather(*(store.check(TEXT) for _ in range(20)))
+            assert {r.status for r in found} == {Status.EXACT_DUPLICATE}
+
+    asyncio.run(main())
+
+
+def test_inside_the_callers_async_transactions(
+    engine: Engine, schema: str, database_url: str
+) -> None:
+    DedupStore(engine, schema=schema).close()
+
+    async def sqlalchemy_connection(commit: bool) -> None:
+        async_engine = create_async_engine(database_url)
+        async with async_engine.connect() as conn:
+            await conn.begin()
+            store = await AsyncDedupStore(conn, schema=schema).open()
+            await store.add("sa-" + str(commit), TEXT)
+            assert (await store.check(TEXT)).matches
+            await (conn.commit() if commit else conn.rollback())
+        await async_engine.dispose()
+
+    async def psycopg_connection(commit: bool) -> None:
+        import psycopg
+
+        conninfo = database_url.replace("postgresql+psycopg://", "postgresql://", 1)
+        async with await psycopg.AsyncConnection.connect(conninfo) as raw:
+            store = await AsyncDedupStore(raw, schema=schema).open()
+            await store.add("pg-" + str(commit), TEXT + " from psycopg")
+            await (raw.commit() if commit else raw.rollback())
+            await store.close()
+            assert not raw.closed
+
+    asyncio.run(sqlalchemy_connection(False))
+    assert count(engine, schema) == 0
+    asyncio.run(sqlalchemy_connection(True))
+    asyncio.run(psycopg_connection(False))
+    assert count(engine, schema) == 1
+    asyncio.run(psycopg_connection(True))
+    assert count(engine, schema) == 2
+
+
+def test_a_cancelled_call_leaves_nothing_half_written(
+    engine: Engine, schema: str, database_url: str
+) -> None:
+    documents = [(f"d{i}", f"{TEXT} number {i} " + " ".join(f"w{i}x{k}" for k in range(30)))
+                 for i in range(20_000)]  # fmt: skip
+
+    async def main() -> None:
+        async with AsyncDedupStore(database_url, schema=schema) as store:
+            task = asyncio.create_task(store.ingest(documents, batch_size=500, bulk=False))
+            await asyncio.sleep(1.0)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    asyncio.run(main())
+    with engine.connect() as conn:
+        stored = conn.execute(text(f'SELECT count(*) FROM "{schema}".documents')).scalar_one()
+        edges_to_nowhere = conn.execute(text(
+            f'SELECT count(*) FROM "{schema}".edges e LEFT JOIN "{schema}".documents d '
+            "ON d.id = e.b WHERE d.id IS NULL"
+        )).scalar_one()  # fmt: skip
+    assert 0 < stored < len(documents) and stored % 500 == 0  # whole batches, then it stopped
+    assert edges_to_nowhere == 0
