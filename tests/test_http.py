@@ -460,6 +460,20 @@ def test_the_api_is_described(client: httpx.Client) -> None:
     assert "swagger" in client.get("/docs").text.lower()
 
 
+def test_the_docs_page_needs_nothing_beyond_the_server(server: Server) -> None:
+    """/docs loaded Swagger UI from a CDN: blank on a host without a way out."""
+    import re
+
+    with server.client(token="") as anonymous:
+        page = anonymous.get("/docs")
+        assert page.status_code == 200
+        sources = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+        assert sources and all(s.startswith("/") for s in sources), sources
+        for source in sources:
+            answer = anonymous.get(source)
+            assert answer.status_code == 200 and len(answer.content) > 100, source
+
+
 # -- the statuses of the error classes ---------------------------------------------------------
 
 

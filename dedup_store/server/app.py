@@ -15,7 +15,7 @@ from dedup_store.server import batch, documents, store
 from dedup_store.server.errors import RequestError
 from dedup_store.server.logs import SERVER
 from dedup_store.server.metrics import metrics
-from dedup_store.server.middleware import Guard
+from dedup_store.server.middleware import DOCS_STATIC, Guard
 from dedup_store.server.served import json_response, lifespan
 from dedup_store.server.settings import ServerSettings, token_from_environment
 
@@ -37,11 +37,12 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
-        docs_url="/docs",
+        docs_url=None,  # served below, with Swagger UI's files from this machine
         redoc_url=None,
         openapi_url="/openapi.json",
     )
     app.state.settings = settings
+    _offline_docs(app)
     app.include_router(documents.router)
     app.include_router(batch.router)
     app.include_router(store.router)
@@ -57,6 +58,30 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         metrics=metrics(),
     )
     return app
+
+
+def _offline_docs(app: FastAPI) -> None:
+    """``/docs``: Swagger UI over ``/openapi.json``, its scripts and styles served from the
+    ``swagger-ui-bundle`` package under ``/docs/static``, so the page works with no way out
+    to a CDN (an intranet host)."""
+    import swagger_ui_bundle
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from fastapi.staticfiles import StaticFiles
+
+    app.mount(
+        DOCS_STATIC, StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), name="docs-static"
+    )
+
+    async def docs() -> Response:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="dedup-store",
+            swagger_js_url=f"{DOCS_STATIC}/swagger-ui-bundle.js",
+            swagger_css_url=f"{DOCS_STATIC}/swagger-ui.css",
+            swagger_favicon_url=f"{DOCS_STATIC}/favicon-32x32.png",
+        )
+
+    app.add_api_route("/docs", docs, include_in_schema=False)
 
 
 async def _request_error(request: Request, error: RequestError) -> Response:

@@ -24,6 +24,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 #: Paths answered without the token: the probes, and the description of the API.
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
+#: Where ``/docs`` takes Swagger UI's files from (answered without the token too).
+DOCS_STATIC = "/docs/static"
 
 _access = logging.getLogger(ACCESS)
 _log = logging.getLogger(SERVER)
@@ -109,7 +111,10 @@ class Guard:
 
     def _refusal(self, scope: Scope, headers: dict[bytes, bytes]) -> RequestError | None:
         """Why the request is refused before it is read, if it is."""
-        if self._token is not None and scope["path"] not in OPEN_PATHS:
+        path = scope["path"]
+        if self._token is not None and not (
+            path in OPEN_PATHS or path.startswith(DOCS_STATIC + "/")
+        ):
             given = headers.get(b"authorization")
             if given is None:
                 return RequestError(401, "Unauthorized", "missing bearer token (Authorization)")
