@@ -68,13 +68,16 @@ def test_the_callers_psycopg_connection_as_django_holds_one(
         raw.execute("INSERT INTO pages VALUES ('page-1')")
         store = DedupStore(raw, schema=schema)
         assert store.add("a", TEXT).status is Status.NEW
+        assert raw.execute("SELECT count(*) FROM pages").fetchone() == (1,)  # the host's work
         with pytest.raises(InvalidDocumentError):
             store.add("bad", "nul \x00 byte")
         assert store.check(TEXT).status is Status.EXACT_DUPLICATE
         raw.rollback()  # the host's: the page and the fingerprint go together
         assert store.check(TEXT).status is Status.NEW
         raw.execute("CREATE TEMP TABLE pages (id text)")
-        store.add("a", TEXT)
+        raw.execute("INSERT INTO pages VALUES ('page-1')")
+        DedupStore(raw, schema=schema).add("a", TEXT)  # a new store on it: the page stays
+        assert raw.execute("SELECT count(*) FROM pages").fetchone() == (1,)
         raw.commit()
         store.close()
         assert not raw.closed

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg.types.json import JsonbLoader, JsonLoader
 from sqlalchemy import Connection, Engine, create_engine, event, exc, text
 from sqlalchemy.pool import StaticPool
 
@@ -333,7 +334,24 @@ def caller_connection(raw: psycopg.Connection[Any]) -> Connection:
         poolclass=StaticPool,
         pool_reset_on_return=None,
     )
+    # SQLAlchemy ends the transaction its first statements open (the dialect's set-up) with a
+    # rollback, and rolls back what it began when a connection closes: here the transaction
+    # is the caller's, which only the caller ends
+    engine.dialect.do_rollback = _caller_ends_it  # type: ignore[method-assign]
+    engine.dialect.do_commit = _caller_ends_it  # type: ignore[method-assign]
+    # a host may load json as text on its connection (Django does, for its JSONField): the
+    # store's cursors load it as Python values, leaving the host's own cursors alone
+    event.listen(engine, "before_cursor_execute", _json_loaders)
     return engine.connect()
+
+
+def _caller_ends_it(dbapi_connection: Any) -> None:
+    """Neither commit nor roll back the caller's transaction."""
+
+
+def _json_loaders(conn: Connection, cursor: Any, *_: Any) -> None:
+    cursor.adapters.register_loader("json", JsonLoader)
+    cursor.adapters.register_loader("jsonb", JsonbLoader)
 
 
 def _replica_engine(pool_size: int | None) -> Callable[[str], Engine]:
