@@ -46,6 +46,20 @@ try:
     store()
 except Exception as error:
     print("outside atomic:", type(error).__name__)
+
+from django.test import Client
+
+client = Client(raise_request_exception=False)
+body = text + " A reposted copy, lightly edited for the web."
+print("publish:", client.post("/publish", {"slug": "web", "body": body}).status_code)
+failed = client.post("/publish", {"slug": "failed", "body": body + " Failed.", "fail": "1"})
+print("failed request:", failed.status_code, Page.objects.filter(slug="failed").exists())
+answer = client.post("/check", {"body": body})
+print("check:", answer.json()["status"] if answer.status_code == 200 else answer.content[:3000])
+print("check async:", client.post("/check-async", {"body": body}).json()["status"])
+print("page:", client.get("/pages/budget").content.decode().count('class="duplicate"'))
+with transaction.atomic():
+    print("failed fingerprint:", [m.external_id for m in store().similar("budget")])
 """
 
 
@@ -84,3 +98,15 @@ def test_pages_are_fingerprinted_in_their_transaction(database: str) -> None:
     assert "rolled back: ['budget-repost']" in out  # no 'rolled-back' page
     assert "after delete: ['budget']" in out
     assert "outside atomic: InvalidParamsError" in out
+    assert "publish: 200" in out
+    assert "failed request: 500 False" in out  # the page and its fingerprint rolled back
+    assert "failed fingerprint: ['web']" in out
+    assert "check: exact_duplicate" in out and "check async: exact_duplicate" in out
+    assert "page: 1" in out  # the template's duplicates of the page
+    clusters = manage(database, "dedup", "pairs", "--format", "json")
+    assert '"budget"' in clusters and '"web"' in clusters
+    failing = subprocess.run(
+        [sys.executable, "manage.py", "dedup", "cluster", "nobody"], cwd=EXAMPLE,
+        env={**os.environ, "CMS_DATABASE_URL": database}, capture_output=True, text=True,
+    )  # fmt: skip
+    assert failing.returncode == 5 and failing.stderr == "error: unknown document id: 'nobody'\n"

@@ -10,8 +10,11 @@ dedup_store brings migrations.
   ``transaction.atomic()`` block: its rows commit or roll back with the model's.
 - :func:`fingerprint_on_save`: keeps a model's text field fingerprinted as instances are
   saved and deleted, in the same transaction.
+- :func:`duplicates_of` (and the template filter ``{% load dedup_store %}``,
+  ``page|duplicates``): the stored documents that match an instance.
+- ``manage.py dedup <command>``: the ``dedup-store`` command line on the project's database.
 """
 
-from dedup_store.django.store import fingerprint_on_save, store
+from dedup_store.django.store import duplicates_of, fingerprint_on_save, store
 
-__all__ = ["fingerprint_on_save", "store"]
+__all__ = ["duplicates_of", "fingerprint_on_save", "store"]

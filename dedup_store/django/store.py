@@ -10,7 +10,8 @@ from django.db import connections, transaction
 from django.db.models import Model
 from django.db.models.signals import post_delete, post_save
 
-from dedup_store.errors import InvalidParamsError
+from dedup_store.errors import InvalidParamsError, UnknownDocumentError
+from dedup_store.results import Match
 from dedup_store.service import DedupStore
 
 #: The keys of ``settings.DEDUP_STORE`` and their defaults.
@@ -69,11 +70,31 @@ def migrate_store(using: str = "default") -> None:
         store(using).close()
 
 
+#: How each fingerprinted model names its instances' documents (:func:`fingerprint_on_save`).
+_ID_OF: dict[type[Model], Callable[[Model], str]] = {}
+
+
+def default_id(instance: Model) -> str:
+    """The document id of a model instance: ``app_label.Model:pk``."""
+    return f"{instance._meta.label}:{instance.pk}"
+
+
+def duplicates_of(instance: Model) -> list[Match]:
+    """The stored documents that match ``instance``'s (fingerprinted by
+    :func:`fingerprint_on_save`), best first; none when it has no document."""
+    id_of = _ID_OF.get(type(instance), default_id)
+    with transaction.atomic(using=options()["database"]):
+        try:
+            return store().similar(id_of(instance))
+        except UnknownDocumentError:
+            return []
+
+
 def fingerprint_on_save(
     model: type[Model],
     text_field: str,
     *,
-    id_of: Callable[[Model], str] = lambda instance: f"{instance._meta.label}:{instance.pk}",
+    id_of: Callable[[Model], str] = default_id,
 ) -> None:
     """Keep ``model``'s ``text_field`` fingerprinted: each save adds (or updates) the instance's
     document, each delete removes it, in the transaction of the save or delete. The document's
@@ -87,6 +108,7 @@ def fingerprint_on_save(
         with transaction.atomic(using=options()["database"]):
             store().delete([id_of(instance)])
 
+    _ID_OF[model] = id_of
     uid = f"dedup_store:{model._meta.label}:{text_field}"
     post_save.connect(saved, sender=model, weak=False, dispatch_uid=uid)
     post_delete.connect(deleted, sender=model, weak=False, dispatch_uid=uid)
