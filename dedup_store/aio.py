@@ -5,9 +5,9 @@ One implementation serves both: each coroutine runs the synchronous call, so the
 matching and the errors are the same.
 
 - Given a URL (or a SQLAlchemy ``AsyncEngine``, whose URL it takes), the store has its own
-  connections and runs each call in a worker thread (:func:`asyncio.to_thread`), as its own
-  transaction. A task cancelled while it waits leaves the call to finish or fail whole: its
-  transaction commits or rolls back, nothing is half-written.
+  connections and runs each call in a thread of its own pool (``pool_size`` threads, default
+  8), as its own transaction. A task cancelled while it waits leaves the call to finish or
+  fail whole (an ingest stops after its batch in flight): nothing is half-written.
 - Given the caller's SQLAlchemy ``AsyncConnection``, or a psycopg ``AsyncConnection`` (wrapped
   in one), each call runs through :meth:`AsyncConnection.run_sync` inside the caller's
   transaction, in a savepoint, and never commits: the caller's rollback takes the store's rows
@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -77,6 +78,10 @@ class AsyncDedupStore:
         self._options = options
         self._store: DedupStore | None = None
         self._conn: AsyncConnection | None = None
+        # the calls' threads, one per connection the store keeps (as DedupStore's pool_size)
+        self._threads = ThreadPoolExecutor(
+            max_workers=options.get("pool_size") or 8, thread_name_prefix="dedup_store"
+        )
 
     async def open(self) -> AsyncDedupStore:
         """Open the store (creating it as :class:`DedupStore` does); returns it."""
@@ -85,7 +90,7 @@ class AsyncDedupStore:
             bind = bind.url.render_as_string(hide_password=False)
         if isinstance(bind, str):
             url = bind
-            self._store = await asyncio.to_thread(self._make, url)
+            self._store = await self._in_thread(lambda: self._make(url))
             return self
         if isinstance(bind, psycopg.AsyncConnection):
             raw = bind
@@ -110,7 +115,8 @@ class AsyncDedupStore:
         if self._store is not None:
             store, self._store = self._store, None
             if self._conn is None:
-                await asyncio.to_thread(store.close)
+                await self._in_thread(store.close)
+        self._threads.shutdown(wait=False)
 
     async def __aenter__(self) -> AsyncDedupStore:
         return await self.open()
@@ -134,7 +140,10 @@ class AsyncDedupStore:
         store = self.store
         if self._conn is not None:
             return await self._conn.run_sync(lambda _sync: call(store))
-        return await asyncio.to_thread(call, store)
+        return await self._in_thread(lambda: call(store))
+
+    async def _in_thread(self, call: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._threads, call)
 
     # -- the calls ------------------------------------------------------------------------
 
