@@ -262,9 +262,11 @@ def test_a_store_object_starts_with_the_stores_hot_keys(
     statements = []
     original = StoreTables._statement_rows
 
-    def counted(self: StoreTables, statement: str, parameters: dict[str, Any]) -> list[Any]:
+    def counted(
+        self: StoreTables, statement: str, parameters: dict[str, Any], **options: Any
+    ) -> list[Any]:
         statements.append(statement)
-        return original(self, statement, parameters)
+        return original(self, statement, parameters, **options)
 
     monkeypatch.setattr(StoreTables, "_statement_rows", counted)
     with DedupStore(engine, params, schema=schemas[0]) as store:

@@ -38,4 +38,4 @@ async def check_async(request: HttpRequest) -> JsonResponse:
 
 def page(request: HttpRequest, slug: str) -> HttpResponse:
     """A page, with the pages it duplicates."""
-    return render(request, "pages/page.html", {"page": get_object_or_404(Page, slug=slug)})
+    return render(request, "pages/page.django", {"page": get_object_or_404(Page, slug=slug)})
