@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +31,7 @@ from sqlalchemy.pool import StaticPool
 
 from dedup_store.config import DEFAULT_SCHEMA
 from dedup_store.core.params import FingerprintParams
+from dedup_store.db.server.replicas import ReadSource
 from dedup_store.ingest.records import Record
 from dedup_store.results import (
     AddResult,
@@ -78,6 +80,9 @@ class AsyncDedupStore:
         self._options = options
         self._store: DedupStore | None = None
         self._conn: AsyncConnection | None = None
+        self._last_read: contextvars.ContextVar[ReadSource | None] = contextvars.ContextVar(
+            f"dedup_store_last_read_{id(self)}", default=None
+        )
         # the calls' threads, one per connection the store keeps (as DedupStore's pool_size)
         self._threads = ThreadPoolExecutor(
             max_workers=options.get("pool_size") or 8, thread_name_prefix="dedup_store"
@@ -136,11 +141,25 @@ class AsyncDedupStore:
             raise RuntimeError("the store is not open: use 'async with' or 'await open()'")
         return self._store
 
+    @property
+    def last_read(self) -> ReadSource | None:
+        """Where this task's last read of a store with replicas was served
+        (:attr:`DedupStore.last_read <dedup_store.service.DedupStore.last_read>`; the calls
+        run on the store's threads, so it is kept for the task that awaited them)."""
+        return self._last_read.get()
+
     async def _run(self, call: Callable[[DedupStore], T]) -> T:
         store = self.store
         if self._conn is not None:
             return await self._conn.run_sync(lambda _sync: call(store))
-        return await self._in_thread(lambda: call(store))
+
+        def calling() -> tuple[T, ReadSource | None]:
+            return call(store), store.last_read  # the thread's, read on that thread
+
+        result, source = await self._in_thread(calling)
+        if source is not None:
+            self._last_read.set(source)
+        return result
 
     async def _in_thread(self, call: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._threads, call)

@@ -4,6 +4,7 @@ these tests (:mod:`tests.replica_servers`), no mock."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
@@ -12,6 +13,9 @@ import pytest
 
 from benchmarks.replica_servers import Pair, primary_and_standby
 from dedup_store import DatabaseError, DedupStore, Document
+from dedup_store.aio import AsyncDedupStore
+from dedup_store.db.server import replicas
+from dedup_store.db.server.replicas import Replica
 
 pytestmark = pytest.mark.db
 
@@ -153,8 +157,75 @@ def test_with_the_primary_stopped_reads_go_on_and_writes_fail(pair: Pair) -> Non
             assert store.cluster("d7").members == ["d7"]
             with pytest.raises(DatabaseError):
                 store.add("while-down", text_of(4000))
+            # the reads do not try the stopped primary each time: it is tried again after a
+            # back-off (1 s, then 2 s, ...)
+            started = time.monotonic()
+            while time.monotonic() - started < 1.5:
+                assert store.check(text_of(7)).matches
+            assert 1 <= store.stats().replicas["primary_failures"] <= 3
     finally:
         pair.primary.start()
+
+
+def test_a_statement_that_fails_on_the_standby_is_the_stores_error_not_the_standbys(
+    store: DedupStore,
+) -> None:
+    """A statement's own error on a replica (not the replica's: gone, in recovery conflict)
+    is raised as the store's DatabaseError, and the replica stays in use."""
+    store.check(text_of(1))
+    assert served_by_standby(store)
+    with pytest.raises(DatabaseError, match="division by zero"):
+        store._db.native(lambda raw: raw.execute("SELECT 1 / 0").fetchall(), replica=True)
+    with pytest.raises(DatabaseError, match="division by zero"):
+        store._db.read(lambda conn: conn.exec_driver_sql("SELECT 1 / 0").all(), replica=True)
+    assert store.stats().replicas["replica_failures"] == 0
+    store.check(text_of(1))
+    assert served_by_standby(store)
+
+
+def test_a_stream_after_the_standby_restarted_is_read_whole(
+    pair: Pair, store: DedupStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection a stream of clusters took from the pool of a standby that has restarted
+    since is found dead before the first row: the stream reads the primary instead."""
+    assert len(list(store.clusters(min_size=1))) >= 50 and served_by_standby(store)
+    # the restart falls between two readings of the standby's position (one every 0.1 s)
+    monkeypatch.setattr(replicas, "CHECK_INTERVAL", 3600.0)
+    pair.standby.stop()
+    pair.standby.start()
+    pair.wait_replayed()
+    assert len(list(store.clusters(min_size=1))) >= 50
+    assert store.stats().replicas["replica_failures"] >= 1
+
+
+def test_each_task_of_an_async_store_knows_where_its_own_last_read_was_served(pair: Pair) -> None:
+    async def main() -> None:
+        async with AsyncDedupStore(
+            pair.primary.url, schema=SCHEMA, replicas=[pair.standby.url], max_replica_lag=0.5
+        ) as store:
+            assert store.last_read is None
+
+            async def reads() -> None:
+                await store.check(text_of(3))
+                assert store.last_read is not None and store.last_read.replica is not None
+
+            async def waits() -> None:
+                await asyncio.sleep(0.2)
+                assert store.last_read is None  # this task has read nothing
+
+            await asyncio.gather(reads(), waits())
+            assert store.last_read is None  # nor has this one
+            await store.cluster("d3")
+            assert store.last_read is not None and store.last_read.replica is not None
+
+    asyncio.run(main())
+
+
+def test_a_lag_read_earlier_grows_with_the_time_since() -> None:
+    replica = Replica("standby", None, None, checked_at=10.0, replayed=5, replay_age=0.2)  # type: ignore[arg-type]
+    assert replica.lag(primary=5, now=11.0) == 0.0  # it had replayed the primary's position
+    assert replica.lag(primary=9, now=10.5) == pytest.approx(0.7)
+    assert replica.lag(primary=9) == pytest.approx(0.2)
 
 
 def test_the_command_line_reads_the_replicas_it_is_given(pair: Pair) -> None:

@@ -24,7 +24,7 @@ from sqlalchemy.pool import StaticPool
 from dedup_store.config import normalize_url, redact
 from dedup_store.db.schema.names import validate_schema
 from dedup_store.db.server.native import DroppedConnection, NativeConnections
-from dedup_store.db.server.replicas import Replica, ReplicaSet, lsn
+from dedup_store.db.server.replicas import Replica, ReplicaSet, Served, lsn
 from dedup_store.errors import ConflictError, DatabaseError, UnsupportedServerError
 from dedup_store.plumbing import Closing
 
@@ -120,8 +120,11 @@ class Database(Closing):
         try:
             conn = self._replica_connection() if replica else None
             if conn is not None:
-                with conn, conn.begin():
-                    yield conn
+                with conn:  # in the transaction _snapshot_connection began
+                    try:
+                        yield conn
+                    finally:
+                        conn.rollback()  # it only read
                 return
             with self._transaction() as conn:
                 yield conn
@@ -132,10 +135,23 @@ class Database(Closing):
 
     def _replica_connection(self) -> Connection | None:
         """A connection to a replica that may serve a read now (``None``: read the primary)."""
+        served = self._on_replica(_snapshot_connection)
+        return None if served is None else served.value
+
+    def _on_replica(self, work: Callable[[Replica], T]) -> Served[T] | None:
+        """What ``work`` gave on a replica that may serve a read now (``None``: read the
+        primary; :meth:`ReplicaSet.attempt`).
+
+        Raises:
+            DatabaseError: ``work`` failed on a replica for a reason of its own (not the
+                replica's: the statement's), chained to its cause.
+        """
         if self.replicas is None:
             return None
-        served = self.replicas.attempt(_snapshot_connection, self._primary)
-        return None if served is None else served.value
+        try:
+            return self.replicas.attempt(work, self._primary)
+        except (exc.SQLAlchemyError, psycopg.Error, DroppedConnection) as e:
+            raise self.error(e) from e
 
     def _primary(self) -> int:
         """The primary's WAL position now."""
@@ -204,8 +220,8 @@ class Database(Closing):
         ``replica``: on a replica when one may serve it."""
         if self.connection is not None:
             return self.run(work)
-        if replica and self.replicas is not None:
-            served = self.replicas.attempt(lambda r: _on_engine(r.engine, work), self._primary)
+        if replica:
+            served = self._on_replica(lambda r: _on_engine(r.engine, work))
             if served is not None:
                 return served.value
         for attempt in (1, 2):
@@ -233,8 +249,8 @@ class Database(Closing):
         """
         if self.connection is not None:
             return None
-        if replica and self.replicas is not None:
-            served = self.replicas.attempt(lambda r: r.native.run(work), self._primary)
+        if replica:
+            served = self._on_replica(lambda r: r.native.run(work))
             if served is not None:
                 return served.value
         result = self._native_primary(work)
@@ -371,9 +387,18 @@ def _replica_engine(pool_size: int | None) -> Callable[[str], Engine]:
 
 
 def _snapshot_connection(replica: Replica) -> Connection:
-    """A connection to ``replica`` whose transactions read one snapshot (a stream of rows
-    needs a transaction, which the replica's autocommit engine does not begin)."""
-    return replica.engine.connect().execution_options(isolation_level="REPEATABLE READ")
+    """A connection to ``replica`` in a transaction that reads one snapshot (a stream of rows
+    needs a transaction, which the replica's autocommit engine does not begin), its snapshot
+    taken: a connection the replica dropped since it was pooled fails here, where the read
+    can still go elsewhere, not in the middle of the rows."""
+    conn = replica.engine.connect().execution_options(isolation_level="REPEATABLE READ")
+    try:
+        conn.begin()
+        conn.exec_driver_sql("SELECT 1")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def _on_engine(engine: Engine, work: Callable[[Connection], T]) -> T:

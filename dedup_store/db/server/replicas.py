@@ -10,14 +10,17 @@ write (and the decision of an ``add``) to the primary. A replica serves a read o
 - it is close enough: its lag, measured from what PostgreSQL reports, is at most
   ``max_lag`` seconds. The lag is 0 when the replica has replayed the primary's WAL position
   (``pg_last_wal_replay_lsn()`` against ``pg_current_wal_lsn()``), else the age of the last
-  transaction it replayed (``now() - pg_last_xact_replay_timestamp()``). Both positions are read
-  at most every :data:`CHECK_INTERVAL` seconds, one short statement each;
+  transaction it replayed (``now() - pg_last_xact_replay_timestamp()``) plus the time since it
+  was read. Both positions are read at most every :data:`CHECK_INTERVAL` seconds, one short
+  statement each; the primary's by one thread at a time (the others take the last reading);
 - it has the store's own writes: after a write through the store, its WAL position is kept,
   and a replica serves reads only once it has replayed it (checked again at once when the
   cached position is behind); otherwise the primary does.
 
 When the primary cannot be reached, the replicas serve every read whatever their lag (writes
-fail as before); :attr:`ReplicaSet.last_read` says how old the answer may be.
+fail as before), and its position is tried again after a back-off (:data:`BACKOFF_FIRST`,
+doubling to :data:`PRIMARY_BACKOFF_MAX`), so reads do not wait on a server that is down;
+:attr:`ReplicaSet.last_read` says how old the answer may be.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ log = logging.getLogger("dedup_store.replicas")
 CHECK_INTERVAL = 0.1
 #: Seconds a failed replica is left out, at first and at most.
 BACKOFF_FIRST, BACKOFF_MAX = 1.0, 30.0
+#: Seconds at most between two tries of a primary that could not be reached.
+PRIMARY_BACKOFF_MAX = 5.0
 #: SQLSTATEs of a standby that cannot serve a statement now (a conflict with recovery, a
 #: server shutting down): the read goes elsewhere.
 _FAULT_SQLSTATES = {"40001", "57P01", "57P02", "57P03", "08006", "08003", "08001"}
@@ -74,11 +79,15 @@ class Replica:
     down_until: float = 0.0
     backoff: float = 0.0
 
-    def lag(self, primary: int | None) -> float:
-        """Seconds behind the primary at ``primary`` (its WAL position; ``None``: unknown)."""
+    def lag(self, primary: int | None, now: float | None = None) -> float:
+        """Seconds behind the primary at ``primary`` (its WAL position; ``None``: unknown) at
+        ``now`` (``time.monotonic()``; default: when it was last read): 0 once it has replayed
+        that position, else the age of its last replayed transaction when it was read, plus
+        the time since (it may have replayed nothing since)."""
         if primary is not None and self.replayed >= primary:
             return 0.0
-        return self.replay_age
+        since = 0.0 if now is None else max(0.0, now - self.checked_at)
+        return self.replay_age + since
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,9 +139,13 @@ class ReplicaSet:
             "primary_reads": 0,
             "replica_failures": 0,
             "lagging": 0,
+            "primary_failures": 0,
         }
         self._primary: int | None = None
         self._primary_at = -math.inf
+        self._primary_wait = 0.0  # seconds before the next try of a primary that failed
+        self._primary_read = False  # whether its position was ever tried
+        self._primary_lock = threading.Lock()
         self._turn = 0
         self._lock = threading.Lock()
         self._local = threading.local()
@@ -161,13 +174,12 @@ class ReplicaSet:
                     raise
                 self._failed(replica, e)
                 continue
-            lag = replica.lag(position)
-            shown = None if math.isinf(lag) else lag
-            self._local.source = ReadSource(replica.name, shown, position is None)
-            self.counters["replica_reads"] += 1
+            lag = _finite(replica.lag(position, time.monotonic()))
+            self._local.source = ReadSource(replica.name, lag, position is None)
+            self._count("replica_reads")
             return Served(result)
         self._local.source = ReadSource(None, 0.0)
-        self.counters["primary_reads"] += 1
+        self._count("primary_reads")
         return None
 
     def close(self) -> None:
@@ -183,21 +195,44 @@ class ReplicaSet:
             {
                 "url": r.name,
                 "up": r.down_until <= now,
-                "lag_seconds": None if math.isinf(r.lag(self._primary)) else r.lag(self._primary),
+                "lag_seconds": _finite(r.lag(self._primary, now)),
                 "replayed": r.replayed,
             }
             for r in self.replicas
         ]
 
+    def _count(self, name: str) -> None:
+        with self._lock:
+            self.counters[name] += 1
+
     def _primary_position(self, read: Callable[[], int]) -> int | None:
-        now = time.monotonic()
-        if now - self._primary_at >= CHECK_INTERVAL:
-            try:
-                self._primary = read()
-            except Exception:  # the primary is down: replicas serve whatever their lag
-                self._primary = None
-            self._primary_at = now
+        """The primary's WAL position as last read (``None``: it could not be reached), read
+        again by this thread when it is due and no other thread is reading it."""
+        if time.monotonic() - self._primary_at < max(CHECK_INTERVAL, self._primary_wait):
+            return self._primary
+        # before the first reading every thread waits for it; later, one reads, the others go on
+        if not self._primary_lock.acquire(blocking=not self._primary_read):
+            return self._primary
+        try:
+            if time.monotonic() - self._primary_at >= max(CHECK_INTERVAL, self._primary_wait):
+                self._read_primary(read)
+        finally:
+            self._primary_read = True
+            self._primary_lock.release()
         return self._primary
+
+    def _read_primary(self, read: Callable[[], int]) -> None:
+        try:
+            self._primary, self._primary_wait = read(), 0.0
+        except Exception as e:  # the primary is down: replicas serve whatever their lag
+            if self._primary is not None or not self._primary_wait:
+                log.warning(
+                    "the primary could not be reached; reads go to the replicas: %s", _first_line(e)
+                )
+            self._primary = None
+            self._primary_wait = min(PRIMARY_BACKOFF_MAX, self._primary_wait * 2 or BACKOFF_FIRST)
+            self._count("primary_failures")
+        self._primary_at = time.monotonic()
 
     def _eligible(self, primary: int | None) -> list[Replica]:
         now = time.monotonic()
@@ -213,8 +248,8 @@ class ReplicaSet:
                 continue
             if not replica.in_recovery or replica.replayed < self.written:
                 continue  # promoted, or without the store's own writes yet
-            if primary is not None and replica.lag(primary) > self.max_lag:
-                self.counters["lagging"] += 1
+            if primary is not None and replica.lag(primary, now) > self.max_lag:
+                self._count("lagging")
                 continue
             chosen.append(replica)
         return chosen
@@ -236,19 +271,25 @@ class ReplicaSet:
         # the connections kept to it may all be dead: the next try makes new ones
         replica.native.discard_idle()
         replica.engine.dispose()
-        self.counters["replica_failures"] += 1
         now = time.monotonic()
         with self._lock:
+            self.counters["replica_failures"] += 1
             if replica.down_until > now:  # the reads in flight meet the same failure
                 return
             replica.backoff = min(BACKOFF_MAX, replica.backoff * 2 or BACKOFF_FIRST)
             replica.down_until = now + replica.backoff
         log.warning(
-            "replica %s left out for %.0f s: %s",
-            replica.name,
-            replica.backoff,
-            str(getattr(error, "orig", None) or error).strip().splitlines()[0],
+            "replica %s left out for %.0f s: %s", replica.name, replica.backoff, _first_line(error)
         )
+
+
+def _finite(seconds: float) -> float | None:
+    return None if math.isinf(seconds) else seconds
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(getattr(error, "orig", None) or error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
 
 
 def _is_fault(error: BaseException) -> bool:
