@@ -19,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import itertools
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -52,6 +53,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 AsyncBind = str | AsyncEngine | AsyncConnection | psycopg.AsyncConnection[Any]
+
+#: Items of ``clusters`` and ``pairs`` read by one call of the store's.
+STREAM_CHUNK = 1000
 
 
 class AsyncDedupStore:
@@ -219,15 +223,41 @@ class AsyncDedupStore:
         """:meth:`DedupStore.cluster`."""
         return await self._run(lambda s: s.cluster(*args, **kwargs))
 
-    async def clusters(self, *args: Any, **kwargs: Any) -> AsyncIterator[Cluster]:
-        """:meth:`DedupStore.clusters`, read whole, then yielded."""
-        for found in await self._run(lambda s: list(s.clusters(*args, **kwargs))):
-            yield found
+    def clusters(self, *args: Any, **kwargs: Any) -> AsyncIterator[Cluster]:
+        """:meth:`DedupStore.clusters`, streamed (:meth:`_stream`)."""
+        return self._stream(lambda s: s.clusters(*args, **kwargs))
 
-    async def pairs(self, *args: Any, **kwargs: Any) -> AsyncIterator[Pair]:
-        """:meth:`DedupStore.pairs`, read whole, then yielded."""
-        for found in await self._run(lambda s: list(s.pairs(*args, **kwargs))):
-            yield found
+    def pairs(self, *args: Any, **kwargs: Any) -> AsyncIterator[Pair]:
+        """:meth:`DedupStore.pairs`, streamed (:meth:`_stream`)."""
+        return self._stream(lambda s: s.pairs(*args, **kwargs))
+
+    async def _stream(self, rows: Callable[[DedupStore], Iterator[T]]) -> AsyncIterator[T]:
+        """The items of the synchronous iterator ``rows`` makes, :data:`STREAM_CHUNK` at a
+        time: the iterator (and the transaction it reads in) stays on the store's side, and
+        each chunk is read by one call, so the loop is never blocked and the first items come
+        before the last are read. Leaving the loop early ends the read."""
+        items = rows(self.store)  # a generator: it reads nothing until asked
+
+        def chunk(_sync: object = None) -> list[T]:
+            return list(itertools.islice(items, STREAM_CHUNK))
+
+        try:
+            while True:
+                if self._conn is not None:
+                    found = await self._conn.run_sync(chunk)
+                else:
+                    found = await self._in_thread(chunk)
+                for item in found:
+                    yield item
+                if len(found) < STREAM_CHUNK:
+                    return
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                if self._conn is not None:
+                    await self._conn.run_sync(lambda _sync: close())
+                else:
+                    await self._in_thread(close)
 
     async def delete(self, *args: Any, **kwargs: Any) -> int:
         """:meth:`DedupStore.delete`."""

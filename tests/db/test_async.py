@@ -4,12 +4,13 @@ caller's SQLAlchemy or psycopg async transaction, and cancelled midway."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from dedup_store import AsyncDedupStore, DedupStore, Status, UnknownDocumentError
+from dedup_store import AsyncDedupStore, Cluster, DedupStore, Status, UnknownDocumentError, aio
 
 pytestmark = pytest.mark.db
 
@@ -109,3 +110,50 @@ def test_a_cancelled_call_leaves_nothing_half_written(
         )).scalar_one()  # fmt: skip
     assert 0 < stored < len(documents) and stored % 500 == 0  # whole batches, then it stopped
     assert edges_to_nowhere == 0
+
+
+def test_clusters_and_pairs_stream_and_end_their_read_when_left_early(
+    engine: Engine, schema: str, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(aio, "STREAM_CHUNK", 2)
+    groups = [f"{TEXT} Group {n}: " + " ".join(f"word{n}x{k}" for k in range(12)) for n in range(5)]
+    with DedupStore(engine, schema=schema) as sync:
+        sync.add_many([(f"{n}-{copy}", text) for n, text in enumerate(groups) for copy in "ab"])
+        expected_clusters, expected_pairs = list(sync.clusters()), list(sync.pairs())
+    assert len(expected_clusters) == 5 and len(expected_pairs) == 5
+
+    async def main() -> None:
+        async with AsyncDedupStore(database_url, schema=schema) as store:
+            assert [c async for c in store.clusters()] == expected_clusters
+            assert [p async for p in store.pairs()] == expected_pairs
+            read: list[int] = []
+            whole = store.store.clusters
+
+            def counted(*args: object, **kwargs: object) -> Iterator[Cluster]:
+                for n, found in enumerate(whole(*args, **kwargs)):  # type: ignore[arg-type]
+                    read.append(n)
+                    yield found
+
+            monkeypatch.setattr(store.store, "clusters", counted)
+            async for first in store.clusters():
+                assert first == expected_clusters[0]
+                assert len(read) == 2  # one chunk read, not the whole
+                break
+            await asyncio.sleep(0)
+            # the read ended with the loop: no transaction of the store is left open
+            assert open_transactions(engine, schema) == 0
+
+    asyncio.run(main())
+
+
+def open_transactions(engine: Engine, schema: str) -> int:
+    with engine.connect() as conn:
+        return int(
+            conn.execute(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction' "
+                    "AND datname = current_database() AND query LIKE :schema"
+                ),
+                {"schema": f'%"{schema}"%'},
+            ).scalar_one()
+        )
