@@ -29,8 +29,7 @@ import numpy.typing as npt
 
 from dedup_store.core.canonical import html_to_text, looks_like_html
 from dedup_store.core.params import HtmlMode
-from dedup_store.core.reference import CJK_KIND, WORD_KIND
-from dedup_store.core.scripts import TOKEN
+from dedup_store.core.scripts import CJK_KIND, TOKEN, WORD_KIND
 from dedup_store.core.seqdiff import diff_tokens
 from dedup_store.errors import InvalidParamsError
 

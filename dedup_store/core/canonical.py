@@ -40,8 +40,7 @@ import regex
 from dedup_store.core import kernels
 from dedup_store.core.arrays import I64, U64
 from dedup_store.core.params import FingerprintParams
-from dedup_store.core.reference import CJK_KIND
-from dedup_store.core.scripts import CJK_CHAR, script_runs, starts_cjk
+from dedup_store.core.scripts import CJK_CHAR, CJK_KIND, script_runs, starts_cjk
 from dedup_store.core.scripts import has_cjk as has_cjk
 from dedup_store.core.scripts import is_cjk as is_cjk
 

@@ -16,15 +16,17 @@ import os
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from types import ModuleType
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import xxhash
 
+if TYPE_CHECKING:
+    from dedup_store.core.reference import ReferenceBackend
+
 from dedup_store.config import ENV_KERNELS
 from dedup_store.core.arrays import I32, I64, U32, U64
 from dedup_store.core.mixing import COMBINE
-from dedup_store.core.reference import ReferenceBackend
 
 
 class Backend(Protocol):
@@ -134,7 +136,7 @@ class CompiledBackend:
             text, _, hashes = self.canonical_words(body, np.array([len(body)]), None)
             if text == body and len(hashes) == len(tokens):
                 return hashes
-        return ReferenceBackend.token_hashes(tokens)
+        return each_token_hash(tokens)
 
     def shingle_hashes(self, hashes: U64, lengths: I64, n: int) -> U64:
         result = self.module.shingle_hashes(_u64(hashes), _i64(lengths), n, COMBINE)
@@ -264,15 +266,34 @@ def _compiled() -> CompiledBackend | None:
 
 #: The compiled kernels, or ``None`` when the extension module was not built.
 COMPILED: CompiledBackend | None = _compiled()
-#: The reference kernels (numpy and plain Python).
-REFERENCE = ReferenceBackend()
+
+
+def each_token_hash(tokens: list[str]) -> U64:
+    """xxh3-64 of each token, one at a time."""
+    hashes = (xxhash.xxh3_64_intdigest(token.encode("utf-8")) for token in tokens)
+    return np.fromiter(hashes, dtype=np.uint64, count=len(tokens))
+
+
+@lru_cache(maxsize=1)
+def reference() -> ReferenceBackend:
+    """The reference kernels (numpy and plain Python), imported when first asked for: a build
+    with compiled kernels runs without them (``REFERENCE`` is the same object)."""
+    from dedup_store.core.reference import ReferenceBackend
+
+    return ReferenceBackend()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "REFERENCE":
+        return reference()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def choose(requested: str | None) -> Backend:
     """The reference kernels when ``requested`` is ``reference`` or nothing was compiled, else
     the compiled ones."""
     if requested == "reference" or COMPILED is None:
-        return REFERENCE
+        return reference()
     return COMPILED
 
 

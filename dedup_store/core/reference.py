@@ -15,12 +15,12 @@ import xxhash
 from numpy.lib.stride_tricks import sliding_window_view
 
 from dedup_store.core.arrays import I32, I64, U32, U64
+from dedup_store.core.kernels import each_token_hash
 from dedup_store.core.mixing import COMBINE, SPLITMIX_GAMMA, mix64
+from dedup_store.core.scripts import CJK_KIND, WORD_KIND
 
 # everything but letters, digits and marks
 _NON_WORD = re.compile(r"[\W_]+")
-#: The classes of code points of :func:`dedup_store.core.scripts.script_classes` (0 separates).
-WORD_KIND, CJK_KIND = 1, 2
 _TOP_HALF = np.uint64(32)
 
 
@@ -77,8 +77,7 @@ class ReferenceBackend:
     @staticmethod
     def token_hashes(tokens: list[str]) -> U64:
         """xxh3-64 of each token, one at a time."""
-        hashes = (xxhash.xxh3_64_intdigest(token.encode("utf-8")) for token in tokens)
-        return np.fromiter(hashes, dtype=np.uint64, count=len(tokens))
+        return each_token_hash(tokens)
 
     def shingle_hashes(self, hashes: U64, lengths: I64, n: int) -> U64:
         """Every shingle's tokens combined position by position, then mixed."""

@@ -14,7 +14,9 @@ import numpy as np
 import regex
 
 from dedup_store.core import kernels
-from dedup_store.core.reference import CJK_KIND, WORD_KIND
+
+#: The classes of code points of :func:`script_classes` (0 separates).
+WORD_KIND, CJK_KIND = 1, 2
 
 _CJK_CLASS = r"\p{Han}\p{Hiragana}\p{Katakana}"
 #: A token: a CJK run (first group) or a run of word characters (second group).

@@ -27,6 +27,9 @@ Once a cluster has been made, a marker beside the data directory (``.<name>.made
 reach of whoever deletes the directory) records it. A data directory that has lost its cluster
 (deleted, or a disk not mounted) while its marker is there is not silently replaced by an empty
 one: :func:`start` refuses, unless asked to make a new one (to restore a dump into it).
+
+``psutil`` and ``platformdirs`` are imported by the functions that use them: a command given a
+database URL starts without them.
 """
 
 from __future__ import annotations
@@ -47,9 +50,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import platformdirs
-import psutil
 
 from dedup_store.db.server import tuning
 from dedup_store.errors import DatabaseError
@@ -123,6 +123,8 @@ def data_dir() -> Path:
         ``DEDUP_STORE_DATA_DIR`` if set, else ``install-<key>`` (:func:`installation_key`) in
         ``/var/lib/dedup_store`` for root or in the user's data directory for ``dedup_store``.
     """
+    import platformdirs
+
     override = os.environ.get(ENV_DATA_DIR, "").strip()
     if override:
         return Path(override).expanduser().absolute()
@@ -348,6 +350,8 @@ def _read_postmaster(pgdata: Path) -> _Postmaster | None:
 def _is_postgres(pid: int) -> bool:
     """Whether ``pid`` is a live (not zombie) PostgreSQL process (a negative pid, which a
     single-user backend such as ``initdb``'s writes, is none)."""
+    import psutil
+
     try:
         proc = psutil.Process(pid)
         return bool(proc.status() != psutil.STATUS_ZOMBIE and proc.name().startswith("postgres"))
@@ -368,6 +372,8 @@ def _require_our_binaries(running: _Postmaster, pgdata: Path) -> None:
     Raises:
         DatabaseError: naming the server's executable and this installation's binaries.
     """
+    import psutil
+
     ours = installation_dir()
     try:
         exe = Path(psutil.Process(running.pid).exe()).resolve()
@@ -490,6 +496,8 @@ def _stop_locked(pgdata: Path, running: _Postmaster) -> None:
 
 def _terminate(pid: int) -> None:
     """Last resort when ``pg_ctl stop`` fails: SIGTERM, then SIGKILL."""
+    import psutil
+
     for send in (psutil.Process.terminate, psutil.Process.kill):
         try:
             send(psutil.Process(pid))

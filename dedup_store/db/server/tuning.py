@@ -25,8 +25,6 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import psutil
-
 #: The file of the embedded server's data directory that holds these settings.
 CONF_NAME = "dedup_store.conf"
 _INCLUDE = f"include_if_exists = '{CONF_NAME}'"
@@ -57,6 +55,8 @@ class Setting:
 
 def machine() -> tuple[int, int]:
     """``(memory in bytes, cores)`` of this machine."""
+    import psutil  # only here: a command that starts no server does not import it
+
     return int(psutil.virtual_memory().total), os.cpu_count() or 1
 
 
