@@ -10,9 +10,10 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
 from dedup_store import __version__
-from dedup_store.errors import DedupStoreError, EmptyDocumentError
+from dedup_store.errors import DedupStoreError
 from dedup_store.server import batch, documents, store
-from dedup_store.server.errors import RequestError
+from dedup_store.server.errors import RequestError, store_error
+from dedup_store.server.hot import HotRoutes
 from dedup_store.server.logs import SERVER
 from dedup_store.server.metrics import metrics
 from dedup_store.server.middleware import DOCS_STATIC, Guard
@@ -51,6 +52,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     app.add_exception_handler(RequestValidationError, _bad_parameter)  # type: ignore[arg-type]
     app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _internal_error)
+    app.add_middleware(HotRoutes, fastapi=app)  # inside Guard: the token, the size, the log
     app.add_middleware(
         Guard,
         token=token_from_environment(),
@@ -89,8 +91,7 @@ async def _request_error(request: Request, error: RequestError) -> Response:
 
 
 async def _store_error(request: Request, error: DedupStoreError) -> Response:
-    field = "text" if isinstance(error, EmptyDocumentError) else None  # no words left in it
-    return await _request_error(request, RequestError.of(error, field))
+    return await _request_error(request, store_error(error))
 
 
 async def _bad_parameter(request: Request, error: RequestValidationError) -> Response:
