@@ -60,10 +60,10 @@ def added(result: AddResult, kept: bool) -> tuple[int, dict[str, Any]]:
             f"{quote_id(best.external_id)} ({best.method}, jaccard {best.jaccard:.3f}): "
             "nothing was stored; send it with confirm=true to store it"
         )
-        metrics().documents.labels("rejected").inc()
+        metrics().added("rejected")
         return 409, body
     body["stored"] = result.status is not Status.SKIPPED
-    metrics().documents.labels(str(result.status)).inc()
+    metrics().added(str(result.status))
     return (201 if result.status in CREATED else 200), body
 
 
