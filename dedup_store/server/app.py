@@ -4,6 +4,7 @@ and the middleware of :mod:`dedup_store.server.middleware`."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -52,14 +53,25 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     app.add_exception_handler(RequestValidationError, _bad_parameter)  # type: ignore[arg-type]
     app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _internal_error)
-    app.add_middleware(HotRoutes, fastapi=app)  # inside Guard: the token, the size, the log
-    app.add_middleware(
-        Guard,
-        token=token_from_environment(),
-        max_request_bytes=settings.max_request_bytes,
-        metrics=metrics(),
-    )
+    app.add_middleware(Guard, **_guarding(settings))
     return app
+
+
+def create_server(settings: ServerSettings | None = None) -> HotRoutes:
+    """What ``dedup-store serve`` runs: the application of :func:`create_app`, its hot
+    endpoints' plain requests answered in front of it (:mod:`dedup_store.server.hot`)."""
+    app = create_app(settings)
+    options = _guarding(app.state.settings)
+    return HotRoutes(app, lambda answer: Guard(answer, **options))
+
+
+def _guarding(settings: ServerSettings) -> dict[str, Any]:
+    """The options of the :class:`Guard` in front of every request."""
+    return {
+        "token": token_from_environment(),
+        "max_request_bytes": settings.max_request_bytes,
+        "metrics": metrics(),
+    }
 
 
 def _offline_docs(app: FastAPI) -> None:

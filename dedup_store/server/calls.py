@@ -77,7 +77,8 @@ class StoreCalls:
         """
         try:
             if self._free.locked():  # every thread is taken: wait for one, not forever
-                await asyncio.wait_for(self._free.acquire(), self._wait)
+                async with asyncio.timeout(self._wait):
+                    await self._free.acquire()
             else:
                 await self._free.acquire()
         except TimeoutError:

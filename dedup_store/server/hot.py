@@ -2,12 +2,13 @@
 the ASGI messages: ``POST /check``, ``POST /documents``, ``GET /documents/{id}/similar`` and
 ``GET /documents/{id}/cluster``.
 
-FastAPI's routing, its dependency injection and its request and response objects cost more
-Python than the store's own work on a small document. These requests skip them: their body is
-read here and the endpoints' own functions (:mod:`dedup_store.server.documents`) answer them,
-so the answers and the errors are the same. A request whose query is not written plainly
-(``true``, ``false``, ``1``, ``0``; a number in range; nothing percent-encoded or repeated) goes
-through FastAPI, whose answer, a 400 for a bad parameter among them, is the reference.
+FastAPI's layers (its routing, its dependency injection, its request and response objects, its
+telemetry's look at the environment) cost more Python than the store's own work on a small
+document. These requests skip them: their body is read here and the endpoints' own functions
+(:mod:`dedup_store.server.documents`) answer them, so the answers and the errors are the same.
+A request whose query is not written plainly (``true``, ``false``, ``1``, ``0``; a number in
+range; nothing percent-encoded or repeated) goes through FastAPI, whose answer, a 400 for a bad
+parameter among them, is the reference.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from dedup_store.server.served import Served, json_bytes, json_headers, slow_bod
 Work = Callable[[Served, Receive], Awaitable[tuple[int, Any]]]
 """What answers one request: its status and the data of its JSON answer."""
 
+#: Where the scope of a hot request holds its work.
+_WORK = "dedup_store.work"
 _PREFIX = "/documents/"
 _SIMILAR = "/similar"
 _CLUSTER = "/cluster"
@@ -39,21 +42,22 @@ _ADD_OPTIONS = ("reject_duplicates", "confirm", "update")
 
 
 class HotRoutes:
-    """Answers the hot endpoints' plain requests; passes every other request to ``app``.
+    """What ``dedup-store serve`` runs: the hot endpoints' plain requests answered here, behind
+    a :class:`~.middleware.Guard` of their own (the token, the size limit, the metrics and the
+    access log); every other request, and the lifespan, go to the application.
 
     Args:
-        app: the rest of the application (FastAPI's routing).
-        fastapi: the application, whose state holds the :class:`~.served.Served` of the
-            process and whose routes are named in the request's scope (``route``, for the
-            metrics and the access log).
+        app: the application (:func:`~.app.create_app`), whose state holds the
+            :class:`~.served.Served` of the process and whose routes are named in the scope of
+            a request answered here (``route``: the metrics and the access log name it).
+        guard: the middleware around the answers made here, as the application has it.
     """
 
-    def __init__(self, app: ASGIApp, *, fastapi: FastAPI) -> None:
+    def __init__(self, app: FastAPI, guard: Callable[[ASGIApp], ASGIApp]) -> None:
         self.app = app
-        self._state = fastapi.state
-        routes = {
-            (method, r.path): r for r in api_routes(fastapi.routes) for method in r.methods or ()
-        }
+        self._state = app.state
+        self._guarded = guard(self._answer)
+        routes = {(method, r.path): r for r in api_routes(app.routes) for method in r.methods or ()}
         self._add = routes["POST", "/documents"]
         self._check = routes["POST", "/check"]
         self._similar = routes["GET", "/documents/{id:path}/similar"]
@@ -65,10 +69,14 @@ class HotRoutes:
         if found is None:
             await self.app(scope, receive, send)
             return
-        route, work = found
-        scope["route"] = route
+        scope["route"], scope[_WORK] = found
+        await self._guarded(scope, receive, send)
+
+    async def _answer(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Do a hot request's work; its errors and the store's are answered as the
+        application answers them."""
         try:
-            status, data = await work(self._state.served, receive)
+            status, data = await scope[_WORK](self._state.served, receive)
         except RequestError as error:
             status, data = error.status, error.body()
         except DedupStoreError as error:
