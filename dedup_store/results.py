@@ -134,7 +134,15 @@ class Match(Scores, _Matched):
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {**dataclasses.asdict(self), "method": self.method.value}
+        return {  # dataclasses.asdict's, written out: an answer has many of these
+            "external_id": self.external_id,
+            "method": self.method.value,
+            "jaccard": self.jaccard,
+            "containment": self.containment,
+            "hamming": self.hamming,
+            "meta_score": self.meta_score,
+            "score": self.score,
+        }
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,15 +4,17 @@ and the middleware of :mod:`dedup_store.server.middleware`."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
 from dedup_store import __version__
-from dedup_store.errors import DedupStoreError, EmptyDocumentError
+from dedup_store.errors import DedupStoreError
 from dedup_store.server import batch, documents, store
-from dedup_store.server.errors import RequestError
+from dedup_store.server.errors import RequestError, store_error
+from dedup_store.server.hot import HotRoutes
 from dedup_store.server.logs import SERVER
 from dedup_store.server.metrics import metrics
 from dedup_store.server.middleware import DOCS_STATIC, Guard
@@ -51,13 +53,25 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     app.add_exception_handler(RequestValidationError, _bad_parameter)  # type: ignore[arg-type]
     app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _internal_error)
-    app.add_middleware(
-        Guard,
-        token=token_from_environment(),
-        max_request_bytes=settings.max_request_bytes,
-        metrics=metrics(),
-    )
+    app.add_middleware(Guard, **_guarding(settings))
     return app
+
+
+def create_server(settings: ServerSettings | None = None) -> HotRoutes:
+    """What ``dedup-store serve`` runs: the application of :func:`create_app`, its hot
+    endpoints' plain requests answered in front of it (:mod:`dedup_store.server.hot`)."""
+    app = create_app(settings)
+    options = _guarding(app.state.settings)
+    return HotRoutes(app, lambda answer: Guard(answer, **options))
+
+
+def _guarding(settings: ServerSettings) -> dict[str, Any]:
+    """The options of the :class:`Guard` in front of every request."""
+    return {
+        "token": token_from_environment(),
+        "max_request_bytes": settings.max_request_bytes,
+        "metrics": metrics(),
+    }
 
 
 def _offline_docs(app: FastAPI) -> None:
@@ -89,8 +103,7 @@ async def _request_error(request: Request, error: RequestError) -> Response:
 
 
 async def _store_error(request: Request, error: DedupStoreError) -> Response:
-    field = "text" if isinstance(error, EmptyDocumentError) else None  # no words left in it
-    return await _request_error(request, RequestError.of(error, field))
+    return await _request_error(request, store_error(error))
 
 
 async def _bad_parameter(request: Request, error: RequestValidationError) -> Response:

@@ -335,7 +335,7 @@ class BatchRun:
 
     def _error(self, number: int, error: RequestError) -> bytes:
         self.counts["errors"] += 1
-        metrics().documents.labels("error").inc()
+        metrics().added("error")
         return self._line({"line": number, "code": error.status, **error.body()})
 
     def _end(self, code: int, body: dict[str, Any]) -> bytes:

@@ -8,8 +8,11 @@ string or an integer), its ``text``, and any other field kept as its metadata.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
+
+import orjson
 
 from dedup_store.core.validation import validate_text
 from dedup_store.errors import InvalidDocumentError
@@ -20,6 +23,8 @@ from dedup_store.server.errors import RequestError, bad_field, bad_json, too_lar
 
 ID_FIELD = "id"
 TEXT_FIELD = "text"
+#: Nineteen digits in a row: a number that orjson might not read as Python's reader does.
+_LONG_NUMBER = re.compile(rb"[0-9]{19}")
 
 
 def json_value(raw: bytes, where: str) -> Any:
@@ -30,6 +35,11 @@ def json_value(raw: bytes, where: str) -> Any:
         RequestError: 400 for bytes that are not UTF-8 or not JSON (``NaN`` and ``Infinity``
             are refused, as the command line refuses them).
     """
+    if _LONG_NUMBER.search(raw) is None:  # orjson reads an integer beyond 64 bits as a float
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass  # read again below, for the command line's message (or what orjson refuses)
     try:
         text = raw.decode("utf-8").removeprefix("\ufeff")  # a BOM, as ``ingest`` reads files
     except UnicodeDecodeError as e:

@@ -15,10 +15,10 @@ rolled back when it finds one.
 from __future__ import annotations
 
 import asyncio
-import functools
+import contextlib
 import queue
+import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import psycopg
@@ -38,40 +38,87 @@ DRIVER_ERRORS = (SQLAlchemyError, psycopg.Error)
 DUPLICATES = frozenset({Status.EXACT_DUPLICATE, Status.NEAR_DUPLICATE})
 
 
+_Call = tuple[
+    asyncio.AbstractEventLoop,
+    asyncio.Future[Any],
+    Callable[..., Any],
+    tuple[Any, ...],
+    dict[str, Any],
+]
+"""A call for the threads: the loop and the future to answer, the work and its arguments."""
+
+
 class StoreCalls:
     """Runs the store's calls on ``threads`` threads; a call waits ``wait`` seconds at most
-    for one."""
+    for one.
+
+    A call goes to the threads through one queue and comes back through one callback on the
+    event loop, which also frees its thread: the least that hands a call to a thread and its
+    result back (no executor's future, no future chained to it, no shield around it).
+    """
 
     def __init__(self, threads: int, wait: float) -> None:
         self.threads = threads
         self._wait = wait
-        self._executor = ThreadPoolExecutor(threads, thread_name_prefix="dedup-store")
         self._free = asyncio.Semaphore(threads)
+        self._calls: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
+        self._threads = [
+            threading.Thread(target=self._serve, name=f"dedup-store_{n}", daemon=True)
+            for n in range(threads)
+        ]
+        for thread in self._threads:
+            thread.start()
 
     async def run(self, work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """``work(*args, **kwargs)`` on a thread of the pool.
+        """``work(*args, **kwargs)`` on one of the threads.
 
         Raises:
             RequestError: 503 when no thread came free within the wait.
         """
         try:
             if self._free.locked():  # every thread is taken: wait for one, not forever
-                await asyncio.wait_for(self._free.acquire(), self._wait)
+                async with asyncio.timeout(self._wait):
+                    await self._free.acquire()
             else:
                 await self._free.acquire()
         except TimeoutError:
             message = f"all {self.threads} store threads stayed busy for {self._wait:g} s"
             raise RequestError(503, "Busy", f"{message}; try again") from None
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self._executor, functools.partial(work, *args, **kwargs))
-        future.add_done_callback(lambda _: self._free.release())
+        future: asyncio.Future[T] = loop.create_future()
+        self._calls.put((loop, future, work, args, kwargs))
         # the call goes on when the request is cancelled (its client left): a write ends as
         # committed or rolled back, never cut off, and the thread is freed only then
-        return await asyncio.shield(future)
+        return await future
+
+    def _serve(self) -> None:
+        """One thread: the calls, until told to stop (``None``)."""
+        while (call := self._calls.get()) is not None:
+            loop, future, work, args, kwargs = call
+            try:
+                result, error = work(*args, **kwargs), None
+            except BaseException as e:
+                result, error = None, e
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits for it
+                loop.call_soon_threadsafe(self._ended, future, result, error)
+            del call, future, result, error  # held no longer than the call
+
+    def _ended(self, future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+        """On the loop: free the thread, answer the call unless its request was cancelled."""
+        self._free.release()
+        if future.cancelled():
+            return
+        if error is None:
+            future.set_result(result)
+        else:
+            future.set_exception(error)
 
     def close(self) -> None:
         """Wait for the calls in flight, then stop the threads."""
-        self._executor.shutdown(wait=True)
+        for _ in self._threads:
+            self._calls.put(None)
+        for thread in self._threads:
+            thread.join()
 
 
 class GuardedAdds:

@@ -13,7 +13,7 @@ from dedup_store.server import models
 from dedup_store.server.bodies import document_of, json_object, meta_of, text_of
 from dedup_store.server.errors import bad_field
 from dedup_store.server.metrics import metrics
-from dedup_store.server.served import json_response, served
+from dedup_store.server.served import Served, json_response, served
 
 router = APIRouter()
 
@@ -60,10 +60,10 @@ def added(result: AddResult, kept: bool) -> tuple[int, dict[str, Any]]:
             f"{quote_id(best.external_id)} ({best.method}, jaccard {best.jaccard:.3f}): "
             "nothing was stored; send it with confirm=true to store it"
         )
-        metrics().documents.labels("rejected").inc()
+        metrics().added("rejected")
         return 409, body
     body["stored"] = result.status is not Status.SKIPPED
-    metrics().documents.labels(str(result.status)).inc()
+    metrics().added(str(result.status))
     return (201 if result.status in CREATED else 200), body
 
 
@@ -91,14 +91,22 @@ async def add(
     state = served(request)
     check_options(update, reject_duplicates)
     raw = await state.body(request)
+    status, body = await add_document(state, raw, reject_duplicates, confirm, update)
+    return json_response(body, status)
+
+
+async def add_document(
+    state: Served, raw: bytes, reject_duplicates: bool, confirm: bool, update: bool
+) -> tuple[int, dict[str, Any]]:
+    """The status and body of the answer to ``POST /documents`` with body ``raw`` (the options
+    checked by :func:`check_options`)."""
     doc = document_of(json_object(raw, "body"), "body", state.settings.max_bytes)
     if reject_duplicates and not confirm:
         result, kept = await state.calls.run(state.guarded.add, doc.id, doc.text, doc.meta, True)
     else:
         result = await state.calls.run(state.store.add, doc.id, doc.text, doc.meta, update=update)
         kept = True
-    status, body = added(result, kept)
-    return json_response(body, status)
+    return added(result, kept)
 
 
 @router.post(
@@ -110,10 +118,15 @@ async def add(
 async def check(request: Request) -> Response:
     """What adding the text would find: its status, matches and the cluster it would join."""
     state = served(request)
-    obj = json_object(await state.body(request), "body")
+    return json_response(await check_text(state, await state.body(request)))
+
+
+async def check_text(state: Served, raw: bytes) -> dict[str, Any]:
+    """The answer to ``POST /check`` with body ``raw``."""
+    obj = json_object(raw, "body")
     text = text_of(obj, "body", state.settings.max_bytes)
     result = await state.calls.run(state.store.check, text, meta_of(obj, "body"))
-    return json_response(result.to_dict())
+    return result.to_dict()
 
 
 def page(items: list[Any], offset: int, limit: int) -> dict[str, Any]:
@@ -135,9 +148,13 @@ def page(items: list[Any], offset: int, limit: int) -> dict[str, Any]:
 async def similar(request: Request, id: str, limit: Limit = 100, offset: Offset = 0) -> Response:
     """The stored documents that match document ``id``, best first (an exact copy answers as
     its whole exact group), a page at a time."""
-    state = served(request)
+    return json_response(await similar_page(served(request), id, limit, offset))
+
+
+async def similar_page(state: Served, id: str, limit: int, offset: int) -> dict[str, Any]:
+    """The answer to ``GET /documents/{id}/similar``."""
     found = await state.calls.run(state.store.similar, id, limit=limit + 1, offset=offset)
-    return json_response(page([m.to_dict() for m in found], offset, limit))
+    return page([m.to_dict() for m in found], offset, limit)
 
 
 @router.get(
@@ -147,9 +164,12 @@ async def similar(request: Request, id: str, limit: Limit = 100, offset: Offset 
 )
 async def cluster(request: Request, id: str) -> Response:
     """Its cluster: id, representative, canonical document, members (oldest first)."""
-    state = served(request)
-    found = await state.calls.run(state.store.cluster, id)
-    return json_response(found.to_dict())
+    return json_response(await cluster_of(served(request), id))
+
+
+async def cluster_of(state: Served, id: str) -> dict[str, Any]:
+    """The answer to ``GET /documents/{id}/cluster``."""
+    return (await state.calls.run(state.store.cluster, id)).to_dict()
 
 
 @router.delete(

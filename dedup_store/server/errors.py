@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dedup_store.errors import DatabaseError, DedupStoreError
+from dedup_store.errors import DatabaseError, DedupStoreError, EmptyDocumentError
 
 #: The HTTP status of each exit code of the command line (see docs/cli.md).
 STATUS_OF_EXIT_CODE = {
@@ -73,6 +73,12 @@ class RequestError(Exception):
         if self.field is not None:
             answer["field"] = self.field
         return answer
+
+
+def store_error(error: DedupStoreError) -> RequestError:
+    """The answer to one of the store's errors (an empty document's names the field
+    ``text``: no words were left in it)."""
+    return RequestError.of(error, "text" if isinstance(error, EmptyDocumentError) else None)
 
 
 def bad_json(message: str) -> RequestError:

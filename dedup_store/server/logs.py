@@ -13,6 +13,8 @@ import json
 import logging
 from typing import Any
 
+import orjson
+
 ACCESS = "dedup_store.access"
 SERVER = "dedup_store.server"
 
@@ -35,7 +37,10 @@ class JsonFormatter(logging.Formatter):
             line.update(fields)
         if record.exc_info:
             line["traceback"] = self.formatException(record.exc_info)
-        return json.dumps(line, ensure_ascii=False, default=str)
+        try:
+            return orjson.dumps(line, default=str).decode("utf-8")
+        except TypeError:  # an integer beyond 64 bits, a lone surrogate
+            return json.dumps(line, ensure_ascii=False, default=str)
 
 
 def log_config(level: str = "info") -> dict[str, Any]:

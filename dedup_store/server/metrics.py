@@ -64,11 +64,27 @@ class Metrics:
             "Documents answered by add and batch requests, by status",
             ["status"],
         )
+        # the children of each set of labels, looked up once (``labels`` takes a lock)
+        self._answered: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
+        self._added: dict[str, Counter] = {}
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         """Count one answered request."""
-        self.requests.labels(method, route, str(status)).inc()
-        self.latency.labels(method, route).observe(seconds)
+        key = (method, route, status)
+        children = self._answered.get(key)
+        if children is None:
+            count = self.requests.labels(method, route, str(status))
+            children = self._answered[key] = count, self.latency.labels(method, route)
+        children[0].inc()
+        children[1].observe(seconds)
+
+    def added(self, status: str) -> None:
+        """Count one document answered by ``add`` or a batch (``status``: the document's, or
+        ``rejected`` or ``error``)."""
+        child = self._added.get(status)
+        if child is None:
+            child = self._added[status] = self.documents.labels(status)
+        child.inc()
 
 
 @functools.cache

@@ -140,6 +140,8 @@ class Guard:
         template = getattr(route, "path", None) or "unmatched"
         method = scope["method"]
         self._metrics.observe(method, template, seen["status"], seconds)
+        if not _access.isEnabledFor(logging.INFO):
+            return
         client = scope.get("client")
         fields = {
             "method": method,
@@ -152,7 +154,12 @@ class Guard:
             "client": client[0] if client else None,
             "request_id": request_id,
         }
-        _access.info("request", extra={"fields": fields})
+        # the record made directly: the caller's file and line, which no access line shows,
+        # are not looked up
+        record = _access.makeRecord(
+            ACCESS, logging.INFO, "", 0, "request", (), None, extra={"fields": fields}
+        )
+        _access.handle(record)
 
 
 async def answer(send: Send, error: RequestError) -> None:

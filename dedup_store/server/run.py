@@ -31,7 +31,7 @@ def serve(settings: ServerSettings) -> None:
         os.environ[ENV_MULTIPROC] = shared
     try:
         uvicorn.run(
-            "dedup_store.server.app:create_app",
+            "dedup_store.server.app:create_server",
             factory=True,
             host=settings.host,
             port=settings.port,

@@ -76,10 +76,24 @@ def served(request: Request) -> Served:
     return state
 
 
+def json_bytes(data: Any) -> bytes:
+    """``data`` as JSON in UTF-8, written as Python's encoder writes it (``", "`` and ``": "``
+    between items, as docs/http.md shows the answers)."""
+    return json.dumps(data, ensure_ascii=False).encode("utf-8")
+
+
+def json_headers(body: bytes, status: int) -> list[tuple[bytes, bytes]]:
+    """The headers of a JSON answer of ``body``; a server error's closes the connection
+    (``Connection: close``), so a keep-alive client starts its next request afresh."""
+    headers = [(b"content-length", b"%d" % len(body)), (b"content-type", b"application/json")]
+    if status >= 500:
+        headers.append((b"connection", b"close"))
+    return headers
+
+
 def json_response(data: Any, status: int = 200) -> Response:
-    """``data`` as a JSON answer; a server error's closes the connection (``Connection:
-    close``), so a keep-alive client starts its next request afresh."""
-    body = json.dumps(data, ensure_ascii=False).encode("utf-8")
+    """``data`` as a JSON answer (see :func:`json_headers`)."""
+    body = json_bytes(data)
     headers = {"connection": "close"} if status >= 500 else None
     return Response(body, status_code=status, media_type="application/json", headers=headers)
 
