@@ -36,6 +36,7 @@ def serve(settings: ServerSettings) -> None:
             host=settings.host,
             port=settings.port,
             workers=settings.workers,
+            http="dedup_store.server.protocol:HttpProtocol",
             log_config=log_config(),
             access_log=False,
             server_header=False,
