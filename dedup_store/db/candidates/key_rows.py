@@ -3,27 +3,19 @@
 A first document's band keys and SimHash block keys are rows ``(key, doc_id, kind, slot)`` of a
 narrow table with one b-tree on ``(key, doc_id)``. The key is the slot's key XORed with a salt of
 its kind and slot (:func:`~dedup_store.db.schema.encoding.tagged_keys`), so equal keys of
-different slots never meet, and every key of a query is found by one probe of the index, in
-``doc_id`` order (the oldest documents of a key first). ``kind`` and ``slot`` say where a row came
-from, for reads that need it (a bulk load's memory, hot-key statistics, downgrades).
+different slots never meet, and every key of a query is found by one probe of the index, oldest
+documents first. Exact copies have no rows.
 
 There are two such tables, one per *tier*: ``slot_keys`` holds the documents with ids up to
 ``key_tiers.settled_through`` (those of the last bulk load or ``settle``), ``recent_slot_keys``
-those added since. Incremental writes insert into the recent one, whose index stays small: an
-insert at a random leaf of an index the size of the store costs a full-page image in the WAL
-after each checkpoint (a 50,000-document append to a 1M store wrote 4.5 GB of WAL into one
-index, against 0.57 GB with the recent tier). A bulk load and a settle move the recent rows into
-``slot_keys`` and build its index again. A lookup probes both (the settled documents are the
-older ones).
+those added since, so incremental writes insert into a small index (an insert at a random leaf
+of an index the size of the store costs a full-page image in the WAL after each checkpoint). A
+bulk load and a settle move the recent rows into ``slot_keys``; a lookup probes both.
 
-Exact copies have no rows: they are linked to the first document of their group. The keys are
-functions of what ``documents`` keeps of a document, its MinHash signature, its SimHash and its
-shingle count (:func:`dedup_store.core.lsh.band_keys`,
-:func:`dedup_store.core.fingerprint.document_block_keys`). A writer takes them from the batch's
-fingerprints (:meth:`KeyRows.of`); a document that becomes the first of its group after it was
-written (an exact copy taking a deleted document's place), every document of a store upgraded
-from a version that kept no keys of its own, and the rows a delete removes, are computed from the
-stored fingerprints (:func:`stored_rows`).
+A writer takes the keys from the batch's fingerprints (:meth:`KeyRows.of`); a document that
+becomes the first of its group after it was written, a store upgraded from a version that kept
+no keys of its own, and the rows a delete removes, compute them from the stored fingerprints
+(:func:`stored_rows`).
 """
 
 from __future__ import annotations
@@ -48,13 +40,9 @@ from dedup_store.db.server import binary_copy
 SETTLED, RECENT = "slot_keys", "recent_slot_keys"
 TABLES = (SETTLED, RECENT)
 COLUMNS = ("key", "doc_id", "kind", "slot")
-# The recent table is made (migration 0014) with autovacuum_analyze_threshold = 10000. The
-# store's connections plan a statement once (plan_cache_mode = force_generic_plan); emptied by a
-# settle or a bulk load (TRUNCATE, not analyzed then), the table has no statistics, which the
-# planner takes for ten pages and probes through its index; autovacuum analyzes it only once it
-# holds thousands of rows, where the index is the cheaper plan too (analyzed with a few rows, a
-# plan scanned the whole table for every key until it was analyzed again). So nothing here
-# analyzes it.
+# Nothing here analyzes the recent table: emptied by TRUNCATE, it has no statistics, which the
+# planner takes for ten pages and probes through its index; autovacuum analyzes it once it holds
+# thousands of rows (migration 0014), where the index is the cheaper plan too.
 
 
 def both_tiers(schema: str) -> str:
@@ -71,7 +59,8 @@ I16 = npt.NDArray[np.int16]
 
 @dataclasses.dataclass(frozen=True)
 class KeyRows:
-    """Rows of ``slot_keys``: the tagged key, the document, the kind and the slot."""
+    """Rows of a key table: the key, the document, the kind and the slot (in ``slot_keys``
+    the tagged band or block key, in ``secondary_keys`` a secondary key of a hot slot)."""
 
     key: I64
     doc: I64
@@ -95,6 +84,16 @@ class KeyRows:
             np.tile(slots, len(ids)),
         )
         return rows.sorted()
+
+    @classmethod
+    def of_slot(cls, kind: int, slot: int, keys: I64, docs: I64) -> KeyRows:
+        """The rows of ``keys`` ``(n, count)`` of documents ``docs`` ``(n,)`` in one slot."""
+        return cls(
+            keys.reshape(-1),
+            np.repeat(docs, keys.shape[1] if keys.ndim == 2 else 1),
+            np.full(keys.size, kind, dtype=np.int16),
+            np.full(keys.size, slot, dtype=np.int16),
+        )
 
     @classmethod
     def concat(cls, parts: Sequence[KeyRows]) -> KeyRows:
