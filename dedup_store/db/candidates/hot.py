@@ -27,15 +27,7 @@ from dedup_store.core.params import FingerprintParams
 from dedup_store.core.simhash import hamming_many
 from dedup_store.db.candidates import lookup
 from dedup_store.db.candidates.key_rows import KeyRows
-from dedup_store.db.candidates.lookup import (
-    Candidates,
-    KeyGroup,
-    Pairs,
-    Reach,
-    connection_of,
-    salts_sql,
-    window,
-)
+from dedup_store.db.candidates.lookup import Candidates, KeyGroup, Pairs, Reach
 from dedup_store.db.candidates.stored import INDEXED, StoredKeys
 from dedup_store.db.schema.encoding import BAND, BLOCK, array_literal
 from dedup_store.db.schema.names import qualified
@@ -45,12 +37,7 @@ SECONDARY_COLUMNS = ("kind", "slot", "key", "doc_id")
 
 
 def find_candidates(
-    conn: Reach,
-    schema: str,
-    batch: FingerprintBatch,
-    rows: I64,
-    ids: I64,
-    stored: StoredKeys = INDEXED,
+    conn: Reach, schema: str, batch: FingerprintBatch, rows: I64, ids: I64, stored: StoredKeys
 ) -> tuple[Candidates, KeyRows, Promotion]:
     """Pairs of (older document, new document) sharing a key, the new ones not yet stored,
     with hot buckets split.
@@ -138,13 +125,9 @@ def _secondary_groups(
             continue
         docs = group.docs[owners]
         at = rows[np.searchsorted(ids, docs)]  # ids ascend
+        signatures, simhashes = batch.signatures[at], batch.simhashes[at]
         keys = rekey.secondary_keys(
-            batch.params,
-            group.kind,
-            group.slot,
-            group.keys[owners],
-            signatures=batch.signatures[at],
-            simhashes=batch.simhashes[at],
+            batch.params, group.kind, group.slot, group.keys[owners], signatures, simhashes
         )
         secondary.append(
             KeyGroup(group.kind, group.slot, keys.reshape(-1), np.repeat(docs, keys.shape[1]))
@@ -213,7 +196,7 @@ def promote(
     if stored.bulk_load:  # its lookups knew every hot key: all of these are new
         added = list(zip(kinds.tolist(), slots.tolist(), keys.tolist(), strict=True))
     else:
-        added = record_hot(connection_of(conn), schema, kinds, slots, keys)
+        added = record_hot(lookup.connection_of(conn), schema, kinds, slots, keys)
     wanted: dict[tuple[int, int], list[int]] = {}
     for kind, slot, key in added:
         wanted.setdefault((int(kind), int(slot)), []).append(int(key))
@@ -231,7 +214,7 @@ def promote(
     if stored.bulk_load:
         stored.add_secondary(rows.kind, rows.slot, rows.key, rows.doc)
         return Promotion(kinds, slots, keys, rows)
-    write_secondary(connection_of(conn), schema, rows)
+    write_secondary(lookup.connection_of(conn), schema, rows)
     return Promotion.none()
 
 
@@ -276,7 +259,7 @@ def secondary_lookup(s: str, hot_limit: int) -> str:
     (:func:`window`); rows ``(a, block, sample)``."""
     return (
         f"SELECT f.doc_id AS a, n.kind = {BLOCK} AS block, false AS sample "
-        f"FROM ({hot_secondary(s)}) n CROSS JOIN LATERAL ({window(s, hot_limit)}) f"
+        f"FROM ({hot_secondary(s)}) n CROSS JOIN LATERAL ({lookup.window(s, hot_limit)}) f"
     )
 
 
@@ -428,7 +411,7 @@ def hot_stats(conn: Connection, schema: str, params: FingerprintParams) -> dict[
     largest = conn.execute(
         text(
             "SELECT h.kind, h.slot, b.documents, d.external_id "
-            f"FROM {s}.hot_keys h JOIN ({salts_sql(params)}) t "
+            f"FROM {s}.hot_keys h JOIN ({lookup.salts_sql(params)}) t "
             "ON t.kind = h.kind AND t.slot = h.slot "
             "CROSS JOIN LATERAL (SELECT count(*) AS documents, min(p.doc_id) AS oldest FROM "
             f"({lookup.slot_probe(s, 'h.key # t.salt')}) p) b "

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I64, U32, U64
+from dedup_store.core.arrays import I64
 from dedup_store.core.fingerprint import document_block_keys
 from dedup_store.core.lsh import band_keys
 from dedup_store.core.params import FingerprintParams
@@ -72,18 +72,13 @@ class KeyRows:
         """The rows of documents ``ids`` whose band and block keys are the rows of ``bands`` and
         ``blocks``, in index order (by key, then document)."""
         matrix = tagged_keys(bands, blocks)
-        width = matrix.shape[1]
-        kinds = np.array([BAND] * bands.shape[1] + [BLOCK] * blocks.shape[1], dtype=np.int16)
-        slots = np.concatenate(
-            [np.arange(1, bands.shape[1] + 1), np.arange(1, blocks.shape[1] + 1)]
-        ).astype(np.int16)
-        rows = cls(
-            matrix.reshape(-1),
-            np.repeat(ids.astype(np.int64), width),
-            np.tile(kinds, len(ids)),
-            np.tile(slots, len(ids)),
-        )
-        return rows.sorted()
+        widths = (bands.shape[1], blocks.shape[1])
+        kinds = np.repeat(np.array([BAND, BLOCK], dtype=np.int16), widths)
+        slots = np.concatenate([np.arange(1, width + 1, dtype=np.int16) for width in widths])
+        docs = np.repeat(ids.astype(np.int64), matrix.shape[1])
+        return cls(
+            matrix.reshape(-1), docs, np.tile(kinds, len(ids)), np.tile(slots, len(ids))
+        ).sorted()
 
     @classmethod
     def of_slot(cls, kind: int, slot: int, keys: I64, docs: I64) -> KeyRows:
@@ -154,13 +149,13 @@ def set_settled_through(conn: Connection, schema: str, last_id: int) -> None:
     )
 
 
-def stored_keys(
-    params: FingerprintParams, signatures: U32, simhashes: U64, shingle_counts: I64
-) -> tuple[I64, I64]:
-    """The band keys and the block keys of documents with the stored ``signatures``,
-    ``simhashes`` and ``shingle_counts``."""
-    blocks = document_block_keys(simhashes, shingle_counts, params)
-    return band_keys(signatures, params), blocks
+def stored_keys(params: FingerprintParams, rows: Sequence[Any]) -> tuple[I64, I64, I64]:
+    """The ids, band keys and block keys of the ``documents`` rows ``(id, signature, simhash,
+    shingle_count)``."""
+    columns = (np.array(column, dtype=np.int64) for column in zip(*rows, strict=True))
+    ids, signatures, simhashes, counts = columns
+    blocks = document_block_keys(simhashes.view(np.uint64), counts, params)
+    return ids, band_keys(signatures.astype(np.int32).view(np.uint32), params), blocks
 
 
 def stored_rows(
@@ -178,13 +173,7 @@ def stored_rows(
     bound = {"ids": None if ids is None else array_literal(ids)}
     after = 0
     while rows := conn.execute(select, {"after": after, **bound}).all():
-        doc_ids = np.array([row[0] for row in rows], dtype=np.int64)
-        signatures = np.array([row[1] for row in rows], dtype=np.int64).astype(np.int32)
-        simhashes = np.array([row[2] for row in rows], dtype=np.int64)
-        counts = np.array([row[3] for row in rows], dtype=np.int64)
-        bands, blocks = stored_keys(
-            params, signatures.view(np.uint32), simhashes.view(np.uint64), counts
-        )
+        doc_ids, bands, blocks = stored_keys(params, rows)
         yield KeyRows.of(doc_ids, bands, blocks)
         after = int(doc_ids[-1])
 

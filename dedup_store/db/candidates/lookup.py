@@ -23,15 +23,8 @@ from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.mixing import mix64
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.candidates import key_rows
-from dedup_store.db.schema.encoding import (
-    BAND,
-    BLOCK,
-    SAMPLE,
-    array_literal,
-    sample_columns,
-    slot_salt,
-    slot_salts,
-)
+from dedup_store.db.schema import encoding
+from dedup_store.db.schema.encoding import BAND, BLOCK, SAMPLE, array_literal, slot_salt
 from dedup_store.db.schema.names import qualified
 
 Pairs: TypeAlias = tuple[I64, I64, npt.NDArray[np.int8]]
@@ -63,7 +56,7 @@ def salt_arrays(band_count: int, block_count: int) -> str:
     slots += [(BLOCK, slot) for slot in range(1, block_count + 1)]
     kinds = array_literal(kind for kind, _ in slots)
     numbers = array_literal(slot for _, slot in slots)
-    salts = array_literal(slot_salts(band_count, block_count).tolist())
+    salts = array_literal(encoding.slot_salts(band_count, block_count).tolist())
     return f"'{kinds}'::smallint[], '{numbers}'::smallint[], '{salts}'::bigint[]"
 
 
@@ -141,7 +134,7 @@ def key_groups(batch: FingerprintBatch, rows: I64, ids: I64) -> list[KeyGroup]:
     groups = []
     for kind, matrix in ((BAND, batch.band_keys[rows]), (BLOCK, batch.block_keys[rows])):
         groups += [KeyGroup(kind, j + 1, matrix[:, j], ids) for j in range(matrix.shape[1])]
-    samples, sample_docs = sample_columns(batch, rows, ids)
+    samples, sample_docs = encoding.sample_columns(batch, rows, ids)
     groups.append(KeyGroup(SAMPLE, 0, samples.astype(np.int64), sample_docs))
     return groups
 
@@ -175,10 +168,10 @@ class Found:
     """What :func:`find_keys` found per group.
 
     Attributes:
-        ids, keys: per group, the stored documents found and the key each was found by (at most
+        ids, keys: the stored documents found and the key each was found by (at most
             ``hot_limit + 1`` per band or block key, oldest first).
-        uniques: per group, its distinct keys.
-        hot: per group, those of its keys recorded in ``hot_keys`` (when asked for).
+        uniques: the group's distinct keys.
+        hot: those of its keys recorded in ``hot_keys`` (when asked for).
     """
 
     ids: list[I64]
@@ -398,18 +391,13 @@ def _without_hot(
         group = dataclasses.replace(group, keys=group.keys[cold_owned], docs=group.docs[cold_owned])
         return group, found_ids[cold_found], found_keys[cold_found]
     # a band or block key keeps its hot_limit oldest documents (the lookup read one more)
-    if not _by_key_then_id(found_keys, found_ids):  # as a bulk load's lookups come
+    before, after = found_keys[:-1], found_keys[1:]
+    if not np.all((after > before) | ((after == before) & (found_ids[1:] > found_ids[:-1]))):
         order = np.lexsort((found_ids, found_keys))
         found_ids, found_keys = found_ids[order], found_keys[order]
     starts = np.searchsorted(found_keys, found_keys, side="left")
     keep = np.arange(len(found_keys)) - starts < hot_limit
     return group, found_ids[keep], found_keys[keep]
-
-
-def _by_key_then_id(keys: I64, ids: I64) -> bool:
-    """Whether ``(key, id)`` pairs are sorted by key, then by id (one pass, no sort)."""
-    before, after = keys[:-1], keys[1:]
-    return bool(np.all((after > before) | ((after == before) & (ids[1:] > ids[:-1]))))
 
 
 def join_found(group: KeyGroup, found_ids: I64, found_keys: I64) -> tuple[I64, I64]:

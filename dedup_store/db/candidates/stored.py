@@ -1,8 +1,5 @@
-"""What a write finds of the documents stored before it: the :class:`StoredKeys` protocol, answered
-by the store's tables and indexes (:data:`INDEXED`) or, during a bulk load, by memory
-(:class:`dedup_store.db.bulk.load.LoadedKeys`), and the rows a batch inserts (:func:`new_rows`,
-which finds the first stored document of each new row's exact group).
-"""
+"""What a write finds of the documents stored before it (:class:`StoredKeys`), and the rows a
+batch inserts (:func:`new_rows`)."""
 
 from __future__ import annotations
 
@@ -11,28 +8,14 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import Connection, CursorResult, text
+from sqlalchemy import CursorResult, text
 
 from dedup_store.core.arrays import I32, I64, U64
 from dedup_store.core.fingerprint import FingerprintBatch
-from dedup_store.db.candidates import key_rows
-from dedup_store.db.candidates.lookup import (
-    Found,
-    KeyGroup,
-    KeyQuery,
-    Reach,
-    connection_of,
-    find_keys,
-    window,
-)
-from dedup_store.db.schema.encoding import (
-    BAND,
-    StoredShingles,
-    array_literal,
-    bytea_array_literal,
-    int4_array,
-    slot_salt,
-)
+from dedup_store.db.candidates import key_rows, lookup
+from dedup_store.db.candidates.lookup import Found, KeyGroup, KeyQuery, Reach, connection_of
+from dedup_store.db.schema import encoding
+from dedup_store.db.schema.encoding import BAND, StoredShingles, array_literal
 from dedup_store.db.schema.names import qualified
 from dedup_store.db.write.rows import HeldRows, NewRows, allocate_ids
 
@@ -45,32 +28,25 @@ def new_rows(
     batch: FingerprintBatch,
     rows: I64,
     ids: I64,
-    stored: StoredKeys | None = None,
-    stored_shingles: StoredShingles | None = None,
+    stored: StoredKeys,
+    stored_shingles: StoredShingles | None,
 ) -> NewRows:
     """The batch's ``rows`` to be written with ids ``ids``, each with the first document of its
     exact group (stored, or an earlier row of the batch); ``stored_shingles``: the shingles as
     stored of every row of the batch, if they were made with its fingerprints."""
     hashes = [batch.exact_hashes[r] for r in rows.tolist()]
-    first_of = (stored or INDEXED).firsts(conn, schema, list(set(hashes)))
-    exact_of = np.zeros(len(rows), dtype=np.int64)
-    for position, (digest, doc_id) in enumerate(zip(hashes, ids.tolist(), strict=True)):
-        first = first_of.setdefault(digest, doc_id)
-        if first != doc_id:
-            exact_of[position] = first
+    first_of = stored.firsts(conn, schema, list(set(hashes)))
+    pairs = zip(hashes, ids.tolist(), strict=True)
+    firsts = np.array([first_of.setdefault(h, doc_id) for h, doc_id in pairs], dtype=np.int64)
+    exact_of = np.where(firsts == ids, 0, firsts)
     return NewRows(batch, rows, ids, exact_of, stored_shingles)
 
 
-def find_documents(conn: Connection, schema: str, external_ids: Sequence[str]) -> dict[str, int]:
+def find_documents(conn: Reach, schema: str, external_ids: Sequence[str]) -> dict[str, int]:
     """``{external id: internal id}`` for the stored ones among ``external_ids``."""
-    rows = conn.execute(
-        text(
-            f"SELECT external_id, id FROM {qualified(schema, 'documents')} "
-            "WHERE external_id = ANY(:ids)"
-        ),
-        {"ids": list(external_ids)},
-    )
-    return {row[0]: row[1] for row in rows}
+    documents = qualified(schema, "documents")
+    select = f"SELECT external_id, id FROM {documents} WHERE external_id = ANY(:ids)"
+    return {row[0]: row[1] for row in _query(conn, select, ids=list(external_ids))}
 
 
 class StoredKeys:
@@ -99,13 +75,13 @@ class StoredKeys:
 
     def find(self, conn: Reach, schema: str, query: KeyQuery) -> Found:
         """What :func:`find_keys` returns."""
-        return find_keys(connection_of(conn), schema, query)
+        return lookup.find_keys(connection_of(conn), schema, query)
 
     def members(
         self, conn: Reach, schema: str, kind: int, slot: int, keys: list[int]
     ) -> tuple[I64, I64]:
         """``(ids, keys)`` of the stored documents owning ``keys`` in one slot, by id."""
-        salt = slot_salt(kind, slot)
+        salt = encoding.slot_salt(kind, slot)
         tagged = np.array(keys, dtype=np.int64) ^ np.int64(salt)
         ids, found = _query(
             conn,
@@ -123,13 +99,13 @@ class StoredKeys:
             conn,
             f"SELECT exact_hash, id FROM {qualified(schema, 'documents')} "
             "WHERE exact_hash = ANY(CAST(:hashes AS bytea[])) AND exact_of IS NULL",
-            hashes=bytea_array_literal(hashes),
+            hashes=encoding.bytea_array_literal(hashes),
         )
         return {bytes(row[0]): int(row[1]) for row in rows}
 
     def documents(self, conn: Reach, schema: str, external_ids: list[str]) -> dict[str, int]:
         """``{external id: id}`` of the stored documents among ``external_ids``."""
-        return find_documents(connection_of(conn), schema, external_ids)
+        return find_documents(conn, schema, external_ids)
 
     def summaries(self, conn: Reach, schema: str, ids: I64) -> tuple[I64, I64]:
         """Shingle counts and SimHashes (signed 64-bit, as stored) of the stored documents
@@ -161,7 +137,7 @@ class StoredKeys:
             "WHERE id = ANY(CAST(:i AS bigint[])) ORDER BY id",
             i=array_literal(ids.tolist()),
         ).scalars()
-        arrays = [np.sort(int4_array(blob)) for blob in blobs]
+        arrays = [np.sort(encoding.int4_array(blob)) for blob in blobs]
         offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
         np.cumsum([len(a) for a in arrays], out=offsets[1:])
         values = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int32)
@@ -200,7 +176,7 @@ class StoredKeys:
         branches, parameters = [], {}
         for number, group in enumerate(groups):
             parameters[f"g{number}"] = array_literal(group.uniques.tolist())
-            probe = window(s, hot_limit, str(int(group.kind)), str(int(group.slot)))
+            probe = lookup.window(s, hot_limit, str(int(group.kind)), str(int(group.slot)))
             branches.append(
                 f"SELECT {number} AS grp, f.doc_id AS id, n.key "
                 f"FROM unnest(CAST(:g{number} AS bigint[])) AS n(key) "
