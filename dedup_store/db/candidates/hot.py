@@ -1,12 +1,10 @@
 """Hot band and block keys: their buckets split by secondary keys.
 
-A band or block key that more than ``hot_key_limit`` documents share becomes hot when a write
-meets it: it is recorded in ``hot_keys``, and every stored document of its bucket gets its
-secondary keys for that slot (:mod:`dedup_store.core.rekey`) in ``secondary_keys``. From then on
-a new document owning the key writes its secondary keys for the slot too, and its lookup adds, to
-the ``hot_key_limit`` oldest documents of the key, ``hot_key_limit`` documents of each of its
-secondary keys (:func:`~dedup_store.db.candidates.lookup.window`): a bounded cost however large
-the bucket grows. A key stays hot when documents are deleted.
+A key that more than ``hot_key_limit`` documents share becomes hot when a write meets it: it is
+recorded in ``hot_keys``, and every document owning it has its secondary keys for that slot
+(:mod:`dedup_store.core.rekey`) in ``secondary_keys``. A lookup adds, to the key's
+``hot_key_limit`` oldest documents, ``hot_key_limit`` documents of each of its secondary keys
+(:func:`~dedup_store.db.candidates.lookup.window`): a bounded cost however large the bucket.
 """
 
 from __future__ import annotations
@@ -42,11 +40,10 @@ def find_candidates(
     """Pairs of (older document, new document) sharing a key, the new ones not yet stored,
     with hot buckets split.
 
-    ``rows`` and ``ids`` are the batch rows and new ids of the documents that own keys (the
-    first of their exact group); ``stored`` answers the lookups of stored documents. Keys that
-    more than ``hot_key_limit`` documents (stored and new) share become hot (:func:`promote`).
+    ``rows`` and ``ids``: the batch rows and new ids of the first documents of their exact
+    groups. Keys shared by more than ``hot_key_limit`` documents become hot (:func:`promote`).
     Returns the candidates, the ``secondary_keys`` rows to write with the batch, and (during a
-    bulk load) the keys it made hot, to be recorded with it.
+    bulk load) the keys it made hot.
     """
     params = batch.params
     hot_limit = params.hot_key_limit
@@ -64,8 +61,7 @@ def find_candidates(
         keys, hot = found.uniques[number], found.hot[number]
         older = lookup.stored_counts(keys, found.keys[number])
         new_hot = keys[(older + group.counts > hot_limit) & ~np.isin(keys, hot)]
-        if len(new_hot):
-            n = len(new_hot)
+        if n := len(new_hot):
             pending.append((np.full(n, group.kind), np.full(n, group.slot), new_hot))
         hot_of[number] = np.union1d(hot, new_hot)
     promotion = Promotion.none()
@@ -101,9 +97,8 @@ def _merged(
 def _far_apart(
     batch: FingerprintBatch, rows: I64, ids: I64, stored: StoredKeys, a: I64, b: I64
 ) -> npt.NDArray[np.bool_]:
-    """Which pairs ``(a, b)`` (``b`` new, of ``ids``) are known to differ in more than
-    ``simhash_k`` bits of their SimHashes (the new ones' from the batch, the others' as
-    ``stored`` knows them without a query)."""
+    """Which pairs ``(a, b)`` (``b`` new, of ``ids``) are known, without a query, to differ in
+    more than ``simhash_k`` bits of their SimHashes."""
     simhashes_b = batch.simhashes[rows[np.searchsorted(ids, b)]]
     at = np.minimum(np.searchsorted(ids, a), len(ids) - 1)
     new_a = ids[at] == a
@@ -129,10 +124,9 @@ def _secondary_groups(
         keys = rekey.secondary_keys(
             batch.params, group.kind, group.slot, group.keys[owners], signatures, simhashes
         )
-        secondary.append(
-            KeyGroup(group.kind, group.slot, keys.reshape(-1), np.repeat(docs, keys.shape[1]))
-        )
-        written.append(KeyRows.of_slot(group.kind, group.slot, keys, docs))
+        rows_of = KeyRows.of_slot(group.kind, group.slot, keys, docs)
+        secondary.append(KeyGroup(group.kind, group.slot, rows_of.key, rows_of.doc))
+        written.append(rows_of)
     return secondary, KeyRows.concat(written)
 
 
@@ -184,13 +178,9 @@ def promote(
     keys: I64,
     stored: StoredKeys = INDEXED,
 ) -> Promotion:
-    """Make keys hot: record them and write the secondary keys of their stored documents.
-
-    Keys already hot are left as they are. Call it holding the store's lock: exclusively, or
-    shared with the locks of ``keys`` (:mod:`dedup_store.db.write.locks`). A bulk load
-    (``stored`` in memory) keeps the new rows in memory and returns them, to be written with
-    the batch (:func:`record_hot`, :func:`write_secondary`); otherwise they are written now.
-    """
+    """Make keys hot (those already hot are left as they are): record them and write the
+    secondary keys of their stored documents, holding the store's lock (exclusive, or shared
+    with the locks of ``keys``). A bulk load returns the rows, to be written with the batch."""
     if len(keys) == 0:
         return Promotion.none()
     if stored.bulk_load:  # its lookups knew every hot key: all of these are new
@@ -206,9 +196,7 @@ def promote(
         ids, primary = stored.members(conn, schema, kind, slot, slot_keys)
         values = stored.member_values(conn, schema, kind, ids, params.num_perm)
         if len(ids):  # the kind's secondary keys read the signatures or the SimHashes
-            keys_of = rekey.secondary_keys(
-                params, kind, slot, primary, signatures=values, simhashes=values
-            )
+            keys_of = rekey.secondary_keys(params, kind, slot, primary, values, values)
             parts.append(KeyRows.of_slot(kind, slot, keys_of, ids))
     rows = KeyRows.concat(parts)
     if stored.bulk_load:
@@ -224,14 +212,13 @@ def record_hot(
     """Insert ``hot_keys`` rows; returns those that were not there."""
     if len(keys) == 0:
         return []
-    added = conn.execute(
-        text(
-            f"INSERT INTO {qualified(schema)}.hot_keys (kind, slot, key) "
-            "SELECT * FROM unnest(CAST(:kinds AS smallint[]), CAST(:slots AS smallint[]), "
-            "CAST(:keys AS bigint[])) ON CONFLICT DO NOTHING RETURNING kind, slot, key"
-        ),
-        {"kinds": kinds.tolist(), "slots": slots.tolist(), "keys": keys.tolist()},
-    ).all()
+    insert = (
+        f"INSERT INTO {qualified(schema)}.hot_keys (kind, slot, key) "
+        "SELECT * FROM unnest(CAST(:kinds AS smallint[]), CAST(:slots AS smallint[]), "
+        "CAST(:keys AS bigint[])) ON CONFLICT DO NOTHING RETURNING kind, slot, key"
+    )
+    values = {"kinds": kinds.tolist(), "slots": slots.tolist(), "keys": keys.tolist()}
+    added = conn.execute(text(insert), values).all()
     return [(int(kind), int(slot), int(key)) for kind, slot, key in added]
 
 
@@ -264,12 +251,9 @@ def secondary_lookup(s: str, hot_limit: int) -> str:
 
 
 def pending_keys_sql(s: str, secondary: tuple[int, int], hot_limit: int) -> str:
-    """SQL: ``(kind, slot, key)`` of the query's re-keyed keys shared by ``hot_limit`` stored
-    documents or more and not hot yet: adding the query makes them hot.
-
-    Read from the rows ``found`` of :func:`~dedup_store.db.matches.scoring.found_sql`, whose probe
-    of a band or block key yields at most ``hot_limit`` documents.
-    """
+    """SQL: ``(kind, slot, key)`` of the query's re-keyed keys that adding it makes hot: not hot
+    yet, and ``hot_limit`` stored documents (the most a probe yields) in the rows ``found`` of
+    :func:`~dedup_store.db.matches.scoring.found_sql`."""
     kinds = [str(kind) for kind in (BAND, BLOCK) if secondary[kind]]
     if not hot_limit or not kinds:
         return "SELECT 0::smallint AS kind, 0::smallint AS slot, 0::bigint AS key WHERE false"
@@ -288,9 +272,8 @@ def query_parameters(
     ``sec_kind``, ``sec_slot``, ``sec_primary``, ``sec_key``): those of the re-keyed
     ``(kind, slot)`` pairs ``slots``, or with ``None`` of every re-keyed slot.
 
-    Computing and sending every slot's keys costs more than the rest of a ``check`` of a store
-    without hot keys, so callers send those of the slots they know to be hot (:class:`MetHotKeys`)
-    and run the statement again with every slot's if it reports others (:func:`touched_sql`).
+    Every slot's keys cost more than the rest of a ``check``: callers send those of the slots
+    they know to be hot (:class:`MetHotKeys`), and all if others are reported (:func:`touched_sql`).
     """
     params = fp.params
     wanted = None if slots is None else set(slots)
@@ -317,9 +300,8 @@ def touched_sql(
     whose secondary keys were not sent (:func:`query_parameters`), read from the rows ``found``
     of :func:`~dedup_store.db.matches.scoring.found_sql`: the statement must run again with them.
 
-    With ``full_buckets`` (enough for a read; a write stores every hot key's secondary keys),
-    only the keys whose probe found ``hot_limit`` documents: a hot key with fewer yielded all
-    its documents, and its secondary keys could find none beyond them."""
+    With ``full_buckets`` (enough for a read), only the keys whose probe found ``hot_limit``
+    documents: a hot key with fewer yielded all it has."""
     kinds = [str(kind) for kind in (BAND, BLOCK) if secondary[kind]]
     if not hot_limit or not kinds:
         return "SELECT 0::smallint AS kind, 0::smallint AS slot, 0::bigint AS key WHERE false"
@@ -342,10 +324,8 @@ class MetHotKeys:
     """The hot band and block keys ``(kind, slot, key)`` that one store object has met.
 
     ``check`` and ``add`` send the secondary keys of the slots whose key is listed here, so a
-    query owning a hot key it has met before takes one statement instead of two. The list only
-    chooses which secondary keys are sent, never the answers: ``hot_keys`` decides, and a hot
-    key missing from the list is reported (:func:`touched_sql`). The list starts over when it
-    reaches ``limit``; a store object seeds it with :func:`stored_hot_keys`.
+    query owning a hot key met before takes one statement instead of two; the answers do not
+    depend on the list (:func:`touched_sql`). It starts over when it reaches ``limit``.
     """
 
     def __init__(self, limit: int = 1_000_000) -> None:
@@ -385,40 +365,35 @@ def stored_hot_keys(
     conn: Connection, schema: str, limit: int = 100_000
 ) -> list[tuple[int, int, int]]:
     """``(kind, slot, key)`` of up to ``limit`` of the store's hot band and block keys."""
-    rows = conn.execute(
-        text(
-            f"SELECT kind, slot, key FROM {qualified(schema, 'hot_keys')} "
-            f"WHERE kind IN ({BAND}, {BLOCK}) LIMIT {int(limit)}"
-        )
+    hot_keys = qualified(schema, "hot_keys")
+    select = (
+        f"SELECT kind, slot, key FROM {hot_keys} WHERE kind IN ({BAND}, {BLOCK}) LIMIT {int(limit)}"
     )
+    rows = conn.execute(text(select))
     return [(int(kind), int(slot), int(key)) for kind, slot, key in rows]
 
 
 def delete_secondary(conn: Connection, schema: str, doc_ids: Sequence[int]) -> None:
     """Delete the secondary keys of documents ``doc_ids``."""
-    conn.execute(
-        text(f"DELETE FROM {qualified(schema, 'secondary_keys')} WHERE doc_id = ANY(:ids)"),
-        {"ids": list(doc_ids)},
-    )
+    delete = f"DELETE FROM {qualified(schema, 'secondary_keys')} WHERE doc_id = ANY(:ids)"
+    conn.execute(text(delete), {"ids": list(doc_ids)})
 
 
 def hot_stats(conn: Connection, schema: str, params: FingerprintParams) -> dict[str, Any]:
     """Hot keys per kind, and the five largest hot buckets with their document counts."""
     s = qualified(schema)
-    counts: dict[int, int] = dict(
-        conn.execute(text(f"SELECT kind, count(*) FROM {s}.hot_keys GROUP BY kind")).all()
+    per_kind = text(f"SELECT kind, count(*) FROM {s}.hot_keys GROUP BY kind")
+    counts: dict[int, int] = dict(conn.execute(per_kind).all())
+    select = (
+        "SELECT h.kind, h.slot, b.documents, d.external_id "
+        f"FROM {s}.hot_keys h JOIN ({lookup.salts_sql(params)}) t "
+        "ON t.kind = h.kind AND t.slot = h.slot "
+        "CROSS JOIN LATERAL (SELECT count(*) AS documents, min(p.doc_id) AS oldest FROM "
+        f"({lookup.slot_probe(s, 'h.key # t.salt')}) p) b "
+        f"JOIN {s}.documents d ON d.id = b.oldest "
+        "ORDER BY b.documents DESC, h.kind, h.slot, h.key LIMIT 5"
     )
-    largest = conn.execute(
-        text(
-            "SELECT h.kind, h.slot, b.documents, d.external_id "
-            f"FROM {s}.hot_keys h JOIN ({lookup.salts_sql(params)}) t "
-            "ON t.kind = h.kind AND t.slot = h.slot "
-            "CROSS JOIN LATERAL (SELECT count(*) AS documents, min(p.doc_id) AS oldest FROM "
-            f"({lookup.slot_probe(s, 'h.key # t.salt')}) p) b "
-            f"JOIN {s}.documents d ON d.id = b.oldest "
-            "ORDER BY b.documents DESC, h.kind, h.slot, h.key LIMIT 5"
-        )
-    ).all()
+    largest = conn.execute(text(select)).all()
     names = {BAND: "band", BLOCK: "block"}
     return {
         "hot_keys": {names[kind]: int(counts.get(kind, 0)) for kind in (BAND, BLOCK)},

@@ -1,21 +1,12 @@
 """The rows of the key tables: one per band and block key of each first document.
 
-A first document's band keys and SimHash block keys are rows ``(key, doc_id, kind, slot)`` of a
-narrow table with one b-tree on ``(key, doc_id)``. The key is the slot's key XORed with a salt of
-its kind and slot (:func:`~dedup_store.db.schema.encoding.tagged_keys`), so equal keys of
-different slots never meet, and every key of a query is found by one probe of the index, oldest
-documents first. Exact copies have no rows.
-
-There are two such tables, one per *tier*: ``slot_keys`` holds the documents with ids up to
-``key_tiers.settled_through`` (those of the last bulk load or ``settle``), ``recent_slot_keys``
-those added since, so incremental writes insert into a small index (an insert at a random leaf
-of an index the size of the store costs a full-page image in the WAL after each checkpoint). A
-bulk load and a settle move the recent rows into ``slot_keys``; a lookup probes both.
-
-A writer takes the keys from the batch's fingerprints (:meth:`KeyRows.of`); a document that
-becomes the first of its group after it was written, a store upgraded from a version that kept
-no keys of its own, and the rows a delete removes, compute them from the stored fingerprints
-(:func:`stored_rows`).
+Rows ``(key, doc_id, kind, slot)`` under one b-tree on ``(key, doc_id)``, the key XORed with a
+salt of its kind and slot (:func:`~dedup_store.db.schema.encoding.tagged_keys`), so every key of a
+query is one probe of the index. ``slot_keys`` holds the documents up to
+``key_tiers.settled_through`` (the last bulk load or ``settle``), ``recent_slot_keys`` those added
+since, so incremental writes insert into a small index (a random leaf of a large one costs a
+full-page image in the WAL after each checkpoint). Writers take the keys from the batch
+(:meth:`KeyRows.of`), or compute them from the stored fingerprints (:func:`stored_rows`).
 """
 
 from __future__ import annotations
@@ -130,23 +121,16 @@ def copy_rows(
 
 def settled_through(conn: Connection, schema: str) -> int:
     """The largest id of the settled tier."""
-    return int(
-        conn.execute(
-            text(f"SELECT settled_through FROM {qualified(schema, 'key_tiers')} WHERE id = 1")
-        ).scalar_one()
-    )
+    select = f"SELECT settled_through FROM {qualified(schema, 'key_tiers')} WHERE id = 1"
+    return int(conn.execute(text(select)).scalar_one())
 
 
 def set_settled_through(conn: Connection, schema: str, last_id: int) -> None:
     """Record ``last_id`` as the largest id of the settled tier (its rows are moved there by
     the caller, in the same transaction)."""
-    conn.execute(
-        text(
-            f"UPDATE {qualified(schema, 'key_tiers')} "
-            "SET settled_through = :last, settled_at = now() WHERE id = 1"
-        ),
-        {"last": int(last_id)},
-    )
+    tiers = qualified(schema, "key_tiers")
+    update = f"UPDATE {tiers} SET settled_through = :last, settled_at = now() WHERE id = 1"
+    conn.execute(text(update), {"last": int(last_id)})
 
 
 def stored_keys(params: FingerprintParams, rows: Sequence[Any]) -> tuple[I64, I64, I64]:
@@ -161,9 +145,8 @@ def stored_keys(params: FingerprintParams, rows: Sequence[Any]) -> tuple[I64, I6
 def stored_rows(
     conn: Connection, schema: str, params: FingerprintParams, ids: Sequence[int] | None = None
 ) -> Iterator[KeyRows]:
-    """The rows of the first documents (not exact copies) ``ids`` (``None``: all of them),
-    computed from their stored signatures, SimHashes and shingle counts, :data:`CHUNK` documents
-    at a time in id order."""
+    """The rows of the first documents ``ids`` (``None``: all of them), computed from their
+    stored fingerprints, :data:`CHUNK` documents at a time in id order."""
     conditions = ["exact_of IS NULL", "id > :after"]
     conditions += [] if ids is None else ["id = ANY(CAST(:ids AS bigint[]))"]
     select = text(
@@ -181,9 +164,8 @@ def stored_rows(
 def add_stored_keys(
     conn: Connection, schema: str, params: FingerprintParams, ids: Sequence[int] | None = None
 ) -> int:
-    """Add the rows of the first documents ``ids`` (``None``: every one), computed from their
-    stored fingerprints (:func:`stored_rows`), to the table of the tier of their ids; returns
-    how many rows."""
+    """Add the :func:`stored_rows` of the first documents ``ids`` (``None``: every one) to the
+    table of the tier of their ids; returns how many rows."""
     bound = settled_through(conn, schema)
     added = 0
     for rows in stored_rows(conn, schema, params, ids):
@@ -218,15 +200,12 @@ def missing(conn: Connection, schema: str) -> bool:
     """Whether the key tables hold no row while the store has first documents: a store upgraded
     from a version that kept its keys elsewhere, which the migration could not read."""
     s = qualified(schema)
-    return bool(
-        conn.execute(
-            text(
-                f"SELECT NOT EXISTS (SELECT 1 FROM {s}.{SETTLED}) "
-                f"AND NOT EXISTS (SELECT 1 FROM {s}.{RECENT}) "
-                f"AND EXISTS (SELECT 1 FROM {s}.documents WHERE exact_of IS NULL)"
-            )
-        ).scalar_one()
+    select = (
+        f"SELECT NOT EXISTS (SELECT 1 FROM {s}.{SETTLED}) "
+        f"AND NOT EXISTS (SELECT 1 FROM {s}.{RECENT}) "
+        f"AND EXISTS (SELECT 1 FROM {s}.documents WHERE exact_of IS NULL)"
     )
+    return bool(conn.execute(text(select)).scalar_one())
 
 
 def settle_recent(conn: Connection, schema: str) -> int:

@@ -1,10 +1,8 @@
 """Candidate pairs: documents that share a band, block or sample key.
 
-Band and block keys are looked up in the two tiers of key rows (:mod:`.key_rows`), at most
-``hot_limit`` (+ 1) documents of a key, oldest first; sample keys (the excerpt index) in
-``sample_keys``. A batch looks up every key in one statement before its rows are written, so it
-only meets older documents, and pairs its new documents with them and with each other in numpy.
-Hot band and block keys are split by secondary keys (:mod:`.hot`).
+A batch looks up every key in one statement before its rows are written, so it only meets older
+documents (at most ``hot_limit`` + 1 of a key, oldest first), and pairs its new documents with
+them and with each other in numpy. Hot keys are split by secondary keys (:mod:`.hot`).
 """
 
 from __future__ import annotations
@@ -31,9 +29,8 @@ Pairs: TypeAlias = tuple[I64, I64, npt.NDArray[np.int8]]
 """Pairs ``(a, b)`` of documents and the kind of the key that found each."""
 
 Reach: TypeAlias = Connection | Callable[[], Connection]
-"""A connection, or how to get it when a step turns out to need SQL: a staged bulk load
-(:class:`dedup_store.db.candidates.lane.Lane`) hands it over once the statements before it have
-run."""
+"""A connection, or how to get it when a step needs SQL (a bulk load's
+:class:`~dedup_store.db.candidates.lane.Lane` hands it over once the work before it has run)."""
 
 
 def connection_of(reach: Reach) -> Connection:
@@ -52,19 +49,15 @@ def salts_sql(params: FingerprintParams) -> str:
 def salt_arrays(band_count: int, block_count: int) -> str:
     """SQL: three array literals, the kind, slot and salt of band slots ``1..band_count`` and
     block slots ``1..block_count``, in that order."""
-    slots = [(BAND, slot) for slot in range(1, band_count + 1)]
-    slots += [(BLOCK, slot) for slot in range(1, block_count + 1)]
-    kinds = array_literal(kind for kind, _ in slots)
-    numbers = array_literal(slot for _, slot in slots)
+    kinds = array_literal([BAND] * band_count + [BLOCK] * block_count)
+    numbers = array_literal([*range(1, band_count + 1), *range(1, block_count + 1)])
     salts = array_literal(encoding.slot_salts(band_count, block_count).tolist())
     return f"'{kinds}'::smallint[], '{numbers}'::smallint[], '{salts}'::bigint[]"
 
 
 def slot_probe(s: str, tagged: str, limit: int = 0) -> str:
-    """SQL: the ``doc_id`` of the stored first documents owning the key ``tagged`` (an SQL
-    expression of a tagged key), oldest first, at most ``limit`` of them (0: all), for a
-    ``CROSS JOIN LATERAL``: one index scan per tier, rescanned per key (settled ids come first).
-    """
+    """SQL: the ``doc_id`` of at most ``limit`` (0: all) stored documents owning the tagged key
+    ``tagged`` (SQL), oldest first, by one index scan per tier (for a ``CROSS JOIN LATERAL``)."""
     bound = f" LIMIT {int(limit)}" if limit else ""
     tiers = [
         f"(SELECT k.doc_id FROM {s}.{table} k WHERE k.key = {tagged} ORDER BY k.doc_id{bound})"
@@ -194,9 +187,7 @@ def find_keys(conn: Connection, schema: str, query: KeyQuery) -> Found:
     """Look up every key of every group of ``query`` in one statement (and which keys of the
     groups of its ``hot_kinds`` are hot)."""
     groups = query.groups
-    statement, parameters, slotted = lookup_statement(
-        schema, groups, query.hot_limit, query.hot_kinds
-    )
+    statement, parameters, slotted = lookup_statement(schema, query)
     empty = np.empty(0, dtype=np.int64)
     ids, keys, hot = [empty] * len(groups), [empty] * len(groups), [empty] * len(groups)
     for number, found_ids, found_keys in conn.execute(text(statement), parameters):
@@ -291,18 +282,14 @@ def stored_counts(keys: I64, found_keys: I64) -> I64:
 
 
 def lookup_statement(
-    schema: str, groups: list[KeyGroup], hot_limit: int, hot_kinds: frozenset[int]
+    schema: str, query: KeyQuery
 ) -> tuple[str, dict[str, str], SlottedKeys | None]:
-    """One statement looking up every key of every group, and which keys of the groups of
-    ``hot_kinds`` are hot; its parameters, and the band and block keys it asks by their tagged
-    keys.
-
-    Rows ``(group, ids, keys)``; a group's hot keys come as group ``-group - 1``, the band and
-    block keys found as group ``len(groups)`` (:meth:`SlottedKeys.split`).
-    """
-    s = qualified(schema)
-    branches = []
-    parameters = {}
+    """One statement looking up every key of every group of ``query``, and which keys of the
+    groups of its ``hot_kinds`` are hot, with its parameters and its band and block keys. Rows
+    ``(group, ids, keys)``: a group's hot keys as group ``-group - 1``, the band and block keys
+    found as group ``len(groups)`` (:meth:`SlottedKeys.split`)."""
+    s, groups, hot_limit = qualified(schema), query.groups, query.hot_limit
+    branches, parameters = [], {}
     slotted: list[tuple[int, KeyGroup]] = []
     for number, group in enumerate(groups):
         if len(group.uniques) == 0:
@@ -323,7 +310,7 @@ def lookup_statement(
     keys = SlottedKeys.of(slotted) if slotted else None
     if keys is not None:
         branches.append(_slotted_branch(s, keys, len(groups), hot_limit, parameters))
-        hot = [(n, g) for n, g in slotted if g.kind in hot_kinds]
+        hot = [(n, g) for n, g in slotted if g.kind in query.hot_kinds]
         branches += [_hot_branch(s, hot, parameters)] if hot else []
     if not branches:  # no keys at all
         branches.append("SELECT 0 AS grp, 0::bigint AS id, 0::bigint AS key WHERE false")
@@ -339,13 +326,10 @@ def _slotted_branch(
     s: str, keys: SlottedKeys, number: int, hot_limit: int, parameters: dict[str, str]
 ) -> str:
     """The branch of :func:`lookup_statement` (as group ``number``) for its band and block keys:
-    one ``= ANY`` scan of each tier's index for every tagged key, each key yielding its
-    ``hot_limit + 1`` oldest documents (one more, to tell a key that has more); its parameter is
-    added to ``parameters``.
-
-    The keys reach the planner through a scalar subquery of the CTE ``st``, without statistics:
-    as constants, thousands of keys were taken for a third of the table; a rescan per key of
-    thousands costs the executor more than the index's own work.
+    one ``= ANY`` scan of each tier's index, each key yielding its ``hot_limit + 1`` oldest
+    documents (one more, to tell a key that has more); its parameter goes into ``parameters``.
+    The keys reach the planner through the CTE ``st``, without statistics (as constants,
+    thousands of keys were taken for a third of the table).
     """
     parameters["slot_tagged"] = array_literal(keys.tagged.tolist())
     tiers = " UNION ALL ".join(
@@ -412,10 +396,9 @@ def join_found(group: KeyGroup, found_ids: I64, found_keys: I64) -> tuple[I64, I
 def pairs_inside(group: KeyGroup, hot_limit: int = 0, spread: bool = False) -> tuple[I64, I64]:
     """Pairs of new documents with an equal key (older first).
 
-    With ``hot_limit``, each document is paired with at most ``hot_limit`` documents before it
-    among those sharing the key: the ones just before it, or with ``spread`` (secondary keys,
-    as :func:`window` does for stored documents) the ones from a pivot derived from the key,
-    wrapping around.
+    With ``hot_limit``, each document is paired with at most ``hot_limit`` of those before it:
+    the ones just before it, or with ``spread`` (as :func:`window`) those from a pivot derived
+    from the key, wrapping around.
     """
     order = group.order
     keys, docs = group.keys[order], group.docs[order]

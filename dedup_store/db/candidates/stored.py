@@ -55,11 +55,9 @@ class StoredKeys:
     :class:`dedup_store.db.bulk.load.LoadedKeys`).
 
     Attributes:
-        bulk_load: a bulk load answers: it holds the store's lock exclusively for its whole
-            transaction already, refreshes the planner's statistics once, at its end, and
-            builds the lookup indexes it dropped.
-        frozen: the rows are written frozen (``COPY ... FREEZE``: a bulk load into an empty
-            store, in its own transaction).
+        bulk_load: a bulk load answers (it holds the store's lock exclusively, and analyzes and
+            builds the lookup indexes it dropped at its end).
+        frozen: the rows are written frozen (``COPY ... FREEZE``, into an empty store).
         held: where the batches' sample keys and key rows wait for larger COPYs (``None``:
             each batch writes its own).
     """
@@ -121,8 +119,7 @@ class StoredKeys:
         return np.array(counts, dtype=np.int64), np.array(simhashes, dtype=np.int64)
 
     def known_simhashes(self, ids: I64) -> tuple[npt.NDArray[np.bool_], U64]:
-        """Which of the stored documents ``ids`` (any order) have their SimHash at hand without
-        a query (none here), and those SimHashes (0 for the others)."""
+        """Which stored documents ``ids`` have their SimHash at hand (none here), and those."""
         return np.zeros(len(ids), dtype=bool), np.zeros(len(ids), dtype=np.uint64)
 
     def shingles(self, conn: Reach, schema: str, ids: I64) -> tuple[I64, I32]:
@@ -138,8 +135,7 @@ class StoredKeys:
             i=array_literal(ids.tolist()),
         ).scalars()
         arrays = [np.sort(encoding.int4_array(blob)) for blob in blobs]
-        offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
-        np.cumsum([len(a) for a in arrays], out=offsets[1:])
+        offsets = np.cumsum([0] + [len(a) for a in arrays], dtype=np.int64)
         values = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int32)
         return offsets, values
 
@@ -198,8 +194,7 @@ class StoredKeys:
         """``secondary_keys`` rows written with the batch being written (or before it)."""
 
     def added(self, new: NewRows, external_ids: list[str]) -> None:
-        """The rows of ``new`` were written, with their ``external_ids`` (here: with their
-        index entries)."""
+        """The rows of ``new`` were written, with their ``external_ids``."""
 
 
 def _query(conn: Reach, statement: str, **parameters: Any) -> CursorResult[*tuple[Any, ...]]:
