@@ -36,7 +36,7 @@ Rooms:
   - :mod:`~dedup_store.db.candidates.lane`: a connection whose statements run in order on a
     thread of its own.
   - :mod:`~dedup_store.db.candidates.stored`: what a write finds of the documents stored before
-    it (the ``StoredKeys`` protocol).
+    it (``StoredKeys``).
 
 - :mod:`~dedup_store.db.matches`: from candidate pairs to matches.
 

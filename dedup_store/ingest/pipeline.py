@@ -28,7 +28,7 @@ from sqlalchemy import Connection
 
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.bulk import checkpoint, load
-from dedup_store.db.candidates import hot
+from dedup_store.db.candidates import hot, key_rows
 from dedup_store.db.candidates.lane import Lane
 from dedup_store.db.candidates.lookup import Reach, connection_of
 from dedup_store.db.candidates.stored import INDEXED, StoredKeys, new_rows
@@ -124,7 +124,7 @@ class StagedBatch:
     prepared: PreparedBatch
     known: dict[str, int]
     new: NewRows
-    secondary: hot.SecondaryRows
+    secondary: key_rows.KeyRows
     promotion: hot.Promotion
     rows: rows_write.DocumentRows
     verified: dict[str, Any]

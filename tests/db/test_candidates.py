@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dedup_store.db.candidates.lookup import KeyGroup, _merge, pairs_inside
+from dedup_store.db.candidates.lookup import KeyGroup, merge, pairs_inside
 from dedup_store.db.schema.encoding import BAND, BLOCK, SAMPLE
 
 
@@ -22,14 +22,14 @@ def test_a_pair_found_by_any_other_key_is_not_block_only() -> None:
     a = _ids(1, 1, 2, 3, 3)
     b = _ids(9, 9, 9, 9, 9)
     kinds = np.array([BLOCK, BAND, BLOCK, SAMPLE, SAMPLE], dtype=np.int8)
-    merged = _merge(a, b, kinds)
+    merged = merge([(a, b, kinds)])
     assert merged.a.tolist() == [1, 2, 3]
     assert merged.b.tolist() == [9, 9, 9]
     assert merged.block_only.tolist() == [False, True, False]
 
 
 def test_merge_of_nothing_is_empty() -> None:
-    merged = _merge(_ids(), _ids(), np.array([], dtype=np.int8))
+    merged = merge([(_ids(), _ids(), np.array([], dtype=np.int8))])
     assert len(merged.a) == len(merged.b) == len(merged.block_only) == 0
 
 

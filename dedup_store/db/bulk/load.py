@@ -32,7 +32,7 @@ from dedup_store.core.params import FingerprintParams
 from dedup_store.db.bulk import checkpoint
 from dedup_store.db.candidates import key_rows
 from dedup_store.db.candidates.lookup import Found, KeyGroup, KeyQuery, Reach, key_groups
-from dedup_store.db.candidates.stored import INDEXED
+from dedup_store.db.candidates.stored import INDEXED, StoredKeys
 from dedup_store.db.schema import ddl
 from dedup_store.db.schema.encoding import BAND, SAMPLE, int4_array, int8_array, slot_salt
 from dedup_store.db.schema.names import qualified, quote
@@ -48,7 +48,7 @@ LOOKUP_INDEXES = (("sample_keys", "sample_keys_lookup"), ("documents", "document
 SETTLED_INDEX = "slot_keys_lookup"
 
 
-class LoadedKeys:
+class LoadedKeys(StoredKeys):
     """The keys, exact hashes and hot keys of the documents stored before a batch, in memory
     (a :class:`~dedup_store.db.candidates.stored.StoredKeys` for a load without the lookup indexes).
 
@@ -74,7 +74,7 @@ class LoadedKeys:
         #: The load emptied the tables it writes with COPY (a new store): it writes them frozen.
         self.frozen = False
         #: The batches' sample keys and key rows, held for larger COPYs.
-        self.held = rows_write.HeldRows()
+        self.held: rows_write.HeldRows = rows_write.HeldRows()
 
     def find(self, conn: Reach, schema: str, query: KeyQuery) -> Found:
         self._indexed()

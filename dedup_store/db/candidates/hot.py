@@ -1,17 +1,10 @@
 """Hot band and block keys: their buckets split by secondary keys.
 
-A band or block key that more than ``hot_key_limit`` documents share becomes hot when a write
-meets it: it is recorded in ``hot_keys``, and every stored document of its bucket gets its
-secondary keys for that slot (:mod:`dedup_store.core.rekey`) in ``secondary_keys``, computed in
-numpy from the members' ``signature`` or ``simhash`` read in one statement. From then on every
-new document owning the key writes its secondary keys for the slot too, and its lookup of the
-slot adds, to the ``hot_key_limit`` oldest documents of the key, ``hot_key_limit`` documents of
-each of its secondary keys (:func:`window`): a bounded cost however large the bucket grows.
-
-The batch path (:func:`find_candidates`) makes a key hot when its stored documents and the batch's
-owners of it are more than ``hot_key_limit``; ``add`` when ``hot_key_limit`` documents are stored
-(:func:`~dedup_store.db.write.single.promote_pending`), which is the same rule for a batch of one. A
-key stays hot when documents are deleted (their secondary keys go with them).
+A key that more than ``hot_key_limit`` documents share becomes hot when a write meets it: it is
+recorded in ``hot_keys``, and every document owning it has its secondary keys for that slot
+(:mod:`dedup_store.core.rekey`) in ``secondary_keys``. A lookup adds, to the key's
+``hot_key_limit`` oldest documents, ``hot_key_limit`` documents of each of its secondary keys
+(:func:`~dedup_store.db.candidates.lookup.window`): a bounded cost however large the bucket.
 """
 
 from __future__ import annotations
@@ -31,14 +24,8 @@ from dedup_store.core.fingerprint import Fingerprint, FingerprintBatch
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.simhash import hamming_many
 from dedup_store.db.candidates import lookup
-from dedup_store.db.candidates.lookup import (
-    Candidates,
-    KeyGroup,
-    Reach,
-    connection_of,
-    salts_sql,
-    window,
-)
+from dedup_store.db.candidates.key_rows import KeyRows
+from dedup_store.db.candidates.lookup import Candidates, KeyGroup, Pairs, Reach
 from dedup_store.db.candidates.stored import INDEXED, StoredKeys
 from dedup_store.db.schema.encoding import BAND, BLOCK, array_literal
 from dedup_store.db.schema.names import qualified
@@ -47,58 +34,16 @@ from dedup_store.db.server import binary_copy
 SECONDARY_COLUMNS = ("kind", "slot", "key", "doc_id")
 
 
-@dataclasses.dataclass(frozen=True)
-class SecondaryRows:
-    """Rows of ``secondary_keys``: one per document, hot slot and secondary key."""
-
-    kind: npt.NDArray[np.int16]
-    slot: npt.NDArray[np.int16]
-    key: I64
-    doc: I64
-
-    @classmethod
-    def of(cls, kind: int, slot: int, keys: I64, docs: I64) -> SecondaryRows:
-        """The rows of ``keys`` ``(n, count)`` of documents ``docs`` ``(n,)`` in one slot."""
-        n = keys.size
-        return cls(
-            np.full(n, kind, dtype=np.int16),
-            np.full(n, slot, dtype=np.int16),
-            keys.reshape(-1),
-            np.repeat(docs, keys.shape[1] if keys.ndim == 2 else 1),
-        )
-
-    @classmethod
-    def concat(cls, parts: Sequence[SecondaryRows]) -> SecondaryRows:
-        """All rows of ``parts``."""
-        if not parts:
-            empty = np.empty(0, dtype=np.int64)
-            return cls(empty.astype(np.int16), empty.astype(np.int16), empty, empty)
-        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in _FIELDS))
-
-    def __len__(self) -> int:
-        return len(self.key)
-
-
-_FIELDS = ("kind", "slot", "key", "doc")
-
-
 def find_candidates(
-    conn: Reach,
-    schema: str,
-    batch: FingerprintBatch,
-    rows: I64,
-    ids: I64,
-    stored: StoredKeys = INDEXED,
-) -> tuple[Candidates, SecondaryRows, Promotion]:
+    conn: Reach, schema: str, batch: FingerprintBatch, rows: I64, ids: I64, stored: StoredKeys
+) -> tuple[Candidates, KeyRows, Promotion]:
     """Pairs of (older document, new document) sharing a key, the new ones not yet stored,
     with hot buckets split.
 
-    ``rows`` and ``ids`` are the batch rows and new ids of the documents that own keys (the
-    first of their exact group). Keys that more than ``hot_key_limit`` documents (stored and
-    new) share become hot (:func:`promote`); a new document's hot slots are also looked up by
-    its secondary keys. Returns the candidates, the ``secondary_keys`` rows to write with the
-    batch, and (during a bulk load) the keys it made hot, to be recorded with it. ``stored``
-    answers the lookups of keys of stored documents.
+    ``rows`` and ``ids``: the batch rows and new ids of the first documents of their exact
+    groups. Keys shared by more than ``hot_key_limit`` documents become hot (:func:`promote`).
+    Returns the candidates, the ``secondary_keys`` rows to write with the batch, and (during a
+    bulk load) the keys it made hot.
     """
     params = batch.params
     hot_limit = params.hot_key_limit
@@ -107,78 +52,53 @@ def find_candidates(
     found = stored.find(conn, schema, lookup.KeyQuery(groups, hot_limit, kinds))
     parts = lookup.found_pairs(groups, found, hot_limit)
     if not kinds or len(ids) == 0:
-        return _merged(batch, rows, ids, stored, *parts), SecondaryRows.concat([]), Promotion.none()
+        return _merged(batch, rows, ids, stored, parts), KeyRows.concat([]), Promotion.none()
     hot_of: dict[int, I64] = {}
-    pending: list[tuple[int, int, I64]] = []
+    pending: list[tuple[I64, I64, I64]] = []  # kinds, slots, keys
     for number, group in enumerate(groups):
         if group.kind not in kinds:
             continue
-        keys = found.uniques[number]
+        keys, hot = found.uniques[number], found.hot[number]
         older = lookup.stored_counts(keys, found.keys[number])
-        owners = group.counts  # keys are the group's distinct keys
-        new_hot = keys[(older + owners > hot_limit) & ~np.isin(keys, found.hot[number])]
-        if len(new_hot):
-            pending.append((group.kind, group.slot, new_hot))
-        hot_of[number] = np.union1d(found.hot[number], new_hot)
+        new_hot = keys[(older + group.counts > hot_limit) & ~np.isin(keys, hot)]
+        if n := len(new_hot):
+            pending.append((np.full(n, group.kind), np.full(n, group.slot), new_hot))
+        hot_of[number] = np.union1d(hot, new_hot)
     promotion = Promotion.none()
     if pending:
-        promotion = promote(
-            conn,
-            schema,
-            params,
-            np.concatenate([np.full(len(k), kind) for kind, _, k in pending]),
-            np.concatenate([np.full(len(k), slot) for _, slot, k in pending]),
-            np.concatenate([k for _, _, k in pending]),
-            stored,
-        )
+        new_kinds, new_slots, new_keys = (np.concatenate(c) for c in zip(*pending, strict=True))
+        promotion = promote(conn, schema, params, new_kinds, new_slots, new_keys, stored)
     secondary, written = _secondary_groups(batch, rows, ids, groups, hot_of)
-    a_more, b_more, kind_more = _secondary_pairs(conn, schema, secondary, hot_limit, stored)
+    parts += _secondary_pairs(conn, schema, secondary, hot_limit, stored)
     stored.add_secondary(written.kind, written.slot, written.key, written.doc)
-    a_parts, b_parts, kind_parts = parts
-    merged = _merged(
-        batch, rows, ids, stored, a_parts + a_more, b_parts + b_more, kind_parts + kind_more
-    )
-    rows_written = SecondaryRows.concat([promotion.rows, written])
-    return merged, rows_written, promotion
+    merged = _merged(batch, rows, ids, stored, parts)
+    return merged, KeyRows.concat([promotion.rows, written]), promotion
 
 
 def _merged(
-    batch: FingerprintBatch,
-    rows: I64,
-    ids: I64,
-    stored: StoredKeys,
-    a_parts: list[I64],
-    b_parts: list[I64],
-    kind_parts: list[npt.NDArray[np.int8]],
+    batch: FingerprintBatch, rows: I64, ids: I64, stored: StoredKeys, parts: list[Pairs]
 ) -> Candidates:
-    """The candidates of the pairs found (:func:`~dedup_store.db.candidates.lookup.merge`), without
-    the pairs a block key found whose SimHashes are known here and differ in more than
-    ``simhash_k`` bits.
-
-    Such a pair is no SimHash match, and if only block keys found it, it is no candidate
-    either (:func:`~dedup_store.db.matches.scoring.batch_intersections` drops it); if another key
-    found it too, that finding keeps it. On SimHashes that agree in most bits (long documents
-    of one vocabulary) block keys find many such pairs, more as the store grows.
-    """
-    if not a_parts:
-        return lookup.merge(a_parts, b_parts, kind_parts)
-    a, b = np.concatenate(a_parts), np.concatenate(b_parts)
-    kind = np.concatenate(kind_parts)
+    """The candidates of the pairs found (:func:`~dedup_store.db.candidates.lookup.merge`), less
+    the findings by a block key of pairs whose SimHashes are known here and differ in more than
+    ``simhash_k`` bits: no SimHash match, and no candidate unless another key found it too (on
+    SimHashes that agree in most bits, block keys find many such pairs)."""
+    if not parts:
+        return lookup.merge(parts)
+    a, b, kind = (np.concatenate(c) for c in zip(*parts, strict=True))
     block = np.flatnonzero(kind == BLOCK)
     if len(block):
         far = _far_apart(batch, rows, ids, stored, a[block], b[block])
         keep = np.ones(len(a), dtype=bool)
         keep[block[far]] = False
         a, b, kind = a[keep], b[keep], kind[keep]
-    return lookup.merge([a], [b], [kind])
+    return lookup.merge([(a, b, kind)])
 
 
 def _far_apart(
     batch: FingerprintBatch, rows: I64, ids: I64, stored: StoredKeys, a: I64, b: I64
 ) -> npt.NDArray[np.bool_]:
-    """Which pairs ``(a, b)`` (``b`` new, of ``ids``) are known to differ in more than
-    ``simhash_k`` bits of their SimHashes (the new ones' from the batch, the others' as
-    ``stored`` knows them without a query)."""
+    """Which pairs ``(a, b)`` (``b`` new, of ``ids``) are known, without a query, to differ in
+    more than ``simhash_k`` bits of their SimHashes."""
     simhashes_b = batch.simhashes[rows[np.searchsorted(ids, b)]]
     at = np.minimum(np.searchsorted(ids, a), len(ids) - 1)
     new_a = ids[at] == a
@@ -190,7 +110,7 @@ def _far_apart(
 
 def _secondary_groups(
     batch: FingerprintBatch, rows: I64, ids: I64, groups: list[KeyGroup], hot_of: dict[int, I64]
-) -> tuple[list[KeyGroup], SecondaryRows]:
+) -> tuple[list[KeyGroup], KeyRows]:
     """Per re-keyed group with hot keys, the secondary keys of the new documents owning one."""
     secondary, written = [], []
     for number, hot in hot_of.items():
@@ -200,49 +120,35 @@ def _secondary_groups(
             continue
         docs = group.docs[owners]
         at = rows[np.searchsorted(ids, docs)]  # ids ascend
+        signatures, simhashes = batch.signatures[at], batch.simhashes[at]
         keys = rekey.secondary_keys(
-            batch.params,
-            group.kind,
-            group.slot,
-            group.keys[owners],
-            signatures=batch.signatures[at],
-            simhashes=batch.simhashes[at],
+            batch.params, group.kind, group.slot, group.keys[owners], signatures, simhashes
         )
-        secondary.append(
-            KeyGroup(group.kind, group.slot, keys.reshape(-1), np.repeat(docs, keys.shape[1]))
-        )
-        written.append(SecondaryRows.of(group.kind, group.slot, keys, docs))
-    return secondary, SecondaryRows.concat(written)
+        rows_of = KeyRows.of_slot(group.kind, group.slot, keys, docs)
+        secondary.append(KeyGroup(group.kind, group.slot, rows_of.key, rows_of.doc))
+        written.append(rows_of)
+    return secondary, KeyRows.concat(written)
 
 
 def _secondary_pairs(
     conn: Reach, schema: str, groups: list[KeyGroup], hot_limit: int, stored: StoredKeys
-) -> tuple[list[I64], list[I64], list[npt.NDArray[np.int8]]]:
+) -> list[Pairs]:
     """Pairs found by secondary keys: each key's window of ``hot_limit`` stored documents
-    (:func:`~dedup_store.db.candidates.lookup.window`), and pairs inside the batch as for primary
-    keys."""
+    (:func:`~dedup_store.db.candidates.lookup.window`), and pairs inside the batch."""
     if not groups:
-        return [], [], []
+        return []
     hits = stored.windows(conn, schema, groups, hot_limit)
-    a_parts, b_parts, kind_parts = [], [], []
-    for group, (found_ids, found_keys) in zip(groups, hits, strict=True):
-        joined = lookup.join_found(group, found_ids, found_keys)
-        for a, b in (joined, lookup.pairs_inside(group, hot_limit, spread=True)):
-            a_parts.append(a)
-            b_parts.append(b)
-            kind_parts.append(np.full(len(a), group.kind, dtype=np.int8))
-    return a_parts, b_parts, kind_parts
+    return [
+        pairs
+        for group, (found_ids, found_keys) in zip(groups, hits, strict=True)
+        for pairs in lookup.group_pairs(group, found_ids, found_keys, hot_limit, spread=True)
+    ]
 
 
-def write_secondary(conn: Connection, schema: str, rows: SecondaryRows) -> None:
+def write_secondary(conn: Connection, schema: str, rows: KeyRows) -> None:
     """COPY ``rows`` into ``secondary_keys``, in index order."""
     order = np.lexsort((rows.doc, rows.key, rows.slot, rows.kind))
-    columns: list[npt.NDArray[Any]] = [
-        rows.kind[order],
-        rows.slot[order],
-        rows.key[order],
-        rows.doc[order],
-    ]
+    columns = [column[order] for column in (rows.kind, rows.slot, rows.key, rows.doc)]
     binary_copy.copy_fixed_rows(conn, schema, "secondary_keys", SECONDARY_COLUMNS, columns)
 
 
@@ -254,13 +160,13 @@ class Promotion:
     kinds: I64
     slots: I64
     keys: I64
-    rows: SecondaryRows
+    rows: KeyRows
 
     @classmethod
     def none(cls) -> Promotion:
         """Nothing to write."""
         empty = np.empty(0, dtype=np.int64)
-        return cls(empty, empty, empty, SecondaryRows.concat([]))
+        return cls(empty, empty, empty, KeyRows.concat([]))
 
 
 def promote(
@@ -272,19 +178,15 @@ def promote(
     keys: I64,
     stored: StoredKeys = INDEXED,
 ) -> Promotion:
-    """Make keys hot: record them and write the secondary keys of their stored documents.
-
-    Keys already hot are left as they are. Call it holding the store's lock: exclusively, or
-    shared with the locks of ``keys`` (:mod:`dedup_store.db.write.locks`). A bulk load
-    (``stored`` in memory) keeps the new rows in memory and returns them, to be written with
-    the batch (:func:`record_hot`, :func:`write_secondary`); otherwise they are written now.
-    """
+    """Make keys hot (those already hot are left as they are): record them and write the
+    secondary keys of their stored documents, holding the store's lock (exclusive, or shared
+    with the locks of ``keys``). A bulk load returns the rows, to be written with the batch."""
     if len(keys) == 0:
         return Promotion.none()
     if stored.bulk_load:  # its lookups knew every hot key: all of these are new
         added = list(zip(kinds.tolist(), slots.tolist(), keys.tolist(), strict=True))
     else:
-        added = record_hot(connection_of(conn), schema, kinds, slots, keys)
+        added = record_hot(lookup.connection_of(conn), schema, kinds, slots, keys)
     wanted: dict[tuple[int, int], list[int]] = {}
     for kind, slot, key in added:
         wanted.setdefault((int(kind), int(slot)), []).append(int(key))
@@ -293,12 +195,14 @@ def promote(
         stored.promoted(kind, slot, slot_keys)
         ids, primary = stored.members(conn, schema, kind, slot, slot_keys)
         values = stored.member_values(conn, schema, kind, ids, params.num_perm)
-        parts.append(_members_rows(params, kind, slot, ids, primary, values))
-    rows = SecondaryRows.concat(parts)
+        if len(ids):  # the kind's secondary keys read the signatures or the SimHashes
+            keys_of = rekey.secondary_keys(params, kind, slot, primary, values, values)
+            parts.append(KeyRows.of_slot(kind, slot, keys_of, ids))
+    rows = KeyRows.concat(parts)
     if stored.bulk_load:
         stored.add_secondary(rows.kind, rows.slot, rows.key, rows.doc)
         return Promotion(kinds, slots, keys, rows)
-    write_secondary(connection_of(conn), schema, rows)
+    write_secondary(lookup.connection_of(conn), schema, rows)
     return Promotion.none()
 
 
@@ -308,34 +212,14 @@ def record_hot(
     """Insert ``hot_keys`` rows; returns those that were not there."""
     if len(keys) == 0:
         return []
-    added = conn.execute(
-        text(
-            f"INSERT INTO {qualified(schema)}.hot_keys (kind, slot, key) "
-            "SELECT * FROM unnest(CAST(:kinds AS smallint[]), CAST(:slots AS smallint[]), "
-            "CAST(:keys AS bigint[])) ON CONFLICT DO NOTHING RETURNING kind, slot, key"
-        ),
-        {"kinds": kinds.tolist(), "slots": slots.tolist(), "keys": keys.tolist()},
-    ).all()
+    insert = (
+        f"INSERT INTO {qualified(schema)}.hot_keys (kind, slot, key) "
+        "SELECT * FROM unnest(CAST(:kinds AS smallint[]), CAST(:slots AS smallint[]), "
+        "CAST(:keys AS bigint[])) ON CONFLICT DO NOTHING RETURNING kind, slot, key"
+    )
+    values = {"kinds": kinds.tolist(), "slots": slots.tolist(), "keys": keys.tolist()}
+    added = conn.execute(text(insert), values).all()
     return [(int(kind), int(slot), int(key)) for kind, slot, key in added]
-
-
-def _members_rows(
-    params: FingerprintParams,
-    kind: int,
-    slot: int,
-    ids: I64,
-    primary: I64,
-    values: npt.NDArray[Any],
-) -> SecondaryRows:
-    """The secondary keys of stored documents ``ids`` owning keys ``primary`` in one slot;
-    ``values`` are their signatures (band keys) or SimHashes (block keys)."""
-    if len(ids) == 0:
-        return SecondaryRows.concat([])
-    if kind == BAND:
-        secondary = rekey.secondary_keys(params, kind, slot, primary, signatures=values)
-    else:
-        secondary = rekey.secondary_keys(params, kind, slot, primary, simhashes=values)
-    return SecondaryRows.of(kind, slot, secondary, ids)
 
 
 def secondary_counts(params: FingerprintParams) -> tuple[int, int]:
@@ -362,17 +246,14 @@ def secondary_lookup(s: str, hot_limit: int) -> str:
     (:func:`window`); rows ``(a, block, sample)``."""
     return (
         f"SELECT f.doc_id AS a, n.kind = {BLOCK} AS block, false AS sample "
-        f"FROM ({hot_secondary(s)}) n CROSS JOIN LATERAL ({window(s, hot_limit)}) f"
+        f"FROM ({hot_secondary(s)}) n CROSS JOIN LATERAL ({lookup.window(s, hot_limit)}) f"
     )
 
 
 def pending_keys_sql(s: str, secondary: tuple[int, int], hot_limit: int) -> str:
-    """SQL: ``(kind, slot, key)`` of the query's re-keyed keys shared by ``hot_limit`` stored
-    documents or more and not hot yet: adding the query makes them hot.
-
-    Read from the rows ``found`` of :func:`~dedup_store.db.matches.scoring.found_sql`, whose probe
-    of a band or block key yields at most ``hot_limit`` documents.
-    """
+    """SQL: ``(kind, slot, key)`` of the query's re-keyed keys that adding it makes hot: not hot
+    yet, and ``hot_limit`` stored documents (the most a probe yields) in the rows ``found`` of
+    :func:`~dedup_store.db.matches.scoring.found_sql`."""
     kinds = [str(kind) for kind in (BAND, BLOCK) if secondary[kind]]
     if not hot_limit or not kinds:
         return "SELECT 0::smallint AS kind, 0::smallint AS slot, 0::bigint AS key WHERE false"
@@ -391,49 +272,25 @@ def query_parameters(
     ``sec_kind``, ``sec_slot``, ``sec_primary``, ``sec_key``): those of the re-keyed
     ``(kind, slot)`` pairs ``slots``, or with ``None`` of every re-keyed slot.
 
-    A statement sent with the keys of some slots reports the query's hot keys of the other
-    slots (:func:`touched_sql`), and the caller runs it again with every slot's keys. Computing
-    and sending every slot's keys costs more than the rest of a ``check`` of a store without hot
-    keys, so callers send those of the slots whose keys they know to be hot
-    (:class:`MetHotKeys`).
+    Every slot's keys cost more than the rest of a ``check``: callers send those of the slots
+    they know to be hot (:class:`MetHotKeys`), and all if others are reported (:func:`touched_sql`).
     """
     params = fp.params
-    kinds: list[int] = []
-    sent_slots: list[int] = []
-    primary: list[int] = []
-    keys: list[int] = []
     wanted = None if slots is None else set(slots)
+    columns: dict[str, list[int]] = {f"sec_{n}": [] for n in ("kind", "slot", "primary", "key")}
     for kind, owned in ((BAND, fp.band_keys), (BLOCK, fp.block_keys)):
-        if not rekey.rekeyed(params, kind):
+        chosen = [j for j in range(len(owned)) if wanted is None or (kind, j + 1) in wanted]
+        if not rekey.rekeyed(params, kind) or not chosen:
             continue
-        chosen = np.array(
-            [
-                slot - 1
-                for slot in range(1, len(owned) + 1)
-                if wanted is None or (kind, slot) in wanted
-            ],
-            dtype=np.intp,
-        )
-        if not chosen.size:
-            continue
-        owned_keys = rekey.all_secondary_keys(
-            params,
-            kind,
-            owned[None, :],
-            fp.signature[None, :],
-            np.array([fp.simhash], dtype=np.uint64),
-        )[0][chosen]
-        count = owned_keys.shape[1]
-        kinds += [kind] * owned_keys.size
-        sent_slots += np.repeat(chosen + 1, count).tolist()
-        primary += np.repeat(owned[chosen], count).tolist()
-        keys += owned_keys.reshape(-1).tolist()
-    return {
-        "sec_kind": array_literal(kinds),
-        "sec_slot": array_literal(sent_slots),
-        "sec_primary": array_literal(primary),
-        "sec_key": array_literal(keys),
-    }
+        signature, simhash = fp.signature[None, :], np.array([fp.simhash], dtype=np.uint64)
+        keys = rekey.all_secondary_keys(params, kind, owned[None, :], signature, simhash)[0]
+        keys = keys[np.array(chosen, dtype=np.intp)]
+        count = keys.shape[1]
+        columns["sec_kind"] += [kind] * keys.size
+        columns["sec_slot"] += np.repeat(np.array(chosen) + 1, count).tolist()
+        columns["sec_primary"] += np.repeat(owned[chosen], count).tolist()
+        columns["sec_key"] += keys.reshape(-1).tolist()
+    return {name: array_literal(values) for name, values in columns.items()}
 
 
 def touched_sql(
@@ -443,10 +300,8 @@ def touched_sql(
     whose secondary keys were not sent (:func:`query_parameters`), read from the rows ``found``
     of :func:`~dedup_store.db.matches.scoring.found_sql`: the statement must run again with them.
 
-    With ``full_buckets``, only the keys whose probe found ``hot_limit`` documents: a hot key
-    with fewer (some of its documents were deleted) yielded all its documents, and its secondary
-    keys, which mix in the primary key, could find none beyond them. Enough for a read; a write
-    needs every hot key, to store its secondary keys."""
+    With ``full_buckets`` (enough for a read), only the keys whose probe found ``hot_limit``
+    documents: a hot key with fewer yielded all it has."""
     kinds = [str(kind) for kind in (BAND, BLOCK) if secondary[kind]]
     if not hot_limit or not kinds:
         return "SELECT 0::smallint AS kind, 0::smallint AS slot, 0::bigint AS key WHERE false"
@@ -469,14 +324,8 @@ class MetHotKeys:
     """The hot band and block keys ``(kind, slot, key)`` that one store object has met.
 
     ``check`` and ``add`` send the secondary keys of the slots whose key is listed here, so a
-    query owning a hot key it has met before takes one statement instead of two. The list only
-    chooses which secondary keys are computed and sent; the answers do not depend on it. A
-    listed key that is not hot (any more, or in another store) costs its secondary keys, which
-    the statement joins with ``hot_keys`` and so ignores; a hot key missing from the list is
-    reported by the statement (:func:`touched_sql`), which the caller runs again with every
-    slot's keys. Hot keys are few (a key needs ``hot_key_limit`` owners), and the list starts
-    over when it reaches ``limit``. A store object fills it with the store's hot keys
-    (:func:`stored_hot_keys`) before its first ``check`` or ``add``.
+    query owning a hot key met before takes one statement instead of two; the answers do not
+    depend on the list (:func:`touched_sql`). It starts over when it reaches ``limit``.
     """
 
     def __init__(self, limit: int = 1_000_000) -> None:
@@ -512,48 +361,39 @@ class MetHotKeys:
             self._keys.add((kind, slot, int(owned[slot - 1])))
 
 
-#: How many of a store's hot keys :func:`stored_hot_keys` reads at most.
-SEED_LIMIT = 100_000
-
-
 def stored_hot_keys(
-    conn: Connection, schema: str, limit: int = SEED_LIMIT
+    conn: Connection, schema: str, limit: int = 100_000
 ) -> list[tuple[int, int, int]]:
     """``(kind, slot, key)`` of up to ``limit`` of the store's hot band and block keys."""
-    rows = conn.execute(
-        text(
-            f"SELECT kind, slot, key FROM {qualified(schema, 'hot_keys')} "
-            f"WHERE kind IN ({BAND}, {BLOCK}) LIMIT {int(limit)}"
-        )
+    hot_keys = qualified(schema, "hot_keys")
+    select = (
+        f"SELECT kind, slot, key FROM {hot_keys} WHERE kind IN ({BAND}, {BLOCK}) LIMIT {int(limit)}"
     )
+    rows = conn.execute(text(select))
     return [(int(kind), int(slot), int(key)) for kind, slot, key in rows]
 
 
 def delete_secondary(conn: Connection, schema: str, doc_ids: Sequence[int]) -> None:
     """Delete the secondary keys of documents ``doc_ids``."""
-    conn.execute(
-        text(f"DELETE FROM {qualified(schema, 'secondary_keys')} WHERE doc_id = ANY(:ids)"),
-        {"ids": list(doc_ids)},
-    )
+    delete = f"DELETE FROM {qualified(schema, 'secondary_keys')} WHERE doc_id = ANY(:ids)"
+    conn.execute(text(delete), {"ids": list(doc_ids)})
 
 
 def hot_stats(conn: Connection, schema: str, params: FingerprintParams) -> dict[str, Any]:
     """Hot keys per kind, and the five largest hot buckets with their document counts."""
     s = qualified(schema)
-    counts: dict[int, int] = dict(
-        conn.execute(text(f"SELECT kind, count(*) FROM {s}.hot_keys GROUP BY kind")).all()
+    per_kind = text(f"SELECT kind, count(*) FROM {s}.hot_keys GROUP BY kind")
+    counts: dict[int, int] = dict(conn.execute(per_kind).all())
+    select = (
+        "SELECT h.kind, h.slot, b.documents, d.external_id "
+        f"FROM {s}.hot_keys h JOIN ({lookup.salts_sql(params)}) t "
+        "ON t.kind = h.kind AND t.slot = h.slot "
+        "CROSS JOIN LATERAL (SELECT count(*) AS documents, min(p.doc_id) AS oldest FROM "
+        f"({lookup.slot_probe(s, 'h.key # t.salt')}) p) b "
+        f"JOIN {s}.documents d ON d.id = b.oldest "
+        "ORDER BY b.documents DESC, h.kind, h.slot, h.key LIMIT 5"
     )
-    largest = conn.execute(
-        text(
-            "SELECT h.kind, h.slot, b.documents, d.external_id "
-            f"FROM {s}.hot_keys h JOIN ({salts_sql(params)}) t "
-            "ON t.kind = h.kind AND t.slot = h.slot "
-            "CROSS JOIN LATERAL (SELECT count(*) AS documents, min(p.doc_id) AS oldest FROM "
-            f"({lookup.slot_probe(s, 'h.key # t.salt')}) p) b "
-            f"JOIN {s}.documents d ON d.id = b.oldest "
-            "ORDER BY b.documents DESC, h.kind, h.slot, h.key LIMIT 5"
-        )
-    ).all()
+    largest = conn.execute(text(select)).all()
     names = {BAND: "band", BLOCK: "block"}
     return {
         "hot_keys": {names[kind]: int(counts.get(kind, 0)) for kind in (BAND, BLOCK)},

@@ -1,29 +1,12 @@
 """The rows of the key tables: one per band and block key of each first document.
 
-A first document's band keys and SimHash block keys are rows ``(key, doc_id, kind, slot)`` of a
-narrow table with one b-tree on ``(key, doc_id)``. The key is the slot's key XORed with a salt of
-its kind and slot (:func:`~dedup_store.db.schema.encoding.tagged_keys`), so equal keys of
-different slots never meet, and every key of a query is found by one probe of the index, in
-``doc_id`` order (the oldest documents of a key first). ``kind`` and ``slot`` say where a row came
-from, for reads that need it (a bulk load's memory, hot-key statistics, downgrades).
-
-There are two such tables, one per *tier*: ``slot_keys`` holds the documents with ids up to
-``key_tiers.settled_through`` (those of the last bulk load or ``settle``), ``recent_slot_keys``
-those added since. Incremental writes insert into the recent one, whose index stays small: an
-insert at a random leaf of an index the size of the store costs a full-page image in the WAL
-after each checkpoint (a 50,000-document append to a 1M store wrote 4.5 GB of WAL into one
-index, against 0.57 GB with the recent tier). A bulk load and a settle move the recent rows into
-``slot_keys`` and build its index again. A lookup probes both (the settled documents are the
-older ones).
-
-Exact copies have no rows: they are linked to the first document of their group. The keys are
-functions of what ``documents`` keeps of a document, its MinHash signature, its SimHash and its
-shingle count (:func:`dedup_store.core.lsh.band_keys`,
-:func:`dedup_store.core.fingerprint.document_block_keys`). A writer takes them from the batch's
-fingerprints (:meth:`KeyRows.of`); a document that becomes the first of its group after it was
-written (an exact copy taking a deleted document's place), every document of a store upgraded
-from a version that kept no keys of its own, and the rows a delete removes, are computed from the
-stored fingerprints (:func:`stored_rows`).
+Rows ``(key, doc_id, kind, slot)`` under one b-tree on ``(key, doc_id)``, the key XORed with a
+salt of its kind and slot (:func:`~dedup_store.db.schema.encoding.tagged_keys`), so every key of a
+query is one probe of the index. ``slot_keys`` holds the documents up to
+``key_tiers.settled_through`` (the last bulk load or ``settle``), ``recent_slot_keys`` those added
+since, so incremental writes insert into a small index (a random leaf of a large one costs a
+full-page image in the WAL after each checkpoint). Writers take the keys from the batch
+(:meth:`KeyRows.of`), or compute them from the stored fingerprints (:func:`stored_rows`).
 """
 
 from __future__ import annotations
@@ -36,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I64, U32, U64
+from dedup_store.core.arrays import I64
 from dedup_store.core.fingerprint import document_block_keys
 from dedup_store.core.lsh import band_keys
 from dedup_store.core.params import FingerprintParams
@@ -48,13 +31,9 @@ from dedup_store.db.server import binary_copy
 SETTLED, RECENT = "slot_keys", "recent_slot_keys"
 TABLES = (SETTLED, RECENT)
 COLUMNS = ("key", "doc_id", "kind", "slot")
-# The recent table is made (migration 0014) with autovacuum_analyze_threshold = 10000. The
-# store's connections plan a statement once (plan_cache_mode = force_generic_plan); emptied by a
-# settle or a bulk load (TRUNCATE, not analyzed then), the table has no statistics, which the
-# planner takes for ten pages and probes through its index; autovacuum analyzes it only once it
-# holds thousands of rows, where the index is the cheaper plan too (analyzed with a few rows, a
-# plan scanned the whole table for every key until it was analyzed again). So nothing here
-# analyzes it.
+# Nothing here analyzes the recent table: emptied by TRUNCATE, it has no statistics, which the
+# planner takes for ten pages and probes through its index; autovacuum analyzes it once it holds
+# thousands of rows (migration 0014), where the index is the cheaper plan too.
 
 
 def both_tiers(schema: str) -> str:
@@ -71,7 +50,8 @@ I16 = npt.NDArray[np.int16]
 
 @dataclasses.dataclass(frozen=True)
 class KeyRows:
-    """Rows of ``slot_keys``: the tagged key, the document, the kind and the slot."""
+    """Rows of a key table: the key, the document, the kind and the slot (in ``slot_keys``
+    the tagged band or block key, in ``secondary_keys`` a secondary key of a hot slot)."""
 
     key: I64
     doc: I64
@@ -83,18 +63,23 @@ class KeyRows:
         """The rows of documents ``ids`` whose band and block keys are the rows of ``bands`` and
         ``blocks``, in index order (by key, then document)."""
         matrix = tagged_keys(bands, blocks)
-        width = matrix.shape[1]
-        kinds = np.array([BAND] * bands.shape[1] + [BLOCK] * blocks.shape[1], dtype=np.int16)
-        slots = np.concatenate(
-            [np.arange(1, bands.shape[1] + 1), np.arange(1, blocks.shape[1] + 1)]
-        ).astype(np.int16)
-        rows = cls(
-            matrix.reshape(-1),
-            np.repeat(ids.astype(np.int64), width),
-            np.tile(kinds, len(ids)),
-            np.tile(slots, len(ids)),
+        widths = (bands.shape[1], blocks.shape[1])
+        kinds = np.repeat(np.array([BAND, BLOCK], dtype=np.int16), widths)
+        slots = np.concatenate([np.arange(1, width + 1, dtype=np.int16) for width in widths])
+        docs = np.repeat(ids.astype(np.int64), matrix.shape[1])
+        return cls(
+            matrix.reshape(-1), docs, np.tile(kinds, len(ids)), np.tile(slots, len(ids))
+        ).sorted()
+
+    @classmethod
+    def of_slot(cls, kind: int, slot: int, keys: I64, docs: I64) -> KeyRows:
+        """The rows of ``keys`` ``(n, count)`` of documents ``docs`` ``(n,)`` in one slot."""
+        return cls(
+            keys.reshape(-1),
+            np.repeat(docs, keys.shape[1] if keys.ndim == 2 else 1),
+            np.full(keys.size, kind, dtype=np.int16),
+            np.full(keys.size, slot, dtype=np.int16),
         )
-        return rows.sorted()
 
     @classmethod
     def concat(cls, parts: Sequence[KeyRows]) -> KeyRows:
@@ -136,40 +121,32 @@ def copy_rows(
 
 def settled_through(conn: Connection, schema: str) -> int:
     """The largest id of the settled tier."""
-    return int(
-        conn.execute(
-            text(f"SELECT settled_through FROM {qualified(schema, 'key_tiers')} WHERE id = 1")
-        ).scalar_one()
-    )
+    select = f"SELECT settled_through FROM {qualified(schema, 'key_tiers')} WHERE id = 1"
+    return int(conn.execute(text(select)).scalar_one())
 
 
 def set_settled_through(conn: Connection, schema: str, last_id: int) -> None:
     """Record ``last_id`` as the largest id of the settled tier (its rows are moved there by
     the caller, in the same transaction)."""
-    conn.execute(
-        text(
-            f"UPDATE {qualified(schema, 'key_tiers')} "
-            "SET settled_through = :last, settled_at = now() WHERE id = 1"
-        ),
-        {"last": int(last_id)},
-    )
+    tiers = qualified(schema, "key_tiers")
+    update = f"UPDATE {tiers} SET settled_through = :last, settled_at = now() WHERE id = 1"
+    conn.execute(text(update), {"last": int(last_id)})
 
 
-def stored_keys(
-    params: FingerprintParams, signatures: U32, simhashes: U64, shingle_counts: I64
-) -> tuple[I64, I64]:
-    """The band keys and the block keys of documents with the stored ``signatures``,
-    ``simhashes`` and ``shingle_counts``."""
-    blocks = document_block_keys(simhashes, shingle_counts, params)
-    return band_keys(signatures, params), blocks
+def stored_keys(params: FingerprintParams, rows: Sequence[Any]) -> tuple[I64, I64, I64]:
+    """The ids, band keys and block keys of the ``documents`` rows ``(id, signature, simhash,
+    shingle_count)``."""
+    columns = (np.array(column, dtype=np.int64) for column in zip(*rows, strict=True))
+    ids, signatures, simhashes, counts = columns
+    blocks = document_block_keys(simhashes.view(np.uint64), counts, params)
+    return ids, band_keys(signatures.astype(np.int32).view(np.uint32), params), blocks
 
 
 def stored_rows(
     conn: Connection, schema: str, params: FingerprintParams, ids: Sequence[int] | None = None
 ) -> Iterator[KeyRows]:
-    """The rows of the first documents (not exact copies) ``ids`` (``None``: all of them),
-    computed from their stored signatures, SimHashes and shingle counts, :data:`CHUNK` documents
-    at a time in id order."""
+    """The rows of the first documents ``ids`` (``None``: all of them), computed from their
+    stored fingerprints, :data:`CHUNK` documents at a time in id order."""
     conditions = ["exact_of IS NULL", "id > :after"]
     conditions += [] if ids is None else ["id = ANY(CAST(:ids AS bigint[]))"]
     select = text(
@@ -179,13 +156,7 @@ def stored_rows(
     bound = {"ids": None if ids is None else array_literal(ids)}
     after = 0
     while rows := conn.execute(select, {"after": after, **bound}).all():
-        doc_ids = np.array([row[0] for row in rows], dtype=np.int64)
-        signatures = np.array([row[1] for row in rows], dtype=np.int64).astype(np.int32)
-        simhashes = np.array([row[2] for row in rows], dtype=np.int64)
-        counts = np.array([row[3] for row in rows], dtype=np.int64)
-        bands, blocks = stored_keys(
-            params, signatures.view(np.uint32), simhashes.view(np.uint64), counts
-        )
+        doc_ids, bands, blocks = stored_keys(params, rows)
         yield KeyRows.of(doc_ids, bands, blocks)
         after = int(doc_ids[-1])
 
@@ -193,9 +164,8 @@ def stored_rows(
 def add_stored_keys(
     conn: Connection, schema: str, params: FingerprintParams, ids: Sequence[int] | None = None
 ) -> int:
-    """Add the rows of the first documents ``ids`` (``None``: every one), computed from their
-    stored fingerprints (:func:`stored_rows`), to the table of the tier of their ids; returns
-    how many rows."""
+    """Add the :func:`stored_rows` of the first documents ``ids`` (``None``: every one) to the
+    table of the tier of their ids; returns how many rows."""
     bound = settled_through(conn, schema)
     added = 0
     for rows in stored_rows(conn, schema, params, ids):
@@ -230,15 +200,12 @@ def missing(conn: Connection, schema: str) -> bool:
     """Whether the key tables hold no row while the store has first documents: a store upgraded
     from a version that kept its keys elsewhere, which the migration could not read."""
     s = qualified(schema)
-    return bool(
-        conn.execute(
-            text(
-                f"SELECT NOT EXISTS (SELECT 1 FROM {s}.{SETTLED}) "
-                f"AND NOT EXISTS (SELECT 1 FROM {s}.{RECENT}) "
-                f"AND EXISTS (SELECT 1 FROM {s}.documents WHERE exact_of IS NULL)"
-            )
-        ).scalar_one()
+    select = (
+        f"SELECT NOT EXISTS (SELECT 1 FROM {s}.{SETTLED}) "
+        f"AND NOT EXISTS (SELECT 1 FROM {s}.{RECENT}) "
+        f"AND EXISTS (SELECT 1 FROM {s}.documents WHERE exact_of IS NULL)"
     )
+    return bool(conn.execute(text(select)).scalar_one())
 
 
 def settle_recent(conn: Connection, schema: str) -> int:

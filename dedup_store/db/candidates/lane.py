@@ -1,9 +1,5 @@
-"""A connection whose statements run on a thread of their own, in the order they were given.
-
-A bulk load (:func:`dedup_store.ingest.pipeline.ingest`) works out a batch's ids, candidates and
-intersections in memory while the statements of the batch before it (its COPY, its scoring,
-its cluster merges) run here. A step that needs the connection itself, such as making a key hot,
-asks :meth:`Lane.connection`, which waits until every statement given before has run.
+"""A connection whose statements run on a thread of their own, in the order they were given:
+a bulk load works out a batch in memory while the statements of the batch before it run here.
 """
 
 from __future__ import annotations

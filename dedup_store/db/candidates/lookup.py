@@ -1,26 +1,16 @@
 """Candidate pairs: documents that share a band, block or sample key.
 
-A first document's band keys and SimHash block keys are rows of ``slot_keys`` (settled) or
-``recent_slot_keys`` (recent), each key XORed with a salt of its kind and slot, under one b-tree on
-``(key, doc_id)`` per table (:mod:`dedup_store.db.candidates.key_rows`): equal keys of different
-slots never meet, and a key's documents come oldest first. Sample keys (the excerpt index) live in
-``sample_keys``.
-
-Every key of a lookup, whatever its slot, is one rescan of one index scan per tier
-(:func:`slot_probe`), which reads at most ``hot_limit`` (+ 1) documents of a key. For a batch, one
-statement looks up every key *before* the batch's rows are written, so it only meets older
-documents; the keys found are joined back to the new documents that own them in numpy, and pairs
-inside the batch are found in numpy too. The probes of one fingerprint (``check``, ``add``) are
-:func:`key_lookups` and :func:`sample_lookup`. Hot band and block keys are split by secondary keys
-(:mod:`dedup_store.db.candidates.hot`).
+A batch looks up every key in one statement before its rows are written, so it only meets older
+documents (at most ``hot_limit`` + 1 of a key, oldest first), and pairs its new documents with
+them and with each other in numpy. Hot keys are split by secondary keys (:mod:`.hot`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeAlias
+from collections.abc import Callable
+from typing import TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -31,21 +21,16 @@ from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.mixing import mix64
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.candidates import key_rows
-from dedup_store.db.schema.encoding import (
-    BAND,
-    BLOCK,
-    SAMPLE,
-    array_literal,
-    sample_columns,
-    slot_salt,
-    slot_salts,
-)
+from dedup_store.db.schema import encoding
+from dedup_store.db.schema.encoding import BAND, BLOCK, SAMPLE, array_literal, slot_salt
 from dedup_store.db.schema.names import qualified
 
+Pairs: TypeAlias = tuple[I64, I64, npt.NDArray[np.int8]]
+"""Pairs ``(a, b)`` of documents and the kind of the key that found each."""
+
 Reach: TypeAlias = Connection | Callable[[], Connection]
-"""A connection, or how to get it when a step turns out to need SQL: a staged bulk load
-(:class:`dedup_store.db.candidates.lane.Lane`) hands it over once the statements before it have
-run."""
+"""A connection, or how to get it when a step needs SQL (a bulk load's
+:class:`~dedup_store.db.candidates.lane.Lane` hands it over once the work before it has run)."""
 
 
 def connection_of(reach: Reach) -> Connection:
@@ -64,23 +49,15 @@ def salts_sql(params: FingerprintParams) -> str:
 def salt_arrays(band_count: int, block_count: int) -> str:
     """SQL: three array literals, the kind, slot and salt of band slots ``1..band_count`` and
     block slots ``1..block_count``, in that order."""
-    slots = [(BAND, slot) for slot in range(1, band_count + 1)]
-    slots += [(BLOCK, slot) for slot in range(1, block_count + 1)]
-    kinds = array_literal(kind for kind, _ in slots)
-    numbers = array_literal(slot for _, slot in slots)
-    salts = array_literal(slot_salts(band_count, block_count).tolist())
+    kinds = array_literal([BAND] * band_count + [BLOCK] * block_count)
+    numbers = array_literal([*range(1, band_count + 1), *range(1, block_count + 1)])
+    salts = array_literal(encoding.slot_salts(band_count, block_count).tolist())
     return f"'{kinds}'::smallint[], '{numbers}'::smallint[], '{salts}'::bigint[]"
 
 
 def slot_probe(s: str, tagged: str, limit: int = 0) -> str:
-    """SQL: the ``doc_id`` of the stored first documents owning the key ``tagged`` (an SQL
-    expression of a tagged key, :func:`~dedup_store.db.schema.encoding.tagged_keys`), oldest
-    first, at most ``limit`` of them (0: all), for a ``CROSS JOIN LATERAL``.
-
-    One index scan of each tier's table, rescanned per key: a lookup of any number of keys of
-    any slots is two nodes of the plan. The settled documents are the older ones, so the
-    settled tier's oldest come first.
-    """
+    """SQL: the ``doc_id`` of at most ``limit`` (0: all) stored documents owning the tagged key
+    ``tagged`` (SQL), oldest first, by one index scan per tier (for a ``CROSS JOIN LATERAL``)."""
     bound = f" LIMIT {int(limit)}" if limit else ""
     tiers = [
         f"(SELECT k.doc_id FROM {s}.{table} k WHERE k.key = {tagged} ORDER BY k.doc_id{bound})"
@@ -90,13 +67,10 @@ def slot_probe(s: str, tagged: str, limit: int = 0) -> str:
 
 
 def window(s: str, hot_limit: int, kind: str = "n.kind", slot: str = "n.slot") -> str:
-    """SQL: ``hot_limit`` documents (``doc_id``) of the secondary key ``n.key`` of a slot.
-
-    Not the oldest ones: the members whose ids follow a pivot derived from the key (a point
-    of the stored id range, wrapping around to the oldest), so that the secondary keys of one
-    document lead to different parts of a large bucket. Two index range scans of at most
-    ``hot_limit`` entries each. ``kind`` and ``slot`` are SQL expressions.
-    """
+    """SQL: ``hot_limit`` documents (``doc_id``) of the secondary key ``n.key`` of a slot
+    (``kind`` and ``slot`` are SQL expressions): those from a pivot derived from the key,
+    wrapping around, so that the secondary keys of one document lead to different parts of a
+    large bucket."""
     where = f"FROM {s}.secondary_keys k WHERE k.kind = {kind} AND k.slot = {slot} AND k.key = n.key"
     pivot = (
         f"(hashint8(n.key)::bigint & 2147483647) % "
@@ -135,11 +109,6 @@ class KeyGroup:
         return self._runs[0]
 
     @functools.cached_property
-    def literal(self) -> str:
-        """:attr:`uniques` as an array literal."""
-        return array_literal(self.uniques.tolist())
-
-    @functools.cached_property
     def counts(self) -> I64:
         """How many of the group's documents own each of :attr:`uniques`."""
         return self._runs[1]
@@ -158,7 +127,7 @@ def key_groups(batch: FingerprintBatch, rows: I64, ids: I64) -> list[KeyGroup]:
     groups = []
     for kind, matrix in ((BAND, batch.band_keys[rows]), (BLOCK, batch.block_keys[rows])):
         groups += [KeyGroup(kind, j + 1, matrix[:, j], ids) for j in range(matrix.shape[1])]
-    samples, sample_docs = sample_columns(batch, rows, ids)
+    samples, sample_docs = encoding.sample_columns(batch, rows, ids)
     groups.append(KeyGroup(SAMPLE, 0, samples.astype(np.int64), sample_docs))
     return groups
 
@@ -192,10 +161,10 @@ class Found:
     """What :func:`find_keys` found per group.
 
     Attributes:
-        ids, keys: per group, the stored documents found and the key each was found by (at most
+        ids, keys: the stored documents found and the key each was found by (at most
             ``hot_limit + 1`` per band or block key, oldest first).
-        uniques: per group, its distinct keys.
-        hot: per group, those of its keys recorded in ``hot_keys`` (when asked for).
+        uniques: the group's distinct keys.
+        hot: those of its keys recorded in ``hot_keys`` (when asked for).
     """
 
     ids: list[I64]
@@ -217,33 +186,20 @@ class KeyQuery:
 def find_keys(conn: Connection, schema: str, query: KeyQuery) -> Found:
     """Look up every key of every group of ``query`` in one statement (and which keys of the
     groups of its ``hot_kinds`` are hot)."""
-    statement, parameters, uniques, slotted = lookup_statement(
-        schema, query.groups, query.hot_limit, hot_kinds=query.hot_kinds
-    )
-    count = len(query.groups)
-    return found_in(conn.execute(text(statement), parameters), uniques, count, slotted)
-
-
-def found_in(
-    rows: Iterable[Any], uniques: list[I64], count: int, slotted: SlottedKeys | None = None
-) -> Found:
-    """:class:`Found` from the rows ``(group, ids, keys)`` of :func:`lookup_statement`; those of
-    group ``count``, band and block keys found by their tagged keys, are told apart by
-    ``slotted``."""
-    ids: list[list[Any]] = [[] for _ in range(count)]
-    keys: list[list[Any]] = [[] for _ in range(count)]
-    hot: list[list[Any]] = [[] for _ in range(count)]
-    for number, found_ids, found_keys in rows:
+    groups = query.groups
+    statement, parameters, slotted = lookup_statement(schema, query)
+    empty = np.empty(0, dtype=np.int64)
+    ids, keys, hot = [empty] * len(groups), [empty] * len(groups), [empty] * len(groups)
+    for number, found_ids, found_keys in conn.execute(text(statement), parameters):
         if number < 0:
-            hot[-number - 1] += found_keys
-        elif number == count and slotted is not None:
+            hot[-number - 1] = np.array(found_keys, dtype=np.int64)
+        elif number < len(groups):
+            ids[number] = np.array(found_ids, dtype=np.int64)
+            keys[number] = np.array(found_keys, dtype=np.int64)
+        elif slotted is not None:  # the band and block keys, found by their tagged keys
             for group, (group_ids, group_keys) in slotted.split(found_ids, found_keys).items():
-                ids[group] += group_ids
-                keys[group] += group_keys
-        else:
-            ids[number] += found_ids
-            keys[number] += found_keys
-    return Found(_arrays(ids), _arrays(keys), uniques, _arrays(hot))
+                ids[group], keys[group] = group_ids, group_keys
+    return Found(ids, keys, [group.uniques for group in groups], hot)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -265,242 +221,44 @@ class SlottedKeys:
         order = np.argsort(tagged, kind="stable")
         return cls(tagged[order], numbers[order], keys[order])
 
-    def split(self, ids: list[int], tagged: list[int]) -> dict[int, tuple[list[int], list[int]]]:
+    def split(self, ids: list[int], tagged: list[int]) -> dict[int, tuple[I64, I64]]:
         """``{group: (ids, keys)}`` of documents ``ids`` found by ``tagged`` keys."""
         at = np.searchsorted(self.tagged, np.array(tagged, dtype=np.int64))
-        groups, keys = self.groups[at], self.keys[at]
-        found = np.array(ids, dtype=np.int64)
-        return {
-            int(group): (found[groups == group].tolist(), keys[groups == group].tolist())
-            for group in np.unique(groups).tolist()
-        }
+        groups, keys, found = self.groups[at], self.keys[at], np.array(ids, dtype=np.int64)
+        return {int(g): (found[groups == g], keys[groups == g]) for g in np.unique(groups)}
 
 
-def _arrays(values: list[list[Any]]) -> list[I64]:
-    return [np.array(v, dtype=np.int64) for v in values]
-
-
-def found_pairs(
-    groups: list[KeyGroup], found: Found, hot_limit: int
-) -> tuple[list[I64], list[I64], list[npt.NDArray[np.int8]]]:
+def found_pairs(groups: list[KeyGroup], found: Found, hot_limit: int) -> list[Pairs]:
     """The pairs of every group's stored documents found and of its new documents (the
-    ``hot_limit`` oldest stored documents of a band or block key); parts for :func:`merge`."""
-    a_parts, b_parts, kind_parts = [], [], []
+    ``hot_limit`` oldest stored documents of a band or block key), for :func:`merge`."""
+    parts = []
     for number, group in enumerate(groups):
         found_ids, found_keys = found.ids[number], found.keys[number]
         if hot_limit:
             group, found_ids, found_keys = _without_hot(
                 group, found.uniques[number], found_ids, found_keys, hot_limit
             )
-        for a, b in (join_found(group, found_ids, found_keys), pairs_inside(group, hot_limit)):
-            a_parts.append(a)
-            b_parts.append(b)
-            kind_parts.append(np.full(len(a), group.kind, dtype=np.int8))
-    return a_parts, b_parts, kind_parts
+        parts += group_pairs(group, found_ids, found_keys, hot_limit)
+    return parts
 
 
-def merge(
-    a_parts: list[I64], b_parts: list[I64], kind_parts: list[npt.NDArray[np.int8]]
-) -> Candidates:
-    """The candidates of the pairs ``(a, b)`` found by keys of kind ``kind``, in parts."""
-    if not a_parts:
-        empty = np.empty(0, dtype=np.int64)
-        return _merge(empty, empty, empty.astype(np.int8))
-    return _merge(np.concatenate(a_parts), np.concatenate(b_parts), np.concatenate(kind_parts))
-
-
-def stored_counts(keys: I64, found_keys: I64) -> I64:
-    """How many stored documents were found per key of the sorted ``keys``."""
-    return np.bincount(np.searchsorted(keys, found_keys), minlength=len(keys)).astype(np.int64)
-
-
-def lookup_statement(
-    schema: str,
-    groups: list[KeyGroup],
-    hot_limit: int,
-    hot_kinds: frozenset[int] = frozenset(),
-    samples: bool = True,
-) -> tuple[str, dict[str, str], list[I64], SlottedKeys | None]:
-    """One statement looking up every key of every group (with ``samples`` the excerpt keys
-    too), and which keys of the groups of ``hot_kinds`` are hot; its parameters, the groups'
-    unique keys and the band and block keys it asks by their tagged keys.
-
-    Rows ``(group, ids, keys)``; a group's hot keys come as group ``-group - 1``, the band and
-    block keys found as group ``len(groups)`` (:meth:`SlottedKeys.split`).
-    """
-    s = qualified(schema)
-    branches = []
-    parameters = {}
-    uniques = [group.uniques for group in groups]
-    slotted: list[tuple[int, KeyGroup]] = []
-    for number, group in enumerate(groups):
-        if len(group.uniques) == 0 or (group.kind == SAMPLE and not samples):
-            continue  # nothing to find
-        if group.kind != SAMPLE:
-            slotted.append((number, group))
-            continue
-        name = f"g{number}"
-        parameters[name] = group.literal
-        # one bounded probe per key: a hot excerpt key must not cost its whole posting list
-        probe = f"SELECT k.doc_id AS id FROM {s}.sample_keys k WHERE k.key = n.key"
-        limit = f"LIMIT {int(hot_limit) + 1}" if hot_limit else ""
-        branches.append(
-            f"SELECT {number} AS grp, f.id, n.key::bigint AS key "
-            f"FROM unnest(CAST(:{name} AS integer[])) AS n(key) "
-            f"CROSS JOIN LATERAL (SELECT p.id FROM ({probe}) p {limit}) f"
-        )
-    keys = SlottedKeys.of(slotted) if slotted else None
-    if keys is not None:
-        branches += _slotted_branches(s, keys, len(groups), hot_limit, parameters)
-        branches += _hot_branch(s, slotted, hot_kinds, parameters)
-    if not branches:  # no keys at all
-        branches.append("SELECT 0 AS grp, 0::bigint AS id, 0::bigint AS key WHERE false")
-    statement = (
-        ("WITH st AS MATERIALIZED (SELECT CAST(:slot_tagged AS bigint[]) AS keys) " if keys else "")
-        + "SELECT grp, array_agg(id), array_agg(key) "
-        f"FROM ({' UNION ALL '.join(branches)}) found GROUP BY grp"
-    )
-    return statement, parameters, uniques, keys
-
-
-def _slotted_branches(
-    s: str, keys: SlottedKeys, number: int, hot_limit: int, parameters: dict[str, str]
-) -> list[str]:
-    """The branch of :func:`lookup_statement` (as group ``number``) for its band and block keys:
-    one ``= ANY`` scan of each tier's index for every tagged key (sorted, as the index holds
-    them), each key yielding its ``hot_limit + 1`` oldest documents (one more than used, to tell
-    a key that has more); its parameter is added to ``parameters``.
-
-    The keys reach the planner through a scalar subquery of the CTE ``st``: it has no statistics
-    of them, and took thousands of constant keys for a third of the table. A rescan per key of
-    thousands (as ``check`` probes its 22) costs the executor more than the index's own work.
-    """
-    parameters["slot_tagged"] = array_literal(keys.tagged.tolist())
-    tiers = " UNION ALL ".join(
-        f"SELECT k.doc_id, k.key FROM {s}.{table} k "
-        "WHERE k.key = ANY(CAST((SELECT keys FROM st) AS bigint[]))"
-        for table in key_rows.TABLES
-    )
-    found = f"SELECT p.doc_id AS id, p.key FROM ({tiers}) p"
-    if hot_limit:
-        found = (
-            "SELECT id, key FROM (SELECT p.doc_id AS id, p.key, "
-            "row_number() OVER (PARTITION BY p.key ORDER BY p.doc_id) AS rank "
-            f"FROM ({tiers}) p) r WHERE r.rank <= {int(hot_limit) + 1}"
-        )
-    return [f"SELECT {int(number)} AS grp, f.id, f.key FROM ({found}) f"]
-
-
-def _hot_branch(
-    s: str,
-    slotted: list[tuple[int, KeyGroup]],
-    hot_kinds: frozenset[int],
-    parameters: dict[str, str],
-) -> list[str]:
-    """The branch of :func:`lookup_statement` of the keys of ``hot_kinds`` found in
-    ``hot_keys`` (none without such keys); its parameters are added to ``parameters``."""
-    hot = [(n, g) for n, g in slotted if g.kind in hot_kinds]
-    if not hot:
-        return []
-    parameters["hot_group"] = array_literal(n for n, g in hot for _ in range(len(g.uniques)))
-    parameters["hot_kind"] = array_literal(g.kind for _, g in hot for _ in g.uniques)
-    parameters["hot_slot"] = array_literal(g.slot for _, g in hot for _ in g.uniques)
-    parameters["hot_key"] = array_literal(np.concatenate([g.uniques for _, g in hot]).tolist())
+def group_pairs(
+    group: KeyGroup, found_ids: I64, found_keys: I64, hot_limit: int, spread: bool = False
+) -> list[Pairs]:
+    """The pairs of the stored documents found with the group's new documents
+    (:func:`join_found`) and of its new documents (:func:`pairs_inside`)."""
+    inside = pairs_inside(group, hot_limit, spread)
     return [
-        "SELECT -n.grp - 1 AS grp, 0::bigint AS id, h.key "
-        "FROM unnest(CAST(:hot_group AS integer[]), CAST(:hot_kind AS smallint[]), "
-        "CAST(:hot_slot AS smallint[]), CAST(:hot_key AS bigint[])) AS n(grp, kind, slot, key) "
-        f"JOIN {s}.hot_keys h ON h.kind = n.kind AND h.slot = n.slot AND h.key = n.key"
+        (a, b, np.full(len(a), group.kind, dtype=np.int8))
+        for a, b in (join_found(group, found_ids, found_keys), inside)
     ]
 
 
-def _without_hot(
-    group: KeyGroup, keys: I64, found_ids: I64, found_keys: I64, hot_limit: int
-) -> tuple[KeyGroup, I64, I64]:
-    """Drop hot excerpt keys; keep the ``hot_limit`` oldest documents of a band or block key."""
-    hot = keys[stored_counts(keys, found_keys) + group.counts > hot_limit]
-    if group.kind == SAMPLE:
-        if len(hot) == 0:
-            return group, found_ids, found_keys
-        cold_found = ~np.isin(found_keys, hot)
-        cold_owned = ~np.isin(group.keys, hot)
-        group = dataclasses.replace(group, keys=group.keys[cold_owned], docs=group.docs[cold_owned])
-        return group, found_ids[cold_found], found_keys[cold_found]
-    # a band or block key keeps its hot_limit oldest documents (the lookup read one more)
-    if not _by_key_then_id(found_keys, found_ids):  # as a bulk load's lookups come
-        order = np.lexsort((found_ids, found_keys))
-        found_ids, found_keys = found_ids[order], found_keys[order]
-    starts = np.searchsorted(found_keys, found_keys, side="left")
-    keep = np.arange(len(found_keys)) - starts < hot_limit
-    return group, found_ids[keep], found_keys[keep]
-
-
-def _by_key_then_id(keys: I64, ids: I64) -> bool:
-    """Whether ``(key, id)`` pairs are sorted by key, then by id (one pass, no sort)."""
-    before, after = keys[:-1], keys[1:]
-    return bool(np.all((after > before) | ((after == before) & (ids[1:] > ids[:-1]))))
-
-
-def join_found(group: KeyGroup, found_ids: I64, found_keys: I64) -> tuple[I64, I64]:
-    """Pair each stored document found with every new document owning the key it was found by."""
-    order = group.order
-    keys = group.keys[order]
-    lo = np.searchsorted(keys, found_keys, side="left")
-    hi = np.searchsorted(keys, found_keys, side="right")
-    return np.repeat(found_ids, hi - lo), group.docs[order][ranges(lo, hi)]
-
-
-def pairs_inside(group: KeyGroup, hot_limit: int = 0, spread: bool = False) -> tuple[I64, I64]:
-    """Pairs of new documents with an equal key (older first).
-
-    With ``hot_limit``, each document is paired with at most ``hot_limit`` documents before it
-    among those sharing the key: the ones just before it, or with ``spread`` (secondary keys,
-    as :func:`~dedup_store.db.candidates.hot.window` does for stored documents) the ones from a
-    pivot derived from the key, wrapping around.
-    """
-    order = group.order
-    keys, docs = group.keys[order], group.docs[order]
-    same = keys[1:] == keys[:-1]
-    if not same.any():
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-    if not spread:
-        # each document's older partners are the run of its key up to it, the last hot_limit
-        position = np.arange(len(keys), dtype=np.int64)
-        run_start = np.maximum.accumulate(np.where(np.concatenate([[False], same]), 0, position))
-        first = np.maximum(run_start, position - hot_limit) if hot_limit else run_start
-        return docs[ranges(first, position)], np.repeat(docs, position - first)
-    a: list[int] = []
-    b: list[int] = []
-    runs = list(_runs(same))
-    pivots = key_pivots(keys[[start for start, _ in runs]]).tolist()
-    for (start, end), pivot in zip(runs, pivots, strict=True):
-        members = docs[start:end].tolist()
-        for i, newer in enumerate(members):
-            if not hot_limit or i <= hot_limit:
-                older = members[:i]
-            else:
-                first = pivot % i
-                older = (members[first:i] + members[:first])[:hot_limit]
-            a += older
-            b += [newer] * len(older)
-    return np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)
-
-
-def key_pivots(keys: I64) -> I64:
-    """A non-negative pseudo-random number per key (to pick a window of its documents)."""
-    return (mix64(keys.view(np.uint64)) >> np.uint64(33)).astype(np.int64)
-
-
-def _runs(same: npt.NDArray[np.bool_]) -> Iterator[tuple[int, int]]:
-    """``(start, end)`` of each run of equal neighbours, given ``same[i] = x[i + 1] == x[i]``."""
-    steps = np.diff(np.concatenate([[0], same.astype(np.int8), [0]]))
-    starts, ends = np.flatnonzero(steps == 1), np.flatnonzero(steps == -1)
-    return zip(starts.tolist(), (ends + 1).tolist(), strict=True)
-
-
-def _merge(a: I64, b: I64, kind: npt.NDArray[np.int8]) -> Candidates:
-    """One row per distinct pair; ``block_only`` when every finding of it was a block key,
-    ``sampled`` when one was an excerpt key."""
+def merge(parts: list[Pairs]) -> Candidates:
+    """One candidate per distinct pair ``(a, b)`` of ``parts`` (``a != b``): ``block_only``
+    when every finding of it was a block key, ``sampled`` when one was an excerpt key."""
+    empty = np.empty(0, dtype=np.int64)
+    a, b, kind = (np.concatenate(c) for c in zip(*parts, strict=True)) if parts else (empty,) * 3
     keep = a != b
     a, b, kind = a[keep], b[keep], kind[keep]
     if len(a) == 0:
@@ -518,14 +276,158 @@ def _merge(a: I64, b: I64, kind: npt.NDArray[np.int8]) -> Candidates:
     )
 
 
+def stored_counts(keys: I64, found_keys: I64) -> I64:
+    """How many stored documents were found per key of the sorted ``keys``."""
+    return np.bincount(np.searchsorted(keys, found_keys), minlength=len(keys)).astype(np.int64)
+
+
+def lookup_statement(
+    schema: str, query: KeyQuery
+) -> tuple[str, dict[str, str], SlottedKeys | None]:
+    """One statement looking up every key of every group of ``query``, and which keys of the
+    groups of its ``hot_kinds`` are hot, with its parameters and its band and block keys. Rows
+    ``(group, ids, keys)``: a group's hot keys as group ``-group - 1``, the band and block keys
+    found as group ``len(groups)`` (:meth:`SlottedKeys.split`)."""
+    s, groups, hot_limit = qualified(schema), query.groups, query.hot_limit
+    branches, parameters = [], {}
+    slotted: list[tuple[int, KeyGroup]] = []
+    for number, group in enumerate(groups):
+        if len(group.uniques) == 0:
+            continue  # nothing to find
+        if group.kind != SAMPLE:
+            slotted.append((number, group))
+            continue
+        name = f"g{number}"
+        parameters[name] = array_literal(group.uniques.tolist())
+        # one bounded probe per key: a hot excerpt key must not cost its whole posting list
+        probe = f"SELECT k.doc_id AS id FROM {s}.sample_keys k WHERE k.key = n.key"
+        limit = f"LIMIT {int(hot_limit) + 1}" if hot_limit else ""
+        branches.append(
+            f"SELECT {number} AS grp, f.id, n.key::bigint AS key "
+            f"FROM unnest(CAST(:{name} AS integer[])) AS n(key) "
+            f"CROSS JOIN LATERAL (SELECT p.id FROM ({probe}) p {limit}) f"
+        )
+    keys = SlottedKeys.of(slotted) if slotted else None
+    if keys is not None:
+        branches.append(_slotted_branch(s, keys, len(groups), hot_limit, parameters))
+        hot = [(n, g) for n, g in slotted if g.kind in query.hot_kinds]
+        branches += [_hot_branch(s, hot, parameters)] if hot else []
+    if not branches:  # no keys at all
+        branches.append("SELECT 0 AS grp, 0::bigint AS id, 0::bigint AS key WHERE false")
+    statement = (
+        ("WITH st AS MATERIALIZED (SELECT CAST(:slot_tagged AS bigint[]) AS keys) " if keys else "")
+        + "SELECT grp, array_agg(id), array_agg(key) "
+        f"FROM ({' UNION ALL '.join(branches)}) found GROUP BY grp"
+    )
+    return statement, parameters, keys
+
+
+def _slotted_branch(
+    s: str, keys: SlottedKeys, number: int, hot_limit: int, parameters: dict[str, str]
+) -> str:
+    """The branch of :func:`lookup_statement` (as group ``number``) for its band and block keys:
+    one ``= ANY`` scan of each tier's index, each key yielding its ``hot_limit + 1`` oldest
+    documents (one more, to tell a key that has more); its parameter goes into ``parameters``.
+    The keys reach the planner through the CTE ``st``, without statistics (as constants,
+    thousands of keys were taken for a third of the table).
+    """
+    parameters["slot_tagged"] = array_literal(keys.tagged.tolist())
+    tiers = " UNION ALL ".join(
+        f"SELECT k.doc_id, k.key FROM {s}.{table} k "
+        "WHERE k.key = ANY(CAST((SELECT keys FROM st) AS bigint[]))"
+        for table in key_rows.TABLES
+    )
+    found = f"SELECT p.doc_id AS id, p.key FROM ({tiers}) p"
+    if hot_limit:
+        found = (
+            "SELECT id, key FROM (SELECT p.doc_id AS id, p.key, "
+            "row_number() OVER (PARTITION BY p.key ORDER BY p.doc_id) AS rank "
+            f"FROM ({tiers}) p) r WHERE r.rank <= {int(hot_limit) + 1}"
+        )
+    return f"SELECT {int(number)} AS grp, f.id, f.key FROM ({found}) f"
+
+
+def _hot_branch(s: str, hot: list[tuple[int, KeyGroup]], parameters: dict[str, str]) -> str:
+    """The branch of :func:`lookup_statement` of the keys of the groups ``hot`` found in
+    ``hot_keys``; its parameters are added to ``parameters``."""
+    parameters["hot_group"] = array_literal(n for n, g in hot for _ in range(len(g.uniques)))
+    parameters["hot_kind"] = array_literal(g.kind for _, g in hot for _ in g.uniques)
+    parameters["hot_slot"] = array_literal(g.slot for _, g in hot for _ in g.uniques)
+    parameters["hot_key"] = array_literal(np.concatenate([g.uniques for _, g in hot]).tolist())
+    return (
+        "SELECT -n.grp - 1 AS grp, 0::bigint AS id, h.key "
+        "FROM unnest(CAST(:hot_group AS integer[]), CAST(:hot_kind AS smallint[]), "
+        "CAST(:hot_slot AS smallint[]), CAST(:hot_key AS bigint[])) AS n(grp, kind, slot, key) "
+        f"JOIN {s}.hot_keys h ON h.kind = n.kind AND h.slot = n.slot AND h.key = n.key"
+    )
+
+
+def _without_hot(
+    group: KeyGroup, keys: I64, found_ids: I64, found_keys: I64, hot_limit: int
+) -> tuple[KeyGroup, I64, I64]:
+    """Drop hot excerpt keys; keep the ``hot_limit`` oldest documents of a band or block key."""
+    hot = keys[stored_counts(keys, found_keys) + group.counts > hot_limit]
+    if group.kind == SAMPLE:
+        if len(hot) == 0:
+            return group, found_ids, found_keys
+        cold_found = ~np.isin(found_keys, hot)
+        cold_owned = ~np.isin(group.keys, hot)
+        group = dataclasses.replace(group, keys=group.keys[cold_owned], docs=group.docs[cold_owned])
+        return group, found_ids[cold_found], found_keys[cold_found]
+    # a band or block key keeps its hot_limit oldest documents (the lookup read one more)
+    before, after = found_keys[:-1], found_keys[1:]
+    if not np.all((after > before) | ((after == before) & (found_ids[1:] > found_ids[:-1]))):
+        order = np.lexsort((found_ids, found_keys))
+        found_ids, found_keys = found_ids[order], found_keys[order]
+    starts = np.searchsorted(found_keys, found_keys, side="left")
+    keep = np.arange(len(found_keys)) - starts < hot_limit
+    return group, found_ids[keep], found_keys[keep]
+
+
+def join_found(group: KeyGroup, found_ids: I64, found_keys: I64) -> tuple[I64, I64]:
+    """Pair each stored document found with every new document owning the key it was found by."""
+    order = group.order
+    keys = group.keys[order]
+    lo = np.searchsorted(keys, found_keys, side="left")
+    hi = np.searchsorted(keys, found_keys, side="right")
+    return np.repeat(found_ids, hi - lo), group.docs[order][ranges(lo, hi)]
+
+
+def pairs_inside(group: KeyGroup, hot_limit: int = 0, spread: bool = False) -> tuple[I64, I64]:
+    """Pairs of new documents with an equal key (older first).
+
+    With ``hot_limit``, each document is paired with at most ``hot_limit`` of those before it:
+    the ones just before it, or with ``spread`` (as :func:`window`) those from a pivot derived
+    from the key, wrapping around.
+    """
+    order = group.order
+    keys, docs = group.keys[order], group.docs[order]
+    same = keys[1:] == keys[:-1]
+    if not same.any():
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    position = np.arange(len(keys), dtype=np.int64)
+    run_start = np.maximum.accumulate(np.where(np.concatenate([[False], same]), 0, position))
+    if not spread:  # the run of each document's key up to it, the last hot_limit
+        first = np.maximum(run_start, position - hot_limit) if hot_limit else run_start
+        return docs[ranges(first, position)], np.repeat(docs, position - first)
+    before = position - run_start
+    count = np.minimum(before, hot_limit) if hot_limit else before
+    pivot = np.where(count < before, key_pivots(keys) % np.maximum(before, 1), 0)
+    newer = np.repeat(position, count)
+    step = ranges(np.zeros_like(count), count)
+    older = run_start[newer] + (pivot[newer] + step) % before[newer]
+    return docs[older], docs[newer]
+
+
+def key_pivots(keys: I64) -> I64:
+    """A non-negative pseudo-random number per key (to pick a window of its documents)."""
+    return (mix64(keys.view(np.uint64)) >> np.uint64(33)).astype(np.int64)
+
+
 def key_lookups(s: str, band_count: int, block_count: int, hot_limit: int) -> list[str]:
     """The probe of every band and block key of the query (parameter ``slot_keys``: its band
-    keys, then its block keys), one rescan of the index of ``slot_keys`` each
-    (:func:`slot_probe`); rows ``(a, block, sample, kind, slot, pkey)``.
-
-    With ``hot_limit``, a key yields its ``hot_limit`` oldest documents, as
-    :func:`~dedup_store.db.candidates.hot.find_candidates` keeps.
-    """
+    keys, then its block keys) by :func:`slot_probe`, each yielding its ``hot_limit`` oldest
+    documents (as a batch keeps); rows ``(a, block, sample, kind, slot, pkey)``."""
     return [
         f"SELECT f.doc_id AS a, n.kind = {BLOCK} AS block, false AS sample, n.kind, n.slot, "
         "n.key AS pkey "

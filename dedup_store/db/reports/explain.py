@@ -106,12 +106,7 @@ def _shared_slots(
     ).all()
     if len(stored) != 2:
         return [], []
-    bands, blocks = key_rows.stored_keys(
-        params,
-        np.array([row[1] for row in stored], dtype=np.int64).astype(np.int32).view(np.uint32),
-        np.array([row[2] for row in stored], dtype=np.int64).view(np.uint64),
-        np.array([row[3] for row in stored], dtype=np.int64),
-    )
+    _, bands, blocks = key_rows.stored_keys(params, stored)
     keys = np.concatenate([bands, blocks], axis=1).tolist()
     rows = {int(row[0]): keys[i] for i, row in enumerate(stored)}
     shared = [

@@ -33,7 +33,7 @@ def insert_documents(
     conn: Connection,
     schema: str,
     rows: rows_write.DocumentRows,
-    secondary: hot.SecondaryRows | None = None,
+    secondary: key_rows.KeyRows | None = None,
     held: rows_write.HeldRows | None = None,
 ) -> None:
     """COPY the new documents of a batch (:func:`~dedup_store.db.write.rows.document_rows`), their
