@@ -34,7 +34,7 @@ from benchmarks.common import add_seed, add_store_options, add_url, drop_schema,
 from benchmarks.ingest_corpus import IngestCorpus
 from benchmarks.ingest_report import load, percentile, revision
 from dedup_store import DedupStore, Document
-from dedup_store.db.schema import migrate
+from dedup_store.db import migrate
 
 #: The id of the planted group's first document, and the prefixes of its copies and edits.
 PLANTED, COPY, EDIT = "planted", "copy-", "edit-"

@@ -114,7 +114,7 @@ def db_settle(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> Non
 @db_app.command("upgrade")
 def db_upgrade(ctx: typer.Context) -> None:
     """Create the schema, or upgrade it to the newest revision."""
-    from dedup_store.db.schema import migrate
+    from dedup_store.db import migrate
 
     settings = settings_of(ctx)
     migrate.upgrade(settings.resolve(), settings.schema)
@@ -124,7 +124,7 @@ def db_upgrade(ctx: typer.Context) -> None:
 @db_app.command("current")
 def db_current(ctx: typer.Context) -> None:
     """Print the schema's revision and whether it is the newest."""
-    from dedup_store.db.schema import migrate
+    from dedup_store.db import migrate
 
     settings = settings_of(ctx)
     revision = migrate.current(settings.resolve(), settings.schema)

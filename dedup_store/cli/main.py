@@ -243,7 +243,7 @@ def init(
     --canonical changes its rule, and --keep-text is an error unless it keeps texts already.
     """
     from dedup_store.core.params import FingerprintParams
-    from dedup_store.db.schema import migrate
+    from dedup_store.db import migrate
 
     # the options named as the parameters' fields: ctx.params has each one given
     chosen = {

@@ -24,7 +24,7 @@ import pytest
 from sqlalchemy import Engine, text
 
 from dedup_store import DedupStore, Document, FingerprintParams, Status
-from dedup_store.db.schema import migrate
+from dedup_store.db import migrate
 from tests.db.corpus import (
     PlantedCorpus,
     edge_partition,

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from dedup_store import DedupStore, ForeignSchemaError, InvalidNameError, SchemaOutdatedError
 from dedup_store.cli import app
 from dedup_store.config import schema_name
-from dedup_store.db.schema import migrate
+from dedup_store.db import migrate
 from dedup_store.db.schema.names import validate_schema
 
 RESERVED = ["information_schema", "pg_catalog", "pg_toast", "pg_temp_1", "pg_mine", "PG_Stats"]

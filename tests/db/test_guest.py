@@ -13,7 +13,7 @@ from sqlalchemy import Connection, Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
 from dedup_store import DatabaseError, DedupStore, DedupStoreError, InvalidNameError
-from dedup_store.db.schema import migrate
+from dedup_store.db import migrate
 from dedup_store.db.write import locks
 from tests.conftest import SqlRecorder
 

@@ -13,10 +13,10 @@ from sqlalchemy import Engine, text
 from dedup_store import DedupStore, Document, FingerprintParams
 from dedup_store.core import rekey
 from dedup_store.core.fingerprint import fingerprint
+from dedup_store.db import migrate
 from dedup_store.db.candidates import hot
 from dedup_store.db.matches import scoring
 from dedup_store.db.repository import StoreTables
-from dedup_store.db.schema import migrate
 from tests.conftest import drop_schema
 from tests.db.corpus import PlantedCorpus
 

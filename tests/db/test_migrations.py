@@ -10,7 +10,7 @@ from sqlalchemy import Engine, inspect, text
 
 from dedup_store import DedupStore, Document, SchemaOutdatedError, StoreNotInitializedError
 from dedup_store.core import FingerprintParams
-from dedup_store.db.schema import migrate
+from dedup_store.db import migrate
 from dedup_store.db.schema.ddl import VIEWS, build_metadata
 from dedup_store.db.schema.encoding import slot_salts
 from tests.db.corpus import PlantedCorpus

@@ -21,7 +21,6 @@ from sqlalchemy import Connection, text
 
 from dedup_store.db.schema.ddl import DEFAULT_SCHEMA, VERSION_TABLE
 from dedup_store.db.schema.names import qualified
-from dedup_store.db.server.engine import Bind, Database
 from dedup_store.errors import ForeignSchemaError, SchemaOutdatedError, StoreNotInitializedError
 
 if TYPE_CHECKING:
@@ -129,24 +128,3 @@ def verify_schema(connection: Connection, schema: str) -> None:
             f"the dedup_store schema {schema!r} is at revision {revision}, this code needs "
             f"{head()}; run `{UPGRADE_HINT}` (with the same --db-url and --schema)"
         )
-
-
-def upgrade(bind: Bind, schema: str = DEFAULT_SCHEMA, revision: str = "head") -> None:
-    """Create or upgrade the store's schema to ``revision``."""
-    with Database(bind, schema) as db, db.transaction() as conn:
-        upgrade_connection(conn, schema, revision)
-
-
-def downgrade(bind: Bind, schema: str = DEFAULT_SCHEMA, revision: str = "base") -> None:
-    """Downgrade the store's schema to ``revision`` (``base`` drops every table)."""
-    from alembic import command
-
-    with Database(bind, schema) as db, db.transaction() as conn:
-        current_revision(conn, schema)
-        command.downgrade(alembic_config(conn, schema), revision)
-
-
-def current(bind: Bind, schema: str = DEFAULT_SCHEMA) -> str | None:
-    """The store's current revision, or ``None`` when the schema has no store."""
-    with Database(bind, schema) as db, db.transaction() as conn:
-        return current_revision(conn, schema)

@@ -27,7 +27,7 @@ from sqlalchemy import create_engine, exc, text
 from sqlalchemy.engine import make_url
 
 from dedup_store.config import libpq_url, normalize_url, scrub
-from dedup_store.db.schema import migrate
+from dedup_store.db import migrate
 from dedup_store.db.schema.names import validate_schema
 from dedup_store.errors import DatabaseError, StoreNotInitializedError
 from dedup_store.outputs import writable_target, written_beside
