@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import threading
 import time
@@ -76,10 +77,11 @@ def check_cost(pair: Pair, texts: list[str], calls: int, rounds: int) -> dict[st
             store.check(text)
     work = {
         "primary alone": Work(
-            [lambda t=t: alone.check(t) for t in texts[:calls]], lambda: pids(app_primary)
+            [functools.partial(alone.check, t) for t in texts[:calls]],
+            lambda: pids(app_primary),
         ),
         "with replica": Work(
-            [lambda t=t: routed.check(t) for t in texts[calls : 2 * calls]],
+            [functools.partial(routed.check, t) for t in texts[calls : 2 * calls]],
             lambda: pids(app_replica),
         ),
     }
@@ -99,7 +101,13 @@ def readers_while_replay_stops(pair: Pair, texts: list[str], pause: float) -> di
         pair.primary.url, schema=SCHEMA, replicas=[pair.standby.url], max_replica_lag=MAX_LAG
     )
     added: list[str] = []
-    counts = {"reads": 0, "errors": 0, "too_old": 0, "missed_own_write": 0, "on_standby": 0}
+    counts: dict[str, Any] = {
+        "reads": 0,
+        "errors": 0,
+        "too_old": 0,
+        "missed_own_write": 0,
+        "on_standby": 0,
+    }
     lock, stop = threading.Lock(), threading.Event()
 
     def write() -> None:

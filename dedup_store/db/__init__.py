@@ -25,14 +25,20 @@ Rooms:
   - :mod:`~dedup_store.db.schema.settings`: the store's settings that are not fingerprint
     parameters, and the canonical documents a person declared.
 
+- :mod:`~dedup_store.db.rows`: the rows the store writes, computed before its statements run;
+  below the lookups, the scoring and the writers, which use them.
+
+  - :mod:`~dedup_store.db.rows.key_rows`: the rows of ``slot_keys``, the band and block keys
+    under one index.
+  - :mod:`~dedup_store.db.rows.batch_rows`: a batch's new documents, their ids and COPY rows, and
+    a bulk load's held rows of the key tables.
+
 - :mod:`~dedup_store.db.candidates`: candidate pairs from the stored keys.
 
   - :mod:`~dedup_store.db.candidates.lookup`: the lookup of band, block and sample keys (one
     index probe per key), and the pairs inside a batch.
   - :mod:`~dedup_store.db.candidates.hot`: the main candidate search (``find_candidates``) and hot
     keys, their buckets split by secondary keys.
-  - :mod:`~dedup_store.db.candidates.key_rows`: the rows of ``slot_keys``, the band and block keys
-    under one index.
   - :mod:`~dedup_store.db.candidates.lane`: a connection whose statements run in order on a
     thread of its own.
   - :mod:`~dedup_store.db.candidates.stored`: what a write finds of the documents stored before
@@ -49,8 +55,6 @@ Rooms:
 
   - :mod:`~dedup_store.db.write.batch`: a whole batch of documents in a handful of set-based
     statements; cluster merges, relabelling and deletes.
-  - :mod:`~dedup_store.db.write.rows`: the rows a batch writes, computed before its statements
-    (new documents, ids, COPY rows, a bulk load's held rows).
   - :mod:`~dedup_store.db.write.single`: one new document written in one statement.
   - :mod:`~dedup_store.db.write.locks`: the advisory locks the writers of a store take.
   - :mod:`~dedup_store.db.write.verdicts`: a reviewer's verdicts on pairs and the clusters they

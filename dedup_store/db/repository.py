@@ -23,10 +23,11 @@ from dedup_store.core.arrays import I64, U32
 from dedup_store.core.fingerprint import Fingerprint
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.weights import DocumentFrequencies
-from dedup_store.db.candidates import hot, key_rows
+from dedup_store.db.candidates import hot
 from dedup_store.db.matches import exact_groups, scoring
 from dedup_store.db.reports import reads
 from dedup_store.db.reports.explain import StoredPair, stored_pair
+from dedup_store.db.rows import key_rows
 from dedup_store.db.schema import ddl, migrate, settings
 from dedup_store.db.schema.settings import StoreSettings
 from dedup_store.db.server import raw_statements

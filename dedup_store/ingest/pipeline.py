@@ -28,17 +28,17 @@ from sqlalchemy import Connection
 
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.bulk import checkpoint, load
-from dedup_store.db.candidates import hot, key_rows
+from dedup_store.db.candidates import hot
 from dedup_store.db.candidates.lane import Lane
 from dedup_store.db.candidates.lookup import Reach, connection_of
 from dedup_store.db.candidates.stored import INDEXED, StoredKeys, new_rows
 from dedup_store.db.matches import scoring
 from dedup_store.db.reports import reads
+from dedup_store.db.rows import batch_rows, key_rows
+from dedup_store.db.rows.batch_rows import NewRows
 from dedup_store.db.server.engine import Database
 from dedup_store.db.write import batch as batch_write
 from dedup_store.db.write import frequencies, locks, reclustering, verdicts
-from dedup_store.db.write import rows as rows_write
-from dedup_store.db.write.rows import NewRows
 from dedup_store.errors import DedupStoreError
 from dedup_store.ingest.prepared import BatchOutcome, PreparedBatch
 from dedup_store.ingest.records import (
@@ -126,10 +126,10 @@ class StagedBatch:
     new: NewRows
     secondary: key_rows.KeyRows
     promotion: hot.Promotion
-    rows: rows_write.DocumentRows
+    rows: batch_rows.DocumentRows
     verified: dict[str, Any]
     bulk_load: bool
-    held: rows_write.HeldRows | None = None
+    held: batch_rows.HeldRows | None = None
     shared: bool = False
 
 
@@ -212,7 +212,7 @@ def stage_batch(
         new,
         secondary,
         promotion,
-        rows_write.document_rows(
+        batch_rows.document_rows(
             new,
             [encoded[r] for r in new.rows.tolist()],
             with_meta,

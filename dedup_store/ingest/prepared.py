@@ -17,8 +17,8 @@ from dedup_store.core.metadata import MetaSignatures, exact_key, meta_members, m
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.scripts import guess_language
 from dedup_store.db.matches.scoring import merging_methods
+from dedup_store.db.rows import batch_rows
 from dedup_store.db.schema.encoding import StoredShingles, sorted_top32
-from dedup_store.db.write import rows as rows_write
 from dedup_store.errors import DedupStoreError, EmptyDocumentError
 from dedup_store.ingest.records import describe, record_error, validate_document
 from dedup_store.results import (
@@ -103,7 +103,7 @@ class PreparedBatch:
         while the batch before is being written."""
         if self._rows is None:
             docs = [self.document_of_row(r) for r in range(len(self.row_position))]
-            self._rows = rows_write.encode_rows(
+            self._rows = batch_rows.encode_rows(
                 self.batch,
                 [d.id for d in docs],
                 [d.meta for d in docs],

@@ -31,12 +31,12 @@ from dedup_store.core.params import FingerprintParams
 from dedup_store.core.validation import DEFAULT_MAX_BYTES
 from dedup_store.db.matches.scoring import merging_methods
 from dedup_store.db.reports import reads
+from dedup_store.db.rows.batch_rows import allocate_ids
 from dedup_store.db.schema import ddl
 from dedup_store.db.schema.names import qualified
 from dedup_store.db.write import reclustering
 from dedup_store.db.write.batch import relabel
 from dedup_store.db.write.locks import lock_store
-from dedup_store.db.write.rows import allocate_ids
 from dedup_store.errors import (
     DedupStoreError,
     EmptyDocumentError,

@@ -18,10 +18,10 @@ from sqlalchemy import Connection, text
 
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.bulk import load
-from dedup_store.db.candidates import key_rows
+from dedup_store.db.rows import key_rows
+from dedup_store.db.rows.batch_rows import DOCUMENT_COLUMNS
 from dedup_store.db.schema import ddl
 from dedup_store.db.schema.names import qualified, quote
-from dedup_store.db.write.rows import DOCUMENT_COLUMNS
 
 PREFIX = "spark_load_"
 #: The store's tables a load writes, with the columns the executors fill.

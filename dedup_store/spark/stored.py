@@ -14,8 +14,8 @@ from pyspark.sql.types import StructType
 from sqlalchemy import Connection, create_engine, text
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.candidates import key_rows
 from dedup_store.db.candidates.lookup import salts_sql
+from dedup_store.db.rows import key_rows
 from dedup_store.db.schema.names import qualified
 from dedup_store.spark.pairs import BAND, BLOCK, SAMPLE
 

@@ -19,9 +19,9 @@ import pyarrow as pa
 from psycopg import sql
 
 from dedup_store.core.arrays import stable_order
-from dedup_store.db.candidates import key_rows
+from dedup_store.db.rows import key_rows
+from dedup_store.db.rows.batch_rows import DOCUMENT_COLUMNS
 from dedup_store.db.server import binary_copy
-from dedup_store.db.write.rows import DOCUMENT_COLUMNS
 
 EDGE_COLUMNS = ("a", "b", "method", "jaccard", "containment", "hamming")
 #: What a writing partition reports.
@@ -109,7 +109,7 @@ def document_payload(batch: pa.RecordBatch) -> bytes:
 
 def slot_rows(batch: pa.RecordBatch) -> bytes:
     """The ``slot_keys`` rows of the batch's first documents of their exact group
-    (:meth:`dedup_store.db.candidates.key_rows.KeyRows.of`), as binary COPY tuples."""
+    (:meth:`dedup_store.db.rows.key_rows.KeyRows.of`), as binary COPY tuples."""
     chosen = batch.filter(pa.compute.is_null(batch.column("exact_of")))
     n = chosen.num_rows
 

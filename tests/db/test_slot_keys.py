@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import Engine, text
 
 from dedup_store import DedupStore, Document, FingerprintParams
-from dedup_store.db.candidates import key_rows
 from dedup_store.db.candidates.lookup import KeyGroup, KeyQuery, find_keys
+from dedup_store.db.rows import key_rows
 from dedup_store.db.schema.encoding import BAND, BLOCK, slot_salt
 from dedup_store.db.schema.names import qualified
 from dedup_store.results import CheckResult

@@ -30,16 +30,15 @@ from dedup_store.core.keyindex import HashedKeys, LevelKeys, key_index
 from dedup_store.core.mixing import hashint8
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.bulk import checkpoint
-from dedup_store.db.candidates import key_rows
 from dedup_store.db.candidates.lookup import Found, KeyGroup, KeyQuery, Reach, key_groups
 from dedup_store.db.candidates.stored import INDEXED, StoredKeys
+from dedup_store.db.rows import batch_rows, key_rows
+from dedup_store.db.rows.batch_rows import NewRows
 from dedup_store.db.schema import ddl
 from dedup_store.db.schema.encoding import BAND, SAMPLE, int4_array, int8_array, slot_salt
 from dedup_store.db.schema.names import qualified, quote
 from dedup_store.db.write import batch as batch_write
 from dedup_store.db.write import locks
-from dedup_store.db.write import rows as rows_write
-from dedup_store.db.write.rows import NewRows
 
 #: Indexes of the store's tables that only key lookups use: dropped for a bulk load.
 LOOKUP_INDEXES = (("sample_keys", "sample_keys_lookup"), ("documents", "documents_exact_hash"))
@@ -74,7 +73,7 @@ class LoadedKeys(StoredKeys):
         #: The load emptied the tables it writes with COPY (a new store): it writes them frozen.
         self.frozen = False
         #: The batches' sample keys and key rows, held for larger COPYs.
-        self.held: rows_write.HeldRows = rows_write.HeldRows()
+        self.held: batch_rows.HeldRows = batch_rows.HeldRows()
 
     def find(self, conn: Reach, schema: str, query: KeyQuery) -> Found:
         self._indexed()
@@ -200,7 +199,7 @@ class LoadedKeys(StoredKeys):
         """Read what the store holds: its first documents' keys and exact hashes, its excerpt
         keys, its hot keys, its external ids (one scan of each table) and its next id."""
         s = qualified(schema)
-        self._next_id = rows_write.next_id(conn, schema)
+        self._next_id = batch_rows.next_id(conn, schema)
         rows = conn.execute(
             text(f"SELECT id, exact_hash, exact_of IS NULL, external_id FROM {s}.documents")
         ).all()
@@ -481,7 +480,7 @@ def build_key_index(conn: Connection, schema: str) -> int:
     Run in the transaction of ``conn``, holding the store's lock exclusively; until it commits,
     readers of the store wait for it.
     """
-    last_id = rows_write.next_id(conn, schema) - 1
+    last_id = batch_rows.next_id(conn, schema) - 1
     key_rows.settle_recent(conn, schema)
     key_rows.set_settled_through(conn, schema, last_id)
     index = next(
@@ -513,7 +512,7 @@ def settle(conn: Connection, schema: str) -> dict[str, float]:
     conn.execute(text(f"DROP INDEX {qualified(schema, SETTLED_INDEX)}"))
     last_id = build_key_index(conn, schema)
     seconds = time.perf_counter() - started
-    # not the recent tier's table, emptied (see dedup_store.db.candidates.key_rows)
+    # not the recent tier's table, emptied (see dedup_store.db.rows.key_rows)
     conn.execute(text(f"ANALYZE {qualified(schema, key_rows.SETTLED)}"))
     return {"settled_through": last_id, "moved": int(moved), "seconds": seconds}
 
@@ -548,7 +547,7 @@ def finish(
         conn.execute(text("SELECT set_config(:name, :value, true)"), {"name": name, "value": value})
     if loaded is not None:
         loaded.held.flush(conn, schema)
-    rows_write.catch_up_ids(conn, schema)
+    batch_rows.catch_up_ids(conn, schema)
     started = time.perf_counter()
     metadata = ddl.build_metadata(schema)
     new_files = loaded is not None and loaded.frozen
@@ -560,7 +559,7 @@ def finish(
     ddl.add_edge_links(conn, schema)
     built = time.perf_counter()
     s = qualified(schema)
-    # not the recent tier's table, emptied (see dedup_store.db.candidates.key_rows)
+    # not the recent tier's table, emptied (see dedup_store.db.rows.key_rows)
     for table in (*batch_write.TABLES, key_rows.SETTLED):
         conn.execute(text(f"ANALYZE {s}.{quote(table)}"))
     return {"indexes": built - started, "analyze": time.perf_counter() - built}

@@ -24,9 +24,9 @@ from dedup_store.core.fingerprint import Fingerprint, FingerprintBatch
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.simhash import hamming_many
 from dedup_store.db.candidates import lookup
-from dedup_store.db.candidates.key_rows import KeyRows
 from dedup_store.db.candidates.lookup import Candidates, KeyGroup, Pairs, Reach
 from dedup_store.db.candidates.stored import INDEXED, StoredKeys
+from dedup_store.db.rows.key_rows import KeyRows
 from dedup_store.db.schema.encoding import BAND, BLOCK, array_literal
 from dedup_store.db.schema.names import qualified
 from dedup_store.db.server import binary_copy

@@ -20,7 +20,7 @@ from dedup_store.core.arrays import I64, ranges, stable_order
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.mixing import mix64
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.candidates import key_rows
+from dedup_store.db.rows import key_rows
 from dedup_store.db.schema import encoding
 from dedup_store.db.schema.encoding import BAND, BLOCK, SAMPLE, array_literal, slot_salt
 from dedup_store.db.schema.names import qualified

@@ -12,12 +12,13 @@ from sqlalchemy import CursorResult, text
 
 from dedup_store.core.arrays import I32, I64, U64
 from dedup_store.core.fingerprint import FingerprintBatch
-from dedup_store.db.candidates import key_rows, lookup
+from dedup_store.db.candidates import lookup
 from dedup_store.db.candidates.lookup import Found, KeyGroup, KeyQuery, Reach, connection_of
+from dedup_store.db.rows import key_rows
+from dedup_store.db.rows.batch_rows import HeldRows, NewRows, allocate_ids
 from dedup_store.db.schema import encoding
 from dedup_store.db.schema.encoding import BAND, StoredShingles, array_literal
 from dedup_store.db.schema.names import qualified
-from dedup_store.db.write.rows import HeldRows, NewRows, allocate_ids
 
 _ARRAY_HEADER = 20  # bytes before the elements of a one-dimensional array_send
 

@@ -46,13 +46,13 @@ from dedup_store.db.candidates.lookup import (
     sample_lookup,
 )
 from dedup_store.db.candidates.stored import INDEXED, StoredKeys
+from dedup_store.db.rows.batch_rows import NewRows
 from dedup_store.db.schema.encoding import (
     array_literal,
     sparse_excerpt_keys,
     top32,
 )
 from dedup_store.db.schema.names import qualified
-from dedup_store.db.write.rows import NewRows
 from dedup_store.results import MatchRow
 
 EXACT_INTERSECTION = (

@@ -11,7 +11,7 @@ import numpy as np
 from sqlalchemy import Connection, text
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.candidates import key_rows
+from dedup_store.db.rows import key_rows
 from dedup_store.db.schema.ddl import key_slots
 from dedup_store.db.schema.encoding import BAND
 from dedup_store.db.schema.names import qualified

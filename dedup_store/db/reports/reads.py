@@ -9,9 +9,10 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.candidates import hot, key_rows
+from dedup_store.db.candidates import hot
 from dedup_store.db.candidates.stored import find_documents as find_documents
 from dedup_store.db.matches.scoring import combined_score_sql
+from dedup_store.db.rows import key_rows
 from dedup_store.db.schema import settings
 from dedup_store.db.schema.names import qualified
 from dedup_store.results import Method

@@ -5,7 +5,7 @@ test suite checks that a database migrated to head matches :func:`build_metadata
 and block keys of a document are not in its ``documents`` row (they are functions of its signature
 and SimHash); they are rows of ``slot_keys`` (the settled tier) or ``recent_slot_keys`` (documents
 added since the last bulk load or settle, ``key_tiers.settled_through``), one per key, each table
-with one b-tree on ``(key, doc_id)`` (:mod:`dedup_store.db.candidates.key_rows`), so every key of a
+with one b-tree on ``(key, doc_id)`` (:mod:`dedup_store.db.rows.key_rows`), so every key of a
 query is found by one probe of each.
 """
 

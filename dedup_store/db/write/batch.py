@@ -17,12 +17,12 @@ from sqlalchemy import Connection, text
 
 from dedup_store.core.clustering import merge_labels
 from dedup_store.core.params import FingerprintParams
-from dedup_store.db.candidates import hot, key_rows
+from dedup_store.db.candidates import hot
 from dedup_store.db.matches.scoring import merging_methods
+from dedup_store.db.rows import batch_rows, key_rows
 from dedup_store.db.schema.names import qualified, quote
 from dedup_store.db.server import binary_copy
 from dedup_store.db.write import frequencies, locks, reclustering
-from dedup_store.db.write import rows as rows_write
 from dedup_store.results import MatchRow
 
 #: The tables ANALYZE'd by :func:`refresh_statistics`.
@@ -32,12 +32,12 @@ TABLES = ("documents", "edges", "sample_keys", "secondary_keys")
 def insert_documents(
     conn: Connection,
     schema: str,
-    rows: rows_write.DocumentRows,
+    rows: batch_rows.DocumentRows,
     secondary: key_rows.KeyRows | None = None,
-    held: rows_write.HeldRows | None = None,
+    held: batch_rows.HeldRows | None = None,
 ) -> None:
-    """COPY the new documents of a batch (:func:`~dedup_store.db.write.rows.document_rows`), their
-    sample keys and their rows of a key table; a bulk load has the last two ``held`` for a
+    """COPY the new documents of a batch (:func:`~dedup_store.db.rows.batch_rows.document_rows`),
+    their sample keys and their rows of a key table; a bulk load has the last two ``held`` for a
     larger COPY.
 
     Call it after :func:`~dedup_store.db.candidates.hot.find_candidates`, whose lookups must only
@@ -47,7 +47,7 @@ def insert_documents(
     if held is not None:
         held.add(conn, schema, rows)
     else:
-        rows_write.copy_keys(conn, schema, rows)
+        batch_rows.copy_keys(conn, schema, rows)
     if secondary is not None and len(secondary):
         hot.write_secondary(conn, schema, secondary)
 

@@ -20,7 +20,7 @@ from sqlalchemy import Connection, text
 from dedup_store.core.arrays import I32, I64, ranges, stable_order
 from dedup_store.core.fingerprint import FingerprintBatch
 from dedup_store.core.metadata import MetaSignatures
-from dedup_store.db.candidates import key_rows
+from dedup_store.db.rows import key_rows
 from dedup_store.db.schema.encoding import StoredShingles, sample_columns, sorted_top32, top32
 from dedup_store.db.schema.names import qualified
 from dedup_store.db.server import binary_copy
