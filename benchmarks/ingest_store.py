@@ -22,9 +22,9 @@ from dedup_store import (
     IngestSummary,
     RecordError,
     Status,
-    pipeline,
 )
 from dedup_store.db.schema.names import quote
+from dedup_store.ingest import pipeline
 
 TABLES = ("documents", "slot_keys", "sample_keys", "edges")
 WARM_UP = 50
