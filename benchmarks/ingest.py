@@ -268,9 +268,11 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
             checks = phases[-1][1]
             if args.append:
                 settled = store.settle()
+                total = ours.summary.documents + args.append
                 print(
-                    f"\n== settle: the key index of {settled['documents']:,.0f} first documents "
-                    f"of {ours.summary.documents + args.append:,} built anew in "
+                    f"\n== settle: the key index of the documents up to id "
+                    f"{settled['settled_through']:,.0f} (of {total:,}; "
+                    f"{settled['moved']:,.0f} moved from the recent tier) built anew in "
                     f"{settled['seconds']:.1f} s =="
                 )
         if args.check_queries:

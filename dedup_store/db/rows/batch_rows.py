@@ -280,7 +280,7 @@ class HeldRows:
             last,
             sample_keys=np.concatenate([r.sample_keys for r in self._held]),
             sample_docs=np.concatenate([r.sample_docs for r in self._held]),
-            keys=key_rows.KeyRows.concat([r.keys for r in self._held]).sorted(),
+            keys=key_rows.KeyRows.merged([r.keys for r in self._held]),
         )
         copy_keys(conn, schema, together)
         self._held, self._bytes = [], 0

@@ -12,6 +12,7 @@ full-page image in the WAL after each checkpoint). Writers take the keys from th
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -19,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Connection, text
 
-from dedup_store.core.arrays import I64
+from dedup_store.core.arrays import I64, stable_order
 from dedup_store.core.fingerprint import document_block_keys
 from dedup_store.core.lsh import band_keys
 from dedup_store.core.params import FingerprintParams
@@ -67,9 +68,9 @@ class KeyRows:
         kinds = np.repeat(np.array([BAND, BLOCK], dtype=np.int16), widths)
         slots = np.concatenate([np.arange(1, width + 1, dtype=np.int16) for width in widths])
         docs = np.repeat(ids.astype(np.int64), matrix.shape[1])
-        return cls(
-            matrix.reshape(-1), docs, np.tile(kinds, len(ids)), np.tile(slots, len(ids))
-        ).sorted()
+        rows = cls(matrix.reshape(-1), docs, np.tile(kinds, len(ids)), np.tile(slots, len(ids)))
+        # made document by document: with ascending ids, a stable sort by key orders them
+        return rows.sorted(by_key_only=bool(np.all(ids[1:] >= ids[:-1])))
 
     @classmethod
     def of_slot(cls, kind: int, slot: int, keys: I64, docs: I64) -> KeyRows:
@@ -93,9 +94,27 @@ class KeyRows:
         """The rows where ``keep`` is true."""
         return KeyRows(*(getattr(self, f)[keep] for f in _FIELDS))
 
-    def sorted(self) -> KeyRows:
-        """The rows in index order: a b-tree built or extended in order is walked in order."""
-        order = np.lexsort((self.doc, self.key))
+    @classmethod
+    def merged(cls, parts: Sequence[KeyRows]) -> KeyRows:
+        """All rows of ``parts``, in index order; each part in index order, and the documents of
+        each after those of the one before (a load's batches): one stable sort by key."""
+        ordered = all(
+            a.doc.max() < b.doc.min() for a, b in itertools.pairwise(p for p in parts if len(p))
+        )
+        return cls.concat(parts).sorted(by_key_only=ordered)
+
+    def sorted(self, by_key_only: bool = False) -> KeyRows:
+        """The rows in index order, by key then document: a b-tree built or extended in order is
+        walked in order.
+
+        Args:
+            by_key_only: the rows of each key are in document order already (made document by
+                document): one stable sort by key orders them.
+        """
+        order = stable_order(self.key)
+        if not by_key_only:  # by document first, then stably by key
+            by_doc = stable_order(self.doc)
+            order = by_doc[stable_order(self.key[by_doc])]
         return KeyRows(*(getattr(self, f)[order] for f in _FIELDS))
 
     @property
