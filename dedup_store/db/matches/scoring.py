@@ -444,7 +444,8 @@ def store_verified(conn: Connection, schema: str, parameters: Mapping[str, Any])
         FROM ins JOIN {s}.documents d ON d.id = ins.a
     """
     result = conn.execute(text(statement), parameters)
-    return [MatchRow(**row._mapping) for row in result]  # columns named as its fields
+    names = tuple(result.keys())  # the columns, named as MatchRow's fields
+    return [MatchRow(**dict(zip(names, row, strict=True))) for row in result]
 
 
 def batch_intersections(
