@@ -55,3 +55,15 @@ def test_a_build_compiles_the_kernels_again_over_an_earlier_build(tmp_path: Path
     assert built.returncode == 0, built.stderr
     assert stale.read_bytes()[:4] == b"\x7fELF"
     assert "WARNING" not in built.stderr
+
+
+def test_a_build_ships_every_module_of_the_package(tmp_path: Path) -> None:
+    """A subpackage left out of pyproject.toml's list would be missing from an installed
+    package, and only there: a checkout imports it from its own tree."""
+    tree = checkout(tmp_path / "checkout")
+    built = build(tree, CC="false")
+    assert built.returncode == 0, built.stderr
+    (build_lib,) = (tree / "build").glob("lib.*")
+    source = {p.relative_to(tree).as_posix() for p in (tree / "dedup_store").rglob("*.py")}
+    shipped = {p.relative_to(build_lib).as_posix() for p in build_lib.rglob("*.py")}
+    assert source - shipped == set()
