@@ -8,7 +8,7 @@ import psycopg
 import pytest
 from sqlalchemy import Engine, text
 
-from dedup_store import DedupStore, Document, Status
+from dedup_store import DedupStore, Document, FingerprintParams, Status
 from dedup_store.core.fingerprint import fingerprint
 from dedup_store.db.matches import scoring
 from tests.conftest import SqlRecorder
@@ -64,6 +64,20 @@ def test_check_probes_the_key_index_once_and_gets_no_parallel_plan(
         "slot_keys_lookup",
     ], "\n".join(plan)
     assert not [line for line in plan if "Gather" in line or "Parallel" in line]
+
+
+def test_a_check_with_no_hot_slot_to_send_looks_up_no_secondary_keys() -> None:
+    """A query that sends no secondary keys (it knows no hot slot of its own) leaves their
+    lookup out of its statement; told of hot slots, or asked for every slot's, it has it."""
+    fp = fingerprint(ARTICLE, FingerprintParams())
+    statements = {
+        name: scoring.check_statement("store", fp, slots)[0]
+        for name, slots in (("none", []), ("some", [(0, 3)]), ("every", None))
+    }
+    assert "secondary_keys" not in statements["none"]
+    assert "secondary_keys" in statements["some"]
+    assert statements["some"] == statements["every"]
+    assert "hot_keys" in statements["none"]  # it still reports the hot slots it meets
 
 
 def test_a_complete_store_opens_and_checks_on_one_connection(

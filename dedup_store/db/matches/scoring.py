@@ -23,7 +23,7 @@ in one statement (:func:`matches_sql`, for ``check`` and ``add``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -214,17 +214,19 @@ def found_sql(
     block_count: int,
     hot_limit: int = 0,
     secondary: tuple[int, int] = (0, 0),
+    sends_secondary: bool = True,
 ) -> str:
     """The candidate lookups of :func:`matches_sql`: rows ``(a, block, sample, kind, slot,
     pkey)``, the last three naming the band or block key a row was found by (``NULL`` for
-    other rows)."""
+    other rows). ``sends_secondary``: the query sends secondary keys of hot slots (without
+    them, the statement leaves out their lookup, and its plan is a fifth smaller)."""
     s = qualified(schema)
     exact = (
         f"SELECT o.id, false, false FROM {s}.documents o "
         "WHERE o.exact_hash = CAST(:exact AS bytea) AND o.exact_of IS NULL"
     )
     others = [sample_lookup(s, hot_limit), exact]
-    if hot_limit and any(secondary):
+    if hot_limit and any(secondary) and sends_secondary:
         others.append(hot.secondary_lookup(s, hot_limit))
     branches = key_lookups(s, band_count, block_count, hot_limit) + [
         "SELECT o.*, NULL::smallint AS kind, NULL::smallint AS slot, NULL::bigint AS pkey "
@@ -241,6 +243,7 @@ def matches_sql(
     block_count: int,
     hot_limit: int = 0,
     secondary: tuple[int, int] = (0, 0),
+    sends_secondary: bool = True,
     found: str = "",
 ) -> str:
     """A query of the verified matches of an unstored fingerprint given in bind parameters.
@@ -259,7 +262,8 @@ def matches_sql(
                        CAST(:shingles AS integer[]) AS shingles,
                        CAST(:shingle_count AS integer) AS shingle_count,
                        CAST(:meta_signature AS integer[]) AS meta_signature) y"""
-    rows = found or f"({found_sql(schema, band_count, block_count, hot_limit, secondary)})"
+    lookups = found_sql(schema, band_count, block_count, hot_limit, secondary, sends_secondary)
+    rows = found or f"({lookups})"
     candidates = f"""(
         SELECT a, bool_and(block) AS block_only, bool_or(sample) AS sampled
         FROM {rows} found GROUP BY a
@@ -350,18 +354,23 @@ def fingerprint_parameters(
 
 class LookupShape(NamedTuple):
     """What the statements of one fingerprint are built for: band and block slots, the hot-key
-    limit and the secondary keys per hot band and block slot."""
+    limit, the secondary keys per hot band and block slot, and whether the query sends any."""
 
     band_count: int
     block_count: int
     hot_limit: int
     secondary: tuple[int, int]
+    sends_secondary: bool = True
 
 
-def lookup_shape(fp: Fingerprint) -> LookupShape:
-    """The :class:`LookupShape` of ``fp``."""
+def lookup_shape(fp: Fingerprint, slots: Collection[tuple[int, int]] | None = None) -> LookupShape:
+    """The :class:`LookupShape` of ``fp`` sending the secondary keys of its hot ``slots``
+    (``None``: of every re-keyed slot; none: the statement has no lookup of them)."""
     counts = hot.secondary_counts(fp.params)
-    return LookupShape(len(fp.band_keys), len(fp.block_keys), fp.params.hot_key_limit, counts)
+    sends = slots is None or len(slots) > 0
+    return LookupShape(
+        len(fp.band_keys), len(fp.block_keys), fp.params.hot_key_limit, counts, sends
+    )
 
 
 def check_statement(
@@ -372,8 +381,9 @@ def check_statement(
 ) -> tuple[str, dict[str, Any]]:
     """The statement of ``check`` (:func:`matches_sql`) and its ``:name`` parameters, with the
     secondary keys of ``slots`` and ``meta_signature`` as in :func:`fingerprint_parameters`."""
+    slots = None if slots is None else list(slots)
     parameters = fingerprint_parameters(fp, slots, meta_signature)
-    return _check_statement(schema, lookup_shape(fp)).text, parameters
+    return _check_statement(schema, lookup_shape(fp, slots)).text, parameters
 
 
 def store_edges(

@@ -368,7 +368,8 @@ def add_statement(
     (:func:`~dedup_store.core.metadata.exact_key`). The secondary keys of the ``(kind, slot)``
     pairs ``slots`` are sent (:func:`~dedup_store.db.matches.scoring.fingerprint_parameters`).
     """
-    statement = _statement(schema, lookup_shape(fp))
+    slots = None if slots is None else list(slots)
+    statement = _statement(schema, lookup_shape(fp, slots))
     parameters = {
         **fingerprint_parameters(fp, slots, meta_signature),
         "seq": qualified(schema, "document_ids"),
