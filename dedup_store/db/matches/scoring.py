@@ -219,7 +219,7 @@ def found_sql(
     """The candidate lookups of :func:`matches_sql`: rows ``(a, block, sample, kind, slot,
     pkey)``, the last three naming the band or block key a row was found by (``NULL`` for
     other rows). ``sends_secondary``: the query sends secondary keys of hot slots (without
-    them, the statement leaves out their lookup, and its plan is a fifth smaller)."""
+    them, the statement leaves out their lookup: a third of its plan)."""
     s = qualified(schema)
     exact = (
         f"SELECT o.id, false, false FROM {s}.documents o "
