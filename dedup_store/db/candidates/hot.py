@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -291,6 +291,11 @@ def query_parameters(
         columns["sec_primary"] += np.repeat(owned[chosen], count).tolist()
         columns["sec_key"] += keys.reshape(-1).tolist()
     return {name: array_literal(values) for name, values in columns.items()}
+
+
+def sends_secondary(parameters: Mapping[str, Any]) -> bool:
+    """Whether the :func:`query_parameters` among ``parameters`` hold any secondary key."""
+    return bool(parameters["sec_key"] != array_literal([]))
 
 
 def touched_sql(

@@ -23,7 +23,7 @@ in one statement (:func:`matches_sql`, for ``check`` and ``add``).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -363,11 +363,11 @@ class LookupShape(NamedTuple):
     sends_secondary: bool = True
 
 
-def lookup_shape(fp: Fingerprint, slots: Collection[tuple[int, int]] | None = None) -> LookupShape:
-    """The :class:`LookupShape` of ``fp`` sending the secondary keys of its hot ``slots``
-    (``None``: of every re-keyed slot; none: the statement has no lookup of them)."""
+def lookup_shape(fp: Fingerprint, parameters: Mapping[str, Any]) -> LookupShape:
+    """The :class:`LookupShape` of ``fp`` sent with its :func:`fingerprint_parameters`
+    ``parameters`` (with no secondary keys among them, the statement has no lookup of them)."""
     counts = hot.secondary_counts(fp.params)
-    sends = slots is None or len(slots) > 0
+    sends = hot.sends_secondary(parameters)
     return LookupShape(
         len(fp.band_keys), len(fp.block_keys), fp.params.hot_key_limit, counts, sends
     )
@@ -381,9 +381,8 @@ def check_statement(
 ) -> tuple[str, dict[str, Any]]:
     """The statement of ``check`` (:func:`matches_sql`) and its ``:name`` parameters, with the
     secondary keys of ``slots`` and ``meta_signature`` as in :func:`fingerprint_parameters`."""
-    slots = None if slots is None else list(slots)
     parameters = fingerprint_parameters(fp, slots, meta_signature)
-    return _check_statement(schema, lookup_shape(fp, slots)).text, parameters
+    return _check_statement(schema, lookup_shape(fp, parameters)).text, parameters
 
 
 def store_edges(

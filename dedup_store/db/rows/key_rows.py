@@ -90,10 +90,6 @@ class KeyRows:
             return cls(empty, empty, empty.astype(np.int16), empty.astype(np.int16))
         return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in _FIELDS))
 
-    def subset(self, keep: npt.NDArray[np.bool_]) -> KeyRows:
-        """The rows where ``keep`` is true."""
-        return KeyRows(*(getattr(self, f)[keep] for f in _FIELDS))
-
     @classmethod
     def merged(cls, parts: Sequence[KeyRows]) -> KeyRows:
         """All rows of ``parts``, in index order; each part in index order, and the documents of
@@ -102,6 +98,10 @@ class KeyRows:
             a.doc.max() < b.doc.min() for a, b in itertools.pairwise(p for p in parts if len(p))
         )
         return cls.concat(parts).sorted(by_key_only=ordered)
+
+    def subset(self, keep: npt.NDArray[np.bool_]) -> KeyRows:
+        """The rows where ``keep`` is true."""
+        return KeyRows(*(getattr(self, f)[keep] for f in _FIELDS))
 
     def sorted(self, by_key_only: bool = False) -> KeyRows:
         """The rows in index order, by key then document: a b-tree built or extended in order is

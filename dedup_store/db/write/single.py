@@ -368,10 +368,10 @@ def add_statement(
     (:func:`~dedup_store.core.metadata.exact_key`). The secondary keys of the ``(kind, slot)``
     pairs ``slots`` are sent (:func:`~dedup_store.db.matches.scoring.fingerprint_parameters`).
     """
-    slots = None if slots is None else list(slots)
-    statement = _statement(schema, lookup_shape(fp, slots))
+    found = fingerprint_parameters(fp, slots, meta_signature)
+    statement = _statement(schema, lookup_shape(fp, found))
     parameters = {
-        **fingerprint_parameters(fp, slots, meta_signature),
+        **found,
         "seq": qualified(schema, "document_ids"),
         "external_id": external_id,
         "token_count": fp.token_count,
