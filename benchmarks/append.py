@@ -69,7 +69,9 @@ def main() -> None:
             DedupStore(sqlalchemy_url(args.url), schema=args.schema) as store,
         ):
             started = time.perf_counter()
-            store.ingest(read_documents(path, args.docs), bulk=True, batch_size=args.batch_size)
+            summary = store.ingest(
+                read_documents(path, args.docs), bulk=True, batch_size=args.batch_size
+            )
             load = time.perf_counter() - started
             wal, started, cpu = _wal_position(args.url), time.perf_counter(), time.process_time()
             appended = read_documents(path, args.append, args.docs)
@@ -77,7 +79,10 @@ def main() -> None:
             append, cpu = time.perf_counter() - started, time.process_time() - cpu
             wal = _wal_position(args.url) - wal
             size = _store_bytes(args.url, args.schema)
-    print(f"bulk load of {args.docs:,} documents: {load:.1f} s, {args.docs / load:,.0f} docs/s")
+    print(
+        f"bulk load of {args.docs:,} documents: {load:.1f} s, {args.docs / load:,.0f} docs/s "
+        f"(of which building indexes {summary.index_seconds:.1f} s)"
+    )
     print(
         f"append of {args.append:,}: {append:.1f} s, {args.append / append:,.0f} docs/s, "
         f"client CPU {cpu:.1f} s, WAL {wal / 2**20:,.0f} MiB"
