@@ -8,8 +8,8 @@ documents, its rows written, its candidates verified into edges, and the cluster
 merged. :func:`ingest` streams records through it, fingerprinting the next batch (in the calling
 thread or in worker processes, :mod:`dedup_store.ingest.workers`) while the last one is written. A
 bulk load writes each batch in two halves: :func:`stage_batch` in memory on the calling thread,
-while :func:`commit_batch` of the batch before it runs on the connection's
-:class:`~dedup_store.db.candidates.lane.Lane`.
+while :func:`commit_batch` of the batches before it (up to :data:`WRITTEN_AHEAD`) runs on the
+connection's :class:`~dedup_store.db.candidates.lane.Lane`.
 """
 
 from __future__ import annotations
@@ -66,6 +66,12 @@ INDEX_PHASE = "building the indexes"
 """Called with the numbers of documents fingerprinted and stored so far."""
 #: A batch ends once its texts add up to this many characters, whatever its batch size.
 BATCH_BYTES = 4 * 2**20
+
+#: Batches a bulk load keeps queued on its lane while it stages the next. Staging a batch and
+#: writing one take about as long, but each varies from batch to batch (a batch that flushes
+#: the held key rows writes for seconds): with a queue, neither side waits for the other's
+#: slow batch. Measured on 1M documents: 9-10 % more documents a second than with one.
+WRITTEN_AHEAD = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -307,8 +313,9 @@ def _bulk_ingest(
     """One transaction: drop the lookup indexes, write the batches with lookups in memory,
     build the indexes, commit (:mod:`dedup_store.db.bulk.load`).
 
-    Each batch is staged here (:func:`stage_batch`) while the statements of the batch before
-    it run on the connection's :class:`~dedup_store.db.candidates.lane.Lane`.
+    Each batch is staged here (:func:`stage_batch`) while the statements of the batches before
+    it (up to :data:`WRITTEN_AHEAD`) run on the connection's
+    :class:`~dedup_store.db.candidates.lane.Lane`.
 
     A bad record with ``on_error="stop"``, or an interrupt (``KeyboardInterrupt``), ends the
     load as in the incremental path: the batches written before it are committed (with the
@@ -429,7 +436,7 @@ class _Flow:
     """The write side of :func:`_stream`: each prepared batch is written, then reported.
 
     ``write`` either writes a batch and returns it, or (a staged bulk load) stages it and
-    returns the future of its statements, which run while the next batch is staged.
+    returns the future of its statements, which run while the next batches are staged.
     """
 
     def __init__(
@@ -466,7 +473,7 @@ class _Flow:
         written = self.write(prepared)
         if isinstance(written, Future):
             self.pending.append(written)
-            self.drain(keep=1)  # the batch before, written while this one was staged
+            self.drain(keep=WRITTEN_AHEAD)  # written while this one and others were staged
         else:
             self.drain()
             self.progress.stored(_report(written, self.summary, self.on_batch))

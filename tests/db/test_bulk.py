@@ -19,7 +19,9 @@ from sqlalchemy.exc import IntegrityError
 
 from dedup_store import AddResult, DedupStore, Document, FingerprintParams
 from dedup_store.core.keyindex import HashedKeys
+from dedup_store.db.write import batch as batch_write
 from dedup_store.errors import EmptyDocumentError
+from dedup_store.ingest import pipeline
 from dedup_store.ingest.inputs import read_inputs
 from dedup_store.service import BULK_MINIMUM
 from tests.conftest import drop_schema
@@ -275,6 +277,44 @@ def test_a_failed_insert_into_the_in_memory_index_stops_the_load_and_stores_noth
         assert store.stats().documents == 100
         assert store.ingest(docs, batch_size=100, bulk=True).skipped == 100
         assert store.stats().documents == len(docs)
+
+
+def test_a_batch_failing_on_the_server_with_batches_queued_behind_it_stores_nothing(
+    engine: Engine, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches are staged while the ones before them are written (up to
+    :data:`WRITTEN_AHEAD` queued): a failure in writing one is the error raised, and the load
+    stores nothing."""
+    docs: list[Any] = real_documents()[:1500]
+    _load(engine, schema, docs[:100], False, FingerprintParams(), batch_size=100)
+    before = _tables(engine, schema)
+    merged, staged = batch_write.merge_clusters, pipeline.stage_batch
+    merges = stages = 0
+
+    def merge_then_fail(*args: Any, **kwargs: Any) -> dict[int, int]:
+        nonlocal merges
+        merges += 1
+        if merges == 3:
+            raise RuntimeError("the third batch's merge failed")
+        return merged(*args, **kwargs)
+
+    def stage(*args: Any, **kwargs: Any) -> Any:
+        nonlocal stages
+        stages += 1
+        return staged(*args, **kwargs)
+
+    monkeypatch.setattr(batch_write, "merge_clusters", merge_then_fail)
+    monkeypatch.setattr(pipeline, "stage_batch", stage)
+    with (
+        DedupStore(engine, schema=schema) as store,
+        pytest.raises(RuntimeError, match="third batch"),
+    ):
+        store.ingest(docs[100:], batch_size=100, bulk=True)
+    assert stages > 3  # batches were staged behind the one that failed
+    monkeypatch.undo()
+    assert _tables(engine, schema) == before
+    with DedupStore(engine, schema=schema) as store:
+        assert store.stats().documents == 100
 
 
 KILLED_LOAD = textwrap.dedent(

@@ -1,5 +1,5 @@
 """A connection whose statements run on a thread of their own, in the order they were given:
-a bulk load works out a batch in memory while the statements of the batch before it run here.
+a bulk load works out a batch in memory while the statements of the batches before it run here.
 """
 
 from __future__ import annotations
