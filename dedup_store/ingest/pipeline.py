@@ -125,6 +125,8 @@ class StagedBatch:
             (:class:`~dedup_store.db.write.batch.HeldRows`).
         shared: the batch holds the store's lock shared (with its key locks), so it locks the
             cluster labels it merges.
+        reviewed: verdicts may bear on the batch (:attr:`StoredKeys.reviewed
+            <dedup_store.db.candidates.stored.StoredKeys.reviewed>`).
     """
 
     prepared: PreparedBatch
@@ -137,6 +139,7 @@ class StagedBatch:
     bulk_load: bool
     held: batch_rows.HeldRows | None = None
     shared: bool = False
+    reviewed: bool = True
 
 
 def write_batch(
@@ -229,6 +232,7 @@ def stage_batch(
         stored.bulk_load,
         stored.held,
         shared,
+        stored.reviewed,
     )
 
 
@@ -243,7 +247,8 @@ def commit_batch(conn: Connection, dest: Destination, staged: StagedBatch) -> Wr
     edges = scoring.store_verified(conn, schema, staged.verified)
     mapping = batch_write.merge_clusters(conn, schema, edges, dest.params, staged.shared)
     # a reviewer named a new one, or a merge joined a vetoed pair or clusters a verdict cut
-    if reclustering.apply_to_new(conn, schema, new.ids.tolist(), staged.shared):
+    reviewed = staged.reviewed
+    if reviewed and reclustering.apply_to_new(conn, schema, new.ids.tolist(), staged.shared):
         labels = reads.cluster_ids(conn, schema, new.ids.tolist())
         mapping = {**mapping, **{i: label for i, label in labels.items() if label != i}}
     if len(new.ids):

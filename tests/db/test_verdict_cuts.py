@@ -136,6 +136,8 @@ def test_random_verdicts_on_real_text_hold_as_documents_are_written_again(
     assert_rule_holds(judged, engine)
     judged.ingest(regrouped(judged, corpus, seed=3), batch_size=5, update=True)
     assert_rule_holds(judged, engine)
+    judged.ingest(regrouped(judged, corpus, seed=4), batch_size=5, bulk=True)
+    assert_rule_holds(judged, engine)
 
 
 def test_a_store_whose_verdicts_predate_the_rule_is_brought_in_line_when_it_opens(

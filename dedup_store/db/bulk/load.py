@@ -197,13 +197,18 @@ class LoadedKeys(StoredKeys):
 
     def load(self, conn: Connection, schema: str) -> None:
         """Read what the store holds: its first documents' keys and exact hashes, its excerpt
-        keys, its hot keys, its external ids (one scan of each table) and its next id."""
+        keys, its hot keys, its external ids (one scan of each table), its next id and whether
+        it holds verdicts."""
         s = qualified(schema)
         self._next_id = batch_rows.next_id(conn, schema)
         rows = conn.execute(
             text(f"SELECT id, exact_hash, exact_of IS NULL, external_id FROM {s}.documents")
         ).all()
         self.external_ids = {row[3]: int(row[0]) for row in rows}
+        # verdicts are written holding the store's lock exclusively, as the load does
+        self.reviewed = conn.execute(
+            text(f"SELECT EXISTS (TABLE {s}.verdicts) OR EXISTS (TABLE {s}.cut_edges)")
+        ).scalar_one()
         self._max_id = max(self.external_ids.values(), default=0)
         self._exact = {bytes(row[1]): int(row[0]) for row in rows if row[2]}
         self._load_slot_keys(conn, schema)

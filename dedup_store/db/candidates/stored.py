@@ -61,11 +61,14 @@ class StoredKeys:
         frozen: the rows are written frozen (``COPY ... FREEZE``, into an empty store).
         held: where the batches' sample keys and key rows wait for larger COPYs (``None``:
             each batch writes its own).
+        reviewed: the store may hold verdicts or cut edges that bear on a batch's documents
+            (``False``: it holds neither, and none are written while it answers).
     """
 
     bulk_load = False
     frozen = False
     held: HeldRows | None = None
+    reviewed = True
 
     def allocate_ids(self, conn: Reach, schema: str, count: int, shared: bool) -> I64:
         """``count`` new document ids, ascending (``shared``: the store's lock is held shared,
