@@ -70,7 +70,7 @@ BATCH_BYTES = 4 * 2**20
 #: Batches a bulk load keeps queued on its lane while it stages the next. Staging a batch and
 #: writing one take about as long, but each varies from batch to batch (a batch that flushes
 #: the held key rows writes for seconds): with a queue, neither side waits for the other's
-#: slow batch. Measured on 1M documents: 9-10 % more documents a second than with one.
+#: slow batch. Measured on 1M documents: about 10 % more documents a second than with one.
 WRITTEN_AHEAD = 4
 
 
