@@ -247,9 +247,9 @@ def commit_batch(conn: Connection, dest: Destination, staged: StagedBatch) -> Wr
     edges = scoring.store_verified(conn, schema, staged.verified)
     mapping = batch_write.merge_clusters(conn, schema, edges, dest.params, staged.shared)
     # a reviewer named a new one, or a merge joined a vetoed pair or clusters a verdict cut
-    reviewed = staged.reviewed
-    if reviewed and reclustering.apply_to_new(conn, schema, new.ids.tolist(), staged.shared):
-        labels = reads.cluster_ids(conn, schema, new.ids.tolist())
+    new_ids = new.ids.tolist()
+    if staged.reviewed and reclustering.apply_to_new(conn, schema, new_ids, staged.shared):
+        labels = reads.cluster_ids(conn, schema, new_ids)
         mapping = {**mapping, **{i: label for i, label in labels.items() if label != i}}
     if len(new.ids):
         # a bulk load plans only statements on documents (by id and by cluster, whose plans
@@ -259,7 +259,7 @@ def commit_batch(conn: Connection, dest: Destination, staged: StagedBatch) -> Wr
         else:
             batch_write.refresh_statistics(conn, schema, int(new.ids[-1]))
     twin_clusters = reads.cluster_ids(conn, schema, prepared.twin_ids(staged.known))
-    return WrittenBatch(prepared, new.ids.tolist(), edges, mapping, staged.known, twin_clusters)
+    return WrittenBatch(prepared, new_ids, edges, mapping, staged.known, twin_clusters)
 
 
 def ingest(
