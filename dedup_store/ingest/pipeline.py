@@ -117,12 +117,12 @@ class StagedBatch:
         new: the rows to insert, with their ids.
         secondary: the ``secondary_keys`` rows to write (hot slots).
         promotion: the keys a bulk load made hot with the batch, to record with it.
-        rows: the new documents' COPY rows (:func:`~dedup_store.db.write.batch.document_rows`).
+        rows: the new documents' COPY rows (:func:`~dedup_store.db.rows.batch_rows.document_rows`).
         verified: the parameters that score and store the candidates that may match
             (:func:`~dedup_store.db.matches.scoring.verified_parameters`).
         bulk_load: the batch is part of a bulk load.
         held: where a bulk load holds the batch's sample keys and key rows
-            (:class:`~dedup_store.db.write.batch.HeldRows`).
+            (:class:`~dedup_store.db.rows.batch_rows.HeldRows`).
         shared: the batch holds the store's lock shared (with its key locks), so it locks the
             cluster labels it merges.
         reviewed: verdicts may bear on the batch (:attr:`StoredKeys.reviewed

@@ -99,8 +99,8 @@ class PreparedBatch:
 
     def encoded_rows(self, keep_text: bool) -> list[bytes]:
         """Each fingerprint row's document row up to the columns it gets when it is written
-        (:func:`~dedup_store.db.write.batch.encode_rows`), computed on the first call: call it
-        while the batch before is being written."""
+        (:func:`~dedup_store.db.rows.batch_rows.encode_rows`), computed on the first call: call it
+        while the batches before are being written."""
         if self._rows is None:
             docs = [self.document_of_row(r) for r in range(len(self.row_position))]
             self._rows = batch_rows.encode_rows(

@@ -205,10 +205,6 @@ class LoadedKeys(StoredKeys):
             text(f"SELECT id, exact_hash, exact_of IS NULL, external_id FROM {s}.documents")
         ).all()
         self.external_ids = {row[3]: int(row[0]) for row in rows}
-        # verdicts are written holding the store's lock exclusively, as the load does
-        self.reviewed = conn.execute(
-            text(f"SELECT EXISTS (TABLE {s}.verdicts) OR EXISTS (TABLE {s}.cut_edges)")
-        ).scalar_one()
         self._max_id = max(self.external_ids.values(), default=0)
         self._exact = {bytes(row[1]): int(row[0]) for row in rows if row[2]}
         self._load_slot_keys(conn, schema)
@@ -233,6 +229,10 @@ class LoadedKeys(StoredKeys):
         if columns[0] is not None:
             kinds, slots, keys, docs = (np.array(c, dtype=np.int64) for c in columns)
             self.add_secondary(kinds.astype(np.int16), slots.astype(np.int16), keys, docs)
+        # verdicts are written holding the store's lock exclusively, as the load does
+        self.reviewed = conn.execute(
+            text(f"SELECT EXISTS (TABLE {s}.verdicts) OR EXISTS (TABLE {s}.cut_edges)")
+        ).scalar_one()
 
     def _load_slot_keys(self, conn: Connection, schema: str) -> None:
         """Index the band and block keys of the stored first documents (the rows of both

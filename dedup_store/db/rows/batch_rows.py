@@ -2,7 +2,7 @@
 held rows of the key tables.
 
 Everything here is computed before a batch's statements run (a bulk load makes a batch's rows
-while the batch before it is written) and imports nothing of the writers or the lookups, which
+while the batches before it are written) and imports nothing of the writers or the lookups, which
 use it.
 """
 
@@ -205,7 +205,7 @@ def document_rows(
     store), ``settled`` whether their keys enter the settled tier at once (a bulk load) rather
     than the recent one.
 
-    Needs no connection: a bulk load makes them while the batch before is being written.
+    Needs no connection: a bulk load makes them while the batches before are being written.
     """
     batch, rows = new.batch, new.rows
     meta_column = ("meta_signature",) if with_meta else ()
