@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from dedup_store.core.arrays import I64, U32, U64
+from dedup_store.core import kernels
+from dedup_store.core.arrays import I64, U32, U64, distinct
 from dedup_store.core.canonical import (
     CanonicalBatch,
     batch_runs,
@@ -320,9 +321,49 @@ def _fingerprint_texts(
         split = canonical_word_batch(texts, params)
         if split is not None:
             words, cjk = split
+            if len(texts) == 1 and not cjk and not params.weighted and words.token_counts[0]:
+                return _one_document(words, params)
             plain = _fingerprint_canonical(words, params)
             return _with_cjk_documents(texts, params, plain, cjk) if cjk else plain
     return fingerprint_tokens([canonical_tokens(t, params) for t in texts], params, weights)
+
+
+def _one_document(words: CanonicalBatch, params: FingerprintParams) -> FingerprintBatch:
+    """The fingerprint of one non-empty document of words under unweighted ``params``: what
+    :func:`_fingerprint_canonical` makes of it, in whole-document steps (a single ``check`` or
+    ``add`` would pay more for the batch's bookkeeping than for its hashing)."""
+    tokens = words.token_hashes
+    ordered = kernels.backend.shingle_hashes(tokens, words.token_counts, params.shingle_size)
+    shingles = distinct(ordered)
+    shingle_offsets = np.array([0, len(shingles)], dtype=np.int64)
+    signatures = minhash_signatures(shingles, shingle_offsets, params.num_perm, params.seed)
+    simhashes = simhash_batch(tokens, np.array([0, len(tokens)], dtype=np.int64))
+    if params.containment == 0:
+        sample_keys, sample_offsets = np.empty(0, dtype=np.uint64), np.zeros(2, dtype=np.int64)
+    else:
+        ends = np.array([0, len(ordered)], dtype=np.int64)
+        sample_keys, sample_offsets = winnow(ordered, ends, params.winnow_window)
+    features, _, feature_counts, feature_lengths = NO_FEATURES
+    return FingerprintBatch(
+        shingles=shingles,
+        shingle_offsets=shingle_offsets,
+        signatures=signatures,
+        band_keys=band_keys(signatures, params),
+        simhashes=simhashes,
+        block_keys=document_block_keys(simhashes, shingle_offsets[1:], params),
+        sample_keys=sample_keys,
+        sample_offsets=sample_offsets,
+        features=features,
+        feature_offsets=np.zeros(2, dtype=np.int64),
+        feature_counts=feature_counts,
+        feature_lengths=feature_lengths,
+        params=params,
+        source_index=np.zeros(1, dtype=np.int64),
+        empty_index=[],
+        canonical_texts=words.texts,
+        exact_hashes=exact_hashes(words.texts),
+        token_counts=words.token_counts,
+    )
 
 
 def _with_cjk_documents(

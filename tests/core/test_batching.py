@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from dedup_store.core import (
+    Fingerprint,
     FingerprintBatch,
     FingerprintParams,
     canonical_tokens,
@@ -21,6 +22,7 @@ from dedup_store.core.fingerprint import fingerprint_tokens
 from dedup_store.core.minhash import permutations
 from dedup_store.core.shingles import unique_per_document
 from dedup_store.core.simhash import bit_votes, lane_counts
+from tests.spark.corpora import real_documents
 
 RNG = np.random.default_rng(20240607)
 scripts_module = importlib.import_module("dedup_store.core.scripts")
@@ -72,21 +74,39 @@ def test_minhash_is_the_minimum_of_each_permutation(
     assert signatures.tolist() == expected
 
 
-def test_a_batch_equals_its_documents_one_by_one() -> None:
+ONE_BY_ONE_PARAMS = [
+    FingerprintParams(),
+    FingerprintParams(scheme="broder", containment=0.0),
+    FingerprintParams(shingle_size=1, simhash_key_max_shingles=0, winnow_window=1),
+    FingerprintParams(stopwords=False, html="never", containment=0.5, winnow_window=4),
+]
+
+
+@pytest.mark.parametrize("params", ONE_BY_ONE_PARAMS, ids=["default", "broder", "1-gram", "words"])
+def test_a_batch_equals_its_documents_one_by_one(params: FingerprintParams) -> None:
+    # one document alone takes a path of its own (a single check or add): every field of its
+    # fingerprint is the batch's, for long and short documents, CJK, empty ones and real text
     words = ["river", "rose", "all", "night", "the", "farmers", "watched", "banks", "中文分词", "и"]
     docs = [" ".join(RNG.choice(words, size=int(RNG.integers(0, 2000)))) for _ in range(40)]
-    docs += ["", "...", "one"]
-    params = FingerprintParams()
+    docs += ["", "...", "one", *PLAIN_DOCS]
+    docs += [text for _, text in real_documents(docstrings=60)[::8]]
     batch = fingerprint_batch(docs, params)
     alone = [fingerprint_batch([doc], params) for doc in docs]
     assert batch.empty_index == [i for i, single in enumerate(alone) if single.empty_index]
     for row, source in enumerate(batch.source_index.tolist()):
         single = alone[source]
-        assert batch.canonical_texts[row] == single.canonical_texts[0]
-        for field in ("shingles", "sample_keys"):
-            assert np.array_equal(getattr(batch.row(row), field), getattr(single.row(0), field))
-        for field in ("signatures", "band_keys", "simhashes", "block_keys"):
-            assert np.array_equal(getattr(batch, field)[row], getattr(single, field)[0])
+        _assert_same_fingerprint(single.row(0), batch.row(row))
+        assert np.array_equal(single.token_counts, batch.token_counts[row : row + 1])
+
+
+def _assert_same_fingerprint(one: Fingerprint, other: Fingerprint) -> None:
+    for field in dataclasses.fields(Fingerprint):
+        mine, theirs = getattr(one, field.name), getattr(other, field.name)
+        if isinstance(mine, np.ndarray):
+            assert mine.dtype == theirs.dtype, field.name
+            assert np.array_equal(mine, theirs), field.name
+        else:
+            assert mine == theirs, field.name
 
 
 @pytest.mark.parametrize("grouped", [True, False])
