@@ -11,7 +11,14 @@ from sqlalchemy import Engine, text
 from benchmarks.realtext_corpus import copyright_docs, license_docs
 from dedup_store.core.arrays import I64
 from dedup_store.core.fingerprint import FingerprintBatch, fingerprint_batch
-from dedup_store.db.schema.encoding import array_literal, bytea_array_literal, sorted_top32, top32
+from dedup_store.db.schema.encoding import (
+    array_literal,
+    bytea_array_literal,
+    excerpt_stride,
+    excerpt_strides,
+    sorted_top32,
+    top32,
+)
 
 
 def test_byte_strings_survive_the_bytea_array_literal(engine: Engine) -> None:
@@ -70,3 +77,12 @@ def test_stored_shingles_sort_rows_of_only_high_or_low_halves_and_equal_halves()
     assert offsets.tolist() == [0, 0, 4, 7, 10]
     got = [values[offsets[i] : offsets[i + 1]].tolist() for i in range(len(rows))]
     assert got == _rows_sorted_one_by_one(crafted, rows)
+
+
+def test_one_documents_excerpt_stride_is_the_batch_rule() -> None:
+    # a single check or add thins its excerpt keys by the integer rule, a batch by the array
+    # one: both must keep the same keys, or a document would miss the excerpts it shares
+    counts = np.arange(0, 5000, dtype=np.int64)
+    for budget in (0, 1, 3, 16, 63, 64, 65, 127, 1000):
+        strides = excerpt_strides(counts, budget).tolist()
+        assert [excerpt_stride(int(c), budget) for c in counts] == strides, budget

@@ -73,9 +73,19 @@ def excerpt_strides(counts: I64, budget: int) -> I64:
     return np.left_shift(np.int64(1), powers)
 
 
+def excerpt_stride(count: int, budget: int) -> int:
+    """:func:`excerpt_strides` of one document with ``count`` excerpt keys, in integers: the
+    least power of two ``s`` with ``s * budget >= count`` (1 with no budget)."""
+    if budget <= 0 or count <= budget:
+        return 1
+    return 1 << ((count - 1) // budget).bit_length()
+
+
 def sparse_excerpt_keys(keys: I32, budget: int) -> I32:
     """One document's excerpt keys (top 32 bits) thinned as :func:`sample_columns` does."""
-    stride = int(excerpt_strides(np.array([len(keys)], dtype=np.int64), budget)[0])
+    stride = excerpt_stride(len(keys), budget)
+    if stride == 1:
+        return keys
     kept: I32 = keys[(keys.view(np.uint32) & np.uint32(stride - 1)) == 0]
     return kept
 

@@ -25,6 +25,14 @@ def qualified(schema: str, name: str | None = None) -> str:
     return quote(schema) if name is None else f"{quote(schema)}.{quote(name)}"
 
 
+def regclass(schema: str, name: str) -> str:
+    """SQL: the relation ``schema.name`` as a ``regclass`` constant, which the server resolves
+    once, when it plans the statement (a parameter cast to ``regclass`` is looked up in the
+    catalog on every execution)."""
+    literal = qualified(schema, name).replace("'", "''")
+    return f"CAST('{literal}' AS regclass)"
+
+
 @functools.cache
 def _preparer() -> Any:
     """SQLAlchemy's PostgreSQL quoting, loaded on first use (validating a name needs none)."""

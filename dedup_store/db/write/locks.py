@@ -164,18 +164,30 @@ def id_keys(schema: str, external_ids: Iterable[str]) -> I64:
 
 
 def keys_of(schema: str, fp: Fingerprint, external_id: str) -> I64:
-    """The sorted lock keys of one document (:mod:`module docs <dedup_store.db.write.locks>`)."""
+    """The sorted lock keys of one document (:mod:`module docs <dedup_store.db.write.locks>`):
+    those :func:`batch_keys` gives it, with the tags of its fixed keys made once per store."""
     kept = sparse_excerpt_keys(top32(fp.sample_keys), fp.params.max_excerpt_keys)
-    return _lock_keys(
-        schema,
+    bands, blocks = fp.band_keys, fp.block_keys
+    values = np.concatenate(
         [
-            (EXACT, 0, _exacts([fp.exact_hash])),
-            (BAND, len(fp.band_keys), fp.band_keys),
-            (BLOCK, len(fp.block_keys), fp.block_keys),
-            (SAMPLE, 0, kept),
-            (EXTERNAL_ID, 0, _ids([external_id])),
-        ],
+            _exacts([fp.exact_hash]),
+            _ids([external_id]),
+            bands.view(np.uint64),
+            blocks.view(np.uint64),
+            kept.astype(np.int64).view(np.uint64),
+        ]
     )
+    sample_tags = np.full(len(kept), _tags(schema, SAMPLE, 0)[0], dtype=np.uint64)
+    tags = np.concatenate([_fixed_tags(schema, len(bands), len(blocks)), sample_tags])
+    return distinct(mix64(values ^ tags).view(np.int64))
+
+
+@lru_cache(maxsize=64)
+def _fixed_tags(schema: str, bands: int, blocks: int) -> U64:
+    """The tags of the keys every document has, in the order :func:`keys_of` lists them: its
+    exact hash, its external id, its ``bands`` band keys and ``blocks`` block keys."""
+    parts = [(EXACT, 0), (EXTERNAL_ID, 0), (BAND, bands), (BLOCK, blocks)]
+    return np.concatenate([_tags(schema, kind, slots) for kind, slots in parts])
 
 
 def batch_keys(schema: str, batch: FingerprintBatch, external_ids: Iterable[str]) -> I64:

@@ -61,7 +61,7 @@ from dedup_store.db.matches.scoring import (
     merging_methods,
 )
 from dedup_store.db.schema.encoding import array_literal
-from dedup_store.db.schema.names import qualified
+from dedup_store.db.schema.names import qualified, regclass
 from dedup_store.db.server import raw_statements
 from dedup_store.db.server.engine import Database
 from dedup_store.db.write import locks
@@ -114,7 +114,11 @@ def _statement(schema: str, shape: LookupShape) -> TextClause:
         hot.pending_keys_sql(s, secondary, hot_limit),
     )
     return text(
-        "\n" + deciding + _writing(s, shape.band_count, shape.block_count) + _ANSWER + "    "
+        "\n"
+        + deciding
+        + _writing(s, regclass(schema, "document_ids"), shape.band_count, shape.block_count)
+        + _ANSWER
+        + "    "
     )
 
 
@@ -182,12 +186,12 @@ def _deciding(s: str, lookups: str, matches: str, touched: str, pending: str) ->
 """
 
 
-def _writing(s: str, band_count: int, block_count: int) -> str:
-    """The CTEs from ``new_id`` on: the id, the cluster it joins (the keeper of the clusters it
-    merges), and the rows it writes."""
+def _writing(s: str, ids: str, band_count: int, block_count: int) -> str:
+    """The CTEs from ``new_id`` on: the id (from the sequence ``ids``), the cluster it joins (the
+    keeper of the clusters it merges), and the rows it writes."""
     keeper = keeper_order("size", "cluster_id")
     return f"""        new_id AS (
-            SELECT nextval(CAST(:seq AS regclass)) AS id
+            SELECT nextval({ids}) AS id
             WHERE EXISTS (SELECT 1 FROM proceed) AND NOT EXISTS (SELECT 1 FROM blocked)
               AND NOT EXISTS (SELECT 1 FROM vetoing)
         ),
@@ -372,7 +376,6 @@ def add_statement(
     statement = _statement(schema, lookup_shape(fp, found))
     parameters = {
         **found,
-        "seq": qualified(schema, "document_ids"),
         "external_id": external_id,
         "token_count": fp.token_count,
         "length": len(fp.canonical_text),
