@@ -220,7 +220,9 @@ class DedupStore(Reviewing, Closing):
             on_error: ``stop`` raises the first bad record, ``skip`` reports it and goes on.
             on_batch: called after each stored batch with its results (a sequence in input
                 order, whose :class:`AddResult` values are made as they are read) and its bad
-                records.
+                records. In a bulk load a batch is reported once written in the load's
+                transaction: an error other than a bad record or an interrupt rolls the whole
+                load back, the batches reported before it included.
             on_progress: called with the counts of documents fingerprinted and stored so far,
                 after each batch is fingerprinted and after it is stored.
             count_clusters: also count the store's clusters at the end (a whole-store
