@@ -165,6 +165,12 @@ class StoreTables:
             replica=replica,
         )
         if found is None:  # inside a caller's transaction
+            found = self.db.in_caller(
+                lambda _, raw: raw_statements.fetch_in_savepoint(
+                    raw, statement, parameters, as_tuples
+                )
+            )
+        if found is None:  # an asyncio caller's
 
             def rows(conn: Connection) -> list[Any]:
                 result = conn.execute(sa_text(statement), parameters)

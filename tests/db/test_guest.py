@@ -108,6 +108,56 @@ def test_a_failed_call_inside_a_host_transaction_is_ours_and_chained(
         assert conn.execute(text("SELECT 1")).scalar_one() == 1
 
 
+def test_failed_adds_and_checks_inside_a_host_transaction_leave_it_going(
+    engine: Engine, schema: str
+) -> None:
+    # a single add or check in the host's transaction runs on its psycopg connection, in a
+    # pipelined savepoint: a failure rolls back to it, and the calls after it (more than
+    # psycopg's prepare threshold) still run
+    with DedupStore(engine, schema=schema) as store:
+        store.add("a", TEXT)
+    s = f'"{schema}"'
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                f"CREATE FUNCTION {s}.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                "IF NEW.external_id LIKE 'bad%' THEN RAISE EXCEPTION 'refused %', "
+                "NEW.external_id; END IF; RETURN NEW; END $$"
+            )
+        )
+        conn.execute(
+            text(
+                f"CREATE TRIGGER refuse BEFORE INSERT ON {s}.documents "
+                f"FOR EACH ROW EXECUTE FUNCTION {s}.refuse()"
+            )
+        )
+    with engine.connect() as conn:
+        with conn.begin():
+            store = DedupStore(conn, schema=schema, create=False)
+            conn.execute(text("CREATE TEMP TABLE host_rows (n integer)"))
+            for n in range(12):
+                conn.execute(text("INSERT INTO host_rows VALUES (:n)"), {"n": n})
+                body = f"Document {n} of the host tells about rivers, lakes and {n * 7} boats."
+                if n % 3 == 0:
+                    with pytest.raises(DatabaseError, match=f"refused bad{n}"):
+                        store.add(f"bad{n}", body)
+                else:
+                    assert store.add(f"ok{n}", body).status.value == "new"
+                assert store.check(body).status.value == (
+                    "new" if n % 3 == 0 else "exact_duplicate"
+                )
+            assert conn.execute(text("SELECT count(*) FROM host_rows")).scalar_one() == 12
+            conn.execute(text(f"ALTER TABLE {s}.documents RENAME TO gone"))
+            with pytest.raises(DatabaseError) as caught:
+                store.check(TEXT)
+            assert caught.value.sqlstate == "42P01"  # undefined_table
+            conn.execute(text(f"ALTER TABLE {s}.gone RENAME TO documents"))
+            assert store.add("last", EDIT).status.value == "near_duplicate"
+        with DedupStore(engine, schema=schema, create=False) as store:
+            stored = [row["id"] for row in store.export()]
+    assert stored == ["a", *(f"ok{n}" for n in range(12) if n % 3), "last"]
+
+
 def test_every_database_error_is_a_dedup_store_error(engine: Engine, schema: str) -> None:
     with DedupStore(engine, schema=schema) as store:
         store.add("a", TEXT)

@@ -258,6 +258,33 @@ class Database(Closing):
             self._note_write()
         return result
 
+    def in_caller(self, work: Callable[[Connection, psycopg.Connection[Any]], T]) -> T | None:
+        """Run ``work`` on the caller's Connection and the psycopg connection under it, in the
+        caller's transaction (``work`` keeps its statements in a savepoint of it:
+        :func:`~dedup_store.db.server.raw_statements.in_savepoint`).
+
+        Returns ``None`` without running it when there is no caller's Connection, when the
+        caller's transaction has not begun, or when the driver is not psycopg's synchronous
+        connection (an asyncio caller's): the work then goes through SQLAlchemy
+        (:meth:`run`). No retry: the caller owns the transaction.
+
+        Raises:
+            DatabaseError: any error of the database or its driver, chained to its cause.
+        """
+        conn = self.connection
+        if conn is None or not conn.in_transaction():
+            return None
+        raw = conn.connection.driver_connection
+        if not isinstance(raw, psycopg.Connection):
+            return None
+        self._check_server(conn)
+        try:
+            result = work(conn, raw)
+        except psycopg.Error as e:
+            raise self.error(e) from e
+        self._note_write()
+        return result
+
     def _native_primary(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:

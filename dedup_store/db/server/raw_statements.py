@@ -7,7 +7,9 @@ through a :class:`psycopg.RawCursor`, it is passed as it is, and prepared by the
 few calls. :func:`locked_statement` also sends the writers' locks
 (:func:`~dedup_store.db.write.locks.lock_statement`), the statement and the commit in one pipeline,
 so the locks are held for the server's work only, not while the client waits for a CPU between
-round trips.
+round trips. In a caller's transaction (which holds the locks until it ends anyway),
+:func:`fetch_in_savepoint` and :func:`locked_in_savepoint` run them in a savepoint of it
+(:func:`in_savepoint`), in one round trip and in two.
 
 Rows come back as dictionaries, read by column name (:func:`psycopg.rows.dict_row`).
 """
@@ -15,12 +17,14 @@ Rows come back as dictionaries, read by column name (:func:`psycopg.rows.dict_ro
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from functools import lru_cache
 from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row, tuple_row
+from psycopg.types.json import JsonbLoader, JsonLoader
 
 #: A ``:name`` bind parameter (not the ``::`` of a cast).
 _BIND = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
@@ -80,4 +84,89 @@ def locked_statement(
             if raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                 raw.rollback()
             raise
+        return cur.fetchall()
+
+
+#: The savepoint of a call in the caller's transaction (:func:`in_savepoint`).
+_SAVEPOINT = "dedup_store_call"
+
+
+@contextmanager
+def in_savepoint(raw: psycopg.Connection[Any]) -> Iterator[psycopg.Pipeline]:
+    """A pipeline whose statements run in a savepoint of the caller's transaction on ``raw``.
+
+    The savepoint is sent with the first statements, its release with the last ones, so a
+    block that syncs nowhere is one round trip. When the block raises (a statement failed, or
+    the caller's code did), the caller's transaction is rolled back to the savepoint, so it
+    goes on without any of the block's rows. The savepoint's commands are never prepared: one
+    that psycopg prepared in a pipeline an error aborted would be remembered as prepared,
+    though the server skipped it, and fail from then on.
+    """
+    with psycopg.RawCursor(raw) as control, raw.pipeline() as pipeline:
+        control.execute(f"SAVEPOINT {_SAVEPOINT}", prepare=False)
+        try:
+            yield pipeline
+            control.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}", prepare=False)
+            pipeline.sync()
+        except BaseException:
+            _roll_back(raw, control, pipeline)
+            raise
+
+
+def _roll_back(
+    raw: psycopg.Connection[Any], control: psycopg.RawCursor[Any], pipeline: psycopg.Pipeline
+) -> None:
+    """Roll the caller's transaction back to the savepoint of :func:`in_savepoint`; when it
+    does not hold one (its transaction had failed before), it is left as it is."""
+    if raw.closed or raw.broken:
+        return
+    with suppress(psycopg.Error):
+        pipeline.sync()  # what was sent before the error: its failure was raised already
+    with suppress(psycopg.Error):
+        control.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}", prepare=False)
+        control.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}", prepare=False)
+        pipeline.sync()
+
+
+def fetch_in_savepoint(
+    raw: psycopg.Connection[Any],
+    statement: str,
+    parameters: Mapping[str, Any],
+    as_tuples: bool = False,
+) -> list[Any]:
+    """:func:`fetch_all` in the caller's transaction on ``raw``, in a savepoint of it
+    (:func:`in_savepoint`), in one round trip. ``json`` and ``jsonb`` values come back as
+    Python values whatever the caller's connection loads them as."""
+    query, names = positional(statement)
+    with psycopg.RawCursor(raw, row_factory=tuple_row if as_tuples else dict_row) as cur:
+        cur.adapters.register_loader("json", JsonLoader)
+        cur.adapters.register_loader("jsonb", JsonbLoader)
+        with in_savepoint(raw):
+            cur.execute(query, [parameters[name] for name in names])
+        return cur.fetchall()
+
+
+def locked_in_savepoint(
+    raw: psycopg.Connection[Any],
+    lock: tuple[str, Mapping[str, Any]],
+    statement: str,
+    parameters: Mapping[str, Any],
+    accept: Callable[[tuple[Any, ...]], None],
+) -> list[dict[str, Any]]:
+    """:func:`locked_statement` in the caller's transaction on ``raw``, in a savepoint of it
+    (:func:`in_savepoint`): the savepoint and the ``lock`` statement in one round trip, whose
+    row ``accept`` may refuse (by raising: the savepoint is rolled back), then ``statement``
+    and the savepoint's release in another."""
+    query, names = positional(statement)
+    lock_query, lock_names = positional(lock[0])
+    with (
+        psycopg.RawCursor(raw) as control,
+        psycopg.RawCursor(raw, row_factory=dict_row) as cur,
+    ):
+        with in_savepoint(raw):
+            control.execute(lock_query, [lock[1][name] for name in lock_names])
+            row = control.fetchone()
+            assert row is not None
+            accept(row)
+            cur.execute(query, [parameters[name] for name in names])
         return cur.fetchall()

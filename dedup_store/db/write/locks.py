@@ -252,7 +252,7 @@ def lock_store(
     Raises:
         DatabaseError: the transaction is not at READ COMMITTED (:func:`check_isolation`).
     """
-    if keys is not None and not _room_for(conn, schema, len(keys)):
+    if keys is not None and not room_for(conn, schema, len(keys)):
         keys = None
     statement, parameters, shared = lock_statement(schema, keys, labels)
     level = conn.execute(text(statement), parameters).one()[0]
@@ -260,7 +260,7 @@ def lock_store(
     return shared
 
 
-def _room_for(conn: Connection, schema: str, count: int) -> bool:
+def room_for(conn: Connection, schema: str, count: int) -> bool:
     """Whether the transaction of ``conn`` may take ``count`` more key locks (counted per
     transaction on the connection, as a caller's transaction may hold many adds)."""
     if count > MAX_KEY_LOCKS:

@@ -45,6 +45,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+import psycopg
 from sqlalchemy import Connection, TextClause, text
 
 from dedup_store.core.arrays import I64, U32
@@ -325,6 +326,10 @@ def _rows(
         )
     )
     if rows is None:  # inside a caller's transaction
+        rows = db.in_caller(
+            lambda conn, raw: _in_caller(conn, raw, schema, statement, parameters, keys, labels)
+        )
+    if rows is None:  # an asyncio caller's
 
         def work(conn: Connection) -> list[dict[str, Any]]:
             shared = locks.lock_store(conn, schema, keys, labels)
@@ -333,6 +338,27 @@ def _rows(
 
         rows = db.run(work)
     return list(rows)
+
+
+def _in_caller(
+    conn: Connection,
+    raw: psycopg.Connection[Any],
+    schema: str,
+    statement: str,
+    parameters: dict[str, Any],
+    keys: I64 | None,
+    labels: list[int],
+) -> list[dict[str, Any]]:
+    """The rows of ``statement`` in the caller's transaction, in a savepoint of it: the
+    store's lock and the document's (as :func:`~dedup_store.db.write.locks.lock_store` takes
+    them) in one round trip, then the statement and the savepoint's release in another."""
+    if keys is not None and not locks.room_for(conn, schema, len(keys)):
+        keys = None
+    lock, lock_parameters, shared = locks.lock_statement(schema, keys, labels)
+    bound = {**parameters, "exclusive": not shared}
+    return raw_statements.locked_in_savepoint(
+        raw, (lock, lock_parameters), statement, bound, lambda row: locks.check_isolation(row[0])
+    )
 
 
 def promote_pending(conn: Connection, schema: str, fp: Fingerprint) -> None:
