@@ -5,6 +5,8 @@ them edited copies), bulk-loaded into a fresh schema (``--reuse`` takes a loaded
 
 * ``check`` and ``add``, ``--calls`` each, of fresh texts: half new documents, half edited copies
   of stored ones (:class:`benchmarks.load_workload.TextMaker`), after untimed warm-up calls;
+* ``host check`` and ``host add``: the same calls of a store inside a host's SQLAlchemy
+  connection, each in a transaction of the host's (begun, the call made, committed);
 * floor (a): one statement round trip, a prepared ``SELECT 1`` on a plain psycopg connection;
 * floor (b): a prepared 22-key ``= ANY`` probe of one narrow btree, ``(key) INCLUDE (id)`` over
   a table of 22 random keys for each of ``--documents`` documents (in the schema
@@ -43,8 +45,16 @@ from typing import Any
 import numpy as np
 import psycopg
 from psycopg import sql
+from sqlalchemy import create_engine
 
-from benchmarks.common import add_seed, add_store_options, add_url, conninfo, drop_schema
+from benchmarks.common import (
+    add_seed,
+    add_store_options,
+    add_url,
+    conninfo,
+    drop_schema,
+    sqlalchemy_url,
+)
 from benchmarks.ingest_corpus import Indices, IngestCorpus
 from benchmarks.load import server_settings
 from benchmarks.load_workload import TextMaker
@@ -204,10 +214,38 @@ def store_work(
     def pids() -> list[int]:
         return application_pids(monitor, application)
 
+    hosted, in_host = host_store(stack, url, schema)
+    host_checks = [in_host(partial(hosted.check, t)) for t in checks]
+    host_adds = [in_host(partial(hosted.add, f"{i}-host", t)) for i, t in adds]
+    for call in host_checks[:WARM_UP] + host_adds[:WARM_UP]:
+        call()
     return {
         "check": Work([partial(store.check, t) for t in checks[WARM_UP:]], pids),
         "add": Work([partial(store.add, i, t) for i, t in adds[WARM_UP:]], pids),
+        "host check": Work(host_checks[WARM_UP:], pids),
+        "host add": Work(host_adds[WARM_UP:], pids),
     }
+
+
+def host_store(
+    stack: contextlib.ExitStack, url: str, schema: str
+) -> tuple[DedupStore, Callable[[Callable[[], object]], Callable[[], object]]]:
+    """The store inside a host's SQLAlchemy connection, and a wrapper that runs a call in a
+    transaction of the host's own (begun, the call made, committed), as a CMS back end does."""
+    engine = create_engine(sqlalchemy_url(url))
+    stack.callback(engine.dispose)
+    conn = stack.enter_context(engine.connect())
+    with conn.begin():
+        store = DedupStore(conn, schema=schema, create=False)
+
+    def in_host(call: Callable[[], object]) -> Callable[[], object]:
+        def run() -> object:
+            with conn.begin():
+                return call()
+
+        return run
+
+    return store, in_host
 
 
 def store_size(url: str, schema: str) -> dict[str, int]:
@@ -310,7 +348,10 @@ def measure(args: argparse.Namespace, load: bool) -> dict[str, Any]:
     floor = costs["22-key probe"]["total"]
     return {
         "cost_ms": costs,
-        "ratio_to_probe": {name: costs[name]["total"] / floor for name in ("check", "add")},
+        "ratio_to_probe": {
+            name: costs[name]["total"] / floor
+            for name in ("check", "add", "host check", "host add")
+        },
         "size": size,
     }
 

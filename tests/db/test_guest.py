@@ -152,10 +152,37 @@ def test_failed_adds_and_checks_inside_a_host_transaction_leave_it_going(
                 store.check(TEXT)
             assert caught.value.sqlstate == "42P01"  # undefined_table
             conn.execute(text(f"ALTER TABLE {s}.gone RENAME TO documents"))
+            assert conn.execute(text("SHOW plan_cache_mode")).scalar_one() == "auto"
             assert store.add("last", EDIT).status.value == "near_duplicate"
         with DedupStore(engine, schema=schema, create=False) as store:
             stored = [row["id"] for row in store.export()]
     assert stored == ["a", *(f"ok{n}" for n in range(12) if n % 3), "last"]
+
+
+def test_calls_in_a_host_transaction_plan_generically_and_leave_its_setting(
+    engine: Engine, schema: str
+) -> None:
+    # a server that planned the check statement for each call would spend more on planning it
+    # than on running it: the store asks for generic plans within its savepoint only
+    with DedupStore(engine, schema=schema) as store:
+        store.add("a", TEXT)
+    with engine.connect() as conn:
+        with conn.begin():
+            store = DedupStore(conn, schema=schema, create=False)
+        with conn.begin():
+            conn.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
+            for n in range(8):
+                store.check(f"{TEXT} Call {n}.")
+            store.add("b", EDIT)
+            assert conn.execute(text("SHOW plan_cache_mode")).scalar_one() == "force_custom_plan"
+            plans = conn.execute(
+                text(
+                    "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+                    "WHERE statement LIKE '%WITH found AS MATERIALIZED%'"
+                )
+            ).all()
+        assert conn.execute(text("SHOW plan_cache_mode")).scalar_one() == "auto"
+    assert plans and all(generic > 0 and custom == 0 for generic, custom in plans)
 
 
 def test_every_database_error_is_a_dedup_store_error(engine: Engine, schema: str) -> None:

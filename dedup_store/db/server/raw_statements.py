@@ -89,6 +89,16 @@ def locked_statement(
 
 #: The savepoint of a call in the caller's transaction (:func:`in_savepoint`).
 _SAVEPOINT = "dedup_store_call"
+#: In the savepoint, the caller's ``plan_cache_mode`` kept aside and generic plans chosen.
+_GENERIC_PLANS = """
+    SELECT set_config('plan_cache_mode', 'force_generic_plan', true)
+    FROM (SELECT set_config('dedup_store.plan_cache_mode', current_setting('plan_cache_mode'),
+                            true) OFFSET 0) kept
+"""
+#: Before the savepoint's release, the caller's ``plan_cache_mode`` again.
+_CALLERS_PLANS = (
+    "SELECT set_config('plan_cache_mode', current_setting('dedup_store.plan_cache_mode'), true)"
+)
 
 
 @contextmanager
@@ -101,11 +111,18 @@ def in_savepoint(raw: psycopg.Connection[Any]) -> Iterator[psycopg.Pipeline]:
     goes on without any of the block's rows. The savepoint's commands are never prepared: one
     that psycopg prepared in a pipeline an error aborted would be remembered as prepared,
     though the server skipped it, and fail from then on.
+
+    Inside the savepoint the statements run with generic plans, as on the store's own
+    connections: under the default ``plan_cache_mode`` (``auto``) the server may plan a
+    ``check`` again on every call, which costs more than running it. The caller's setting is
+    back before the release (and with the rollback).
     """
     with psycopg.RawCursor(raw) as control, raw.pipeline() as pipeline:
         control.execute(f"SAVEPOINT {_SAVEPOINT}", prepare=False)
         try:
+            control.execute(_GENERIC_PLANS, prepare=False)
             yield pipeline
+            control.execute(_CALLERS_PLANS, prepare=False)
             control.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}", prepare=False)
             pipeline.sync()
         except BaseException:
