@@ -166,8 +166,8 @@ class StoreTables:
         )
         if found is None:  # inside a caller's transaction
             found = self.db.in_caller(
-                lambda _, raw: raw_statements.fetch_in_savepoint(
-                    raw, statement, parameters, as_tuples
+                lambda _, raw: raw_statements.fetch_all(
+                    raw, statement, parameters, as_tuples, caller=True
                 )
             )
         if found is None:  # an asyncio caller's

@@ -8,7 +8,7 @@ few calls. :func:`locked_statement` also sends the writers' locks
 (:func:`~dedup_store.db.write.locks.lock_statement`), the statement and the commit in one pipeline,
 so the locks are held for the server's work only, not while the client waits for a CPU between
 round trips. In a caller's transaction (which holds the locks until it ends anyway),
-:func:`fetch_in_savepoint` and :func:`locked_in_savepoint` run them in a savepoint of it
+:func:`fetch_all` and :func:`locked_in_savepoint` run them in a savepoint of it
 (:func:`in_savepoint`), in one round trip and in two.
 
 Rows come back as dictionaries, read by column name (:func:`psycopg.rows.dict_row`).
@@ -48,12 +48,22 @@ def fetch_all(
     statement: str,
     parameters: Mapping[str, Any],
     as_tuples: bool = False,
+    caller: bool = False,
 ) -> list[Any]:
     """Run ``statement`` (with ``:name`` parameters) and return its rows, as dictionaries (or
-    tuples)."""
+    tuples). ``caller``: in the caller's transaction on ``raw``, in a savepoint of it
+    (:func:`in_savepoint`), in one round trip, ``json`` and ``jsonb`` values loaded as Python
+    values whatever the caller's connection loads them as."""
     query, names = positional(statement)
+    values = [parameters[name] for name in names]
     with psycopg.RawCursor(raw, row_factory=tuple_row if as_tuples else dict_row) as cur:
-        cur.execute(query, [parameters[name] for name in names])
+        if not caller:
+            cur.execute(query, values)
+            return cur.fetchall()
+        cur.adapters.register_loader("json", JsonLoader)
+        cur.adapters.register_loader("jsonb", JsonbLoader)
+        with in_savepoint(raw):
+            cur.execute(query, values)
         return cur.fetchall()
 
 
@@ -143,24 +153,6 @@ def _roll_back(
         control.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}", prepare=False)
         control.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}", prepare=False)
         pipeline.sync()
-
-
-def fetch_in_savepoint(
-    raw: psycopg.Connection[Any],
-    statement: str,
-    parameters: Mapping[str, Any],
-    as_tuples: bool = False,
-) -> list[Any]:
-    """:func:`fetch_all` in the caller's transaction on ``raw``, in a savepoint of it
-    (:func:`in_savepoint`), in one round trip. ``json`` and ``jsonb`` values come back as
-    Python values whatever the caller's connection loads them as."""
-    query, names = positional(statement)
-    with psycopg.RawCursor(raw, row_factory=tuple_row if as_tuples else dict_row) as cur:
-        cur.adapters.register_loader("json", JsonLoader)
-        cur.adapters.register_loader("jsonb", JsonbLoader)
-        with in_savepoint(raw):
-            cur.execute(query, [parameters[name] for name in names])
-        return cur.fetchall()
 
 
 def locked_in_savepoint(

@@ -252,12 +252,20 @@ def lock_store(
     Raises:
         DatabaseError: the transaction is not at READ COMMITTED (:func:`check_isolation`).
     """
-    if keys is not None and not room_for(conn, schema, len(keys)):
-        keys = None
-    statement, parameters, shared = lock_statement(schema, keys, labels)
+    statement, parameters, shared = transaction_lock_statement(conn, schema, keys, labels)
     level = conn.execute(text(statement), parameters).one()[0]
     check_isolation(level)
     return shared
+
+
+def transaction_lock_statement(
+    conn: Connection, schema: str, keys: I64 | None = None, labels: Sequence[int] = ()
+) -> tuple[str, dict[str, object], bool]:
+    """:func:`lock_statement` for the transaction of ``conn``: the keys are locked unless the
+    transaction would then hold too many key locks (:func:`room_for`)."""
+    if keys is not None and not room_for(conn, schema, len(keys)):
+        keys = None
+    return lock_statement(schema, keys, labels)
 
 
 def room_for(conn: Connection, schema: str, count: int) -> bool:

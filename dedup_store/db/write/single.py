@@ -352,9 +352,7 @@ def _in_caller(
     """The rows of ``statement`` in the caller's transaction, in a savepoint of it: the
     store's lock and the document's (as :func:`~dedup_store.db.write.locks.lock_store` takes
     them) in one round trip, then the statement and the savepoint's release in another."""
-    if keys is not None and not locks.room_for(conn, schema, len(keys)):
-        keys = None
-    lock, lock_parameters, shared = locks.lock_statement(schema, keys, labels)
+    lock, lock_parameters, shared = locks.transaction_lock_statement(conn, schema, keys, labels)
     bound = {**parameters, "exclusive": not shared}
     return raw_statements.locked_in_savepoint(
         raw, (lock, lock_parameters), statement, bound, lambda row: locks.check_isolation(row[0])
