@@ -173,12 +173,13 @@ class StoreTables:
         if found is None:  # an asyncio caller's
 
             def rows(conn: Connection) -> list[Any]:
-                result = conn.execute(sa_text(statement), parameters)
-                return (
-                    [tuple(r) for r in result]
-                    if as_tuples
-                    else [dict(r) for r in result.mappings()]
-                )
+                with raw_statements.generic_plans(conn):
+                    result = conn.execute(sa_text(statement), parameters)
+                    return (
+                        [tuple(r) for r in result]
+                        if as_tuples
+                        else [dict(r) for r in result.mappings()]
+                    )
 
             return self.db.read(rows)
         return found

@@ -87,6 +87,40 @@ def test_inside_the_callers_async_transactions(
     assert count(engine, schema) == 2
 
 
+def test_calls_in_an_async_callers_transaction_plan_generically(
+    engine: Engine, schema: str, database_url: str
+) -> None:
+    # as in a synchronous caller's transaction: the server does not plan a check again on every
+    # call, and the caller's own setting is as it was
+    DedupStore(engine, schema=schema).close()
+
+    async def main() -> tuple[str, list[tuple[int, int]]]:
+        async_engine = create_async_engine(database_url)
+        async with async_engine.connect() as conn:
+            await conn.begin()
+            await conn.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
+            store = await AsyncDedupStore(conn, schema=schema).open()
+            await store.add("a", TEXT)
+            for n in range(8):
+                await store.check(f"{TEXT} Call {n}.")
+            setting = (await conn.execute(text("SHOW plan_cache_mode"))).scalar_one()
+            plans = (
+                await conn.execute(
+                    text(
+                        "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+                        "WHERE statement LIKE '%WITH found AS MATERIALIZED%'"
+                    )
+                )
+            ).all()
+            await conn.rollback()
+        await async_engine.dispose()
+        return setting, [(int(generic), int(custom)) for generic, custom in plans]
+
+    setting, plans = asyncio.run(main())
+    assert setting == "force_custom_plan"
+    assert plans and all(generic > 0 and custom == 0 for generic, custom in plans)
+
+
 def test_a_cancelled_call_leaves_nothing_half_written(
     engine: Engine, schema: str, database_url: str
 ) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row, tuple_row
 from psycopg.types.json import JsonbLoader, JsonLoader
+from sqlalchemy import Connection, text
 
 #: A ``:name`` bind parameter (not the ``::`` of a cast).
 _BIND = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
@@ -138,6 +139,17 @@ def in_savepoint(raw: psycopg.Connection[Any]) -> Iterator[psycopg.Pipeline]:
         except BaseException:
             _roll_back(raw, control, pipeline)
             raise
+
+
+@contextmanager
+def generic_plans(conn: Connection) -> Iterator[None]:
+    """Generic plans for the statements run inside, on the caller's SQLAlchemy connection (an
+    asyncio caller's, whose driver :func:`in_savepoint` cannot use), as
+    :func:`in_savepoint` asks for them; the caller's ``plan_cache_mode`` is back afterwards.
+    Run it in a savepoint, whose rollback also puts the setting back when a statement fails."""
+    conn.execute(text(_GENERIC_PLANS))
+    yield
+    conn.execute(text(_CALLERS_PLANS))
 
 
 def _roll_back(

@@ -334,7 +334,8 @@ def _rows(
         def work(conn: Connection) -> list[dict[str, Any]]:
             shared = locks.lock_store(conn, schema, keys, labels)
             bound = {**parameters, "exclusive": not shared}
-            return [dict(row) for row in conn.execute(text(statement), bound).mappings()]
+            with raw_statements.generic_plans(conn):
+                return [dict(row) for row in conn.execute(text(statement), bound).mappings()]
 
         rows = db.run(work)
     return list(rows)
