@@ -5,8 +5,8 @@ processes at once. One run, on one seeded corpus (:mod:`benchmarks.ingest_corpus
 
 1. *Build*: ``--docs`` documents of ~``--words`` words, ``--dup-rate`` of them edited copies,
    are written to a temporary file, then bulk-loaded with ``DedupStore.ingest`` into the schema
-   ``--schema`` (``--reuse`` takes a store left there by an earlier run with ``--keep`` and
-   deletes that run's additions instead).
+   ``--schema`` (``--reuse`` takes a store left there by an earlier run with ``--keep``,
+   deletes that run's additions instead, and keeps it for the next run).
 2. *Single client*: alternately ``check(text)`` and ``add(id, text)`` of fresh texts, half new
    documents and half edited copies of stored ones, after untimed warm-up calls.
 3. *Load*: ``--clients`` processes (``spawn``), each with its own ``DedupStore(url, schema=...)``,
@@ -156,7 +156,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             f"bench_load_{os.getpid()}",
             "schema of the store (the replay uses <schema>_replay)",
         ),
-        reuse="use the stores kept in --schema by an earlier --keep run (its adds are deleted)",
+        reuse="use the stores a --keep run left in --schema, its adds deleted (implies --keep)",
         keep="keep both schemas afterwards",
     )
     add("--single", type=int, default=500, help="check and add calls of the single client")
@@ -235,7 +235,7 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
         else:
             print_report(f, args, phases, loaded)
     finally:
-        if not args.keep:
+        if not (args.keep or args.reuse):
             for schema in schemas:
                 drop_schema(args.url, schema)
 
