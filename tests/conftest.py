@@ -17,6 +17,7 @@ from sqlalchemy import Engine, create_engine, event, text
 
 from dedup_store import DedupStore, FingerprintParams
 from dedup_store.config import normalize_url
+from dedup_store.db.server import prepared
 
 DEFAULT_TEST_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
@@ -76,7 +77,8 @@ class SqlRecorder:
 @pytest.fixture
 def sql_recorder(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> Iterator[SqlRecorder]:
     """Records every statement sent through ``engine`` during the test, including those the
-    store sends on the engine's psycopg connections with native placeholders."""
+    store sends on the engine's psycopg connections with native placeholders, through a cursor
+    or prepared by name (:mod:`dedup_store.db.server.prepared`)."""
     recorder = SqlRecorder()
 
     def record(conn: object, cursor: object, statement: str, *args: object) -> None:
@@ -89,6 +91,13 @@ def sql_recorder(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sq
         return native_execute(cursor, query, *args, **kwargs)
 
     monkeypatch.setattr(psycopg.RawCursor, "execute", record_native)
+    bound = prepared._bound
+
+    def record_prepared(raw: Any, on: Any, query: str, values: Any) -> Any:
+        recorder.statements.append(query)
+        return bound(raw, on, query, values)
+
+    monkeypatch.setattr(prepared, "_bound", record_prepared)
     event.listen(engine, "before_cursor_execute", record)
     yield recorder
     event.remove(engine, "before_cursor_execute", record)

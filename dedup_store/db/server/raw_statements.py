@@ -27,6 +27,8 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg.types.json import JsonbLoader, JsonLoader
 from sqlalchemy import Connection, text
 
+from dedup_store.db.server.prepared import fetch_locked, fetch_prepared
+
 #: A ``:name`` bind parameter (not the ``::`` of a cast).
 _BIND = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
@@ -52,15 +54,16 @@ def fetch_all(
     caller: bool = False,
 ) -> list[Any]:
     """Run ``statement`` (with ``:name`` parameters) and return its rows, as dictionaries (or
-    tuples). ``caller``: in the caller's transaction on ``raw``, in a savepoint of it
-    (:func:`in_savepoint`), in one round trip, ``json`` and ``jsonb`` values loaded as Python
-    values whatever the caller's connection loads them as."""
+    tuples): on the store's own connection, prepared there by name
+    (:func:`~dedup_store.db.server.prepared.fetch_prepared`); ``caller``: in the caller's
+    transaction on ``raw``, in a savepoint of it (:func:`in_savepoint`), in one round trip,
+    ``json`` and ``jsonb`` values loaded as Python values whatever the caller's connection
+    loads them as."""
     query, names = positional(statement)
     values = [parameters[name] for name in names]
+    if not caller:
+        return fetch_prepared(raw, query, values, as_tuples)
     with psycopg.RawCursor(raw, row_factory=tuple_row if as_tuples else dict_row) as cur:
-        if not caller:
-            cur.execute(query, values)
-            return cur.fetchall()
         cur.adapters.register_loader("json", JsonLoader)
         cur.adapters.register_loader("jsonb", JsonbLoader)
         with in_savepoint(raw):
@@ -75,27 +78,15 @@ def locked_statement(
     parameters: Mapping[str, Any],
 ) -> list[dict[str, Any]]:
     """In one READ COMMITTED transaction and one round trip: run the ``lock`` statement (with
-    its parameters), run ``statement``, commit.
+    its parameters), run ``statement``, commit
+    (:func:`~dedup_store.db.server.prepared.fetch_locked`).
 
     ``raw`` must be in autocommit mode (outside a transaction).
     """
     query, names = positional(statement)
     lock_query, lock_names = positional(lock[0])
-    with (
-        psycopg.RawCursor(raw) as control,
-        psycopg.RawCursor(raw, row_factory=dict_row) as cur,
-    ):
-        try:
-            with raw.pipeline():
-                control.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
-                control.execute(lock_query, [lock[1][name] for name in lock_names])
-                cur.execute(query, [parameters[name] for name in names])
-                control.execute("COMMIT")
-        except BaseException:
-            if raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                raw.rollback()
-            raise
-        return cur.fetchall()
+    lock_values = [lock[1][name] for name in lock_names]
+    return fetch_locked(raw, (lock_query, lock_values), query, [parameters[n] for n in names])
 
 
 #: The savepoint of a call in the caller's transaction (:func:`in_savepoint`).
