@@ -116,7 +116,24 @@ _RULE_PARAMETERS = tuple(
 )
 
 
-def scored_pairs_sql(pairs_from: str, intersection: str = EXACT_INTERSECTION) -> str:
+class QueryScoring(NamedTuple):
+    """What a statement that scores the candidates of one query document is built for, so
+    that its plan leaves out what cannot apply: ``exact_mode`` (exact intersections, else the
+    MinHash estimate: ``verify``) and ``query_meta`` (the query has a metadata signature)."""
+
+    exact_mode: bool
+    query_meta: bool
+
+
+def query_scoring(params: FingerprintParams, meta_signature: U32 | None) -> QueryScoring:
+    """The :class:`QueryScoring` of a query document under ``params`` with ``meta_signature``
+    (``None``: no metadata set)."""
+    return QueryScoring(params.verify == "exact", meta_signature is not None)
+
+
+def scored_pairs_sql(
+    pairs_from: str, intersection: str = EXACT_INTERSECTION, scoring: QueryScoring | None = None
+) -> str:
     """A query of ``(a, b, hamming, jaccard, containment, meta_score, score, method)`` over
     candidate pairs.
 
@@ -135,7 +152,17 @@ def scored_pairs_sql(pairs_from: str, intersection: str = EXACT_INTERSECTION) ->
             with ``documents``.
             It may use the bind parameters of :func:`score_parameters`.
         intersection: the SQL expression of ``|X ∩ Y|`` (exact mode).
+        scoring: built for one query document (``y``) scored this way: the verification mode
+            is a constant (``:exact_mode`` otherwise), and without the query's metadata
+            signature ``meta_score`` is ``NULL`` (no subquery is planned for what cannot run).
     """
+    exact_mode = ":exact_mode" if scoring is None else str(scoring.exact_mode).lower()
+    meta_score = (
+        "CASE WHEN x.meta_signature IS NOT NULL AND y.meta_signature IS NOT NULL "
+        f"THEN {_META_AGREEMENT} END"
+        if scoring is None or scoring.query_meta
+        else "NULL::float8"
+    )
     return f"""
     SELECT a, b, hamming, jaccard, containment, meta_score, score,
            {_METHOD_CASE} AS method
@@ -149,7 +176,7 @@ def scored_pairs_sql(pairs_from: str, intersection: str = EXACT_INTERSECTION) ->
                CASE WHEN same THEN 1.0 ELSE inter / nullif(least(nx, ny), 0) END AS containment
         FROM (
             SELECT a, b, same, hamming, sampled, nx, ny, meta_score,
-                   CASE WHEN :exact_mode THEN exact_inter
+                   CASE WHEN {exact_mode} THEN exact_inter
                         ELSE est / (1 + est) * (nx + ny) END AS inter
             FROM (
                 SELECT x.id AS a, y.id AS b, cand.sampled,
@@ -158,15 +185,14 @@ def scored_pairs_sql(pairs_from: str, intersection: str = EXACT_INTERSECTION) ->
                        x.shingle_count::float8 AS nx, y.shingle_count::float8 AS ny,
                        -- Jaccard >= t needs min/max size >= t: a pair that no method can
                        -- accept by its sizes is not intersected
-                       CASE WHEN :exact_mode AND x.exact_hash <> y.exact_hash
+                       CASE WHEN {exact_mode} AND x.exact_hash <> y.exact_hash
                                  AND (cand.sampled
                                       OR least(x.shingle_count, y.shingle_count)
                                          >= :min_ratio * greatest(x.shingle_count,
                                                                   y.shingle_count))
                             THEN {intersection}::float8 END AS exact_inter,
-                       CASE WHEN NOT :exact_mode THEN {_SIGNATURE_AGREEMENT} END AS est,
-                       CASE WHEN x.meta_signature IS NOT NULL AND y.meta_signature IS NOT NULL
-                            THEN {_META_AGREEMENT} END AS meta_score
+                       CASE WHEN NOT {exact_mode} THEN {_SIGNATURE_AGREEMENT} END AS est,
+                       {meta_score} AS meta_score
                 FROM {pairs_from}
                 -- a pair found only through SimHash blocks is dropped by its Hamming distance
                 -- alone, before the costlier Jaccard scoring
@@ -174,9 +200,10 @@ def scored_pairs_sql(pairs_from: str, intersection: str = EXACT_INTERSECTION) ->
                            AND bit_count((x.simhash # y.simhash)::bit(64)) > :simhash_k)
                 OFFSET 0  -- keeps the planner from inlining (and re-running) the subqueries
             ) raw
-        ) counted
-    ) scored
-    ) combined
+        OFFSET 0) counted
+    OFFSET 0) scored
+    OFFSET 0) combined
+    OFFSET 0  -- each level's columns are computed once, not copied into the next one's
     """
 
 
@@ -245,6 +272,7 @@ def matches_sql(
     secondary: tuple[int, int] = (0, 0),
     sends_secondary: bool = True,
     found: str = "",
+    scoring: QueryScoring | None = None,
 ) -> str:
     """A query of the verified matches of an unstored fingerprint given in bind parameters.
 
@@ -253,7 +281,8 @@ def matches_sql(
     parameters are :func:`fingerprint_parameters`. ``secondary`` gives the secondary keys per
     band and per block slot (:func:`~dedup_store.db.candidates.hot.secondary_counts`): a hot slot is
     also looked up by them. ``found`` names a CTE of the statement holding the rows of
-    :func:`found_sql` (by default they are looked up inline).
+    :func:`found_sql` (by default they are looked up inline); ``scoring``, what the statement
+    is built for (:func:`scored_pairs_sql`).
     """
     s = qualified(schema)
     query = """(SELECT 0::bigint AS id, CAST(:exact AS bytea) AS exact_hash,
@@ -271,6 +300,7 @@ def matches_sql(
     scored = scored_pairs_sql(
         f"{candidates} {fetch_document(s, 'x', 'cand.a')} CROSS JOIN {query}",
         QUERY_INTERSECTION,
+        scoring,
     )
     return f"""
         WITH query_shingles AS MATERIALIZED (
@@ -284,7 +314,7 @@ def matches_sql(
 
 
 @lru_cache(maxsize=32)
-def _check_statement(schema: str, shape: LookupShape) -> TextClause:
+def _check_statement(schema: str, shape: LookupShape, scoring: QueryScoring) -> TextClause:
     """The statement of :func:`check_statement` (built once: it is long and parsed for binds).
 
     Its rows, read by column name, are of two kinds (``row_kind``): a ``match``, with the
@@ -296,7 +326,7 @@ def _check_statement(schema: str, shape: LookupShape) -> TextClause:
     s = qualified(schema)
     hot_limit, secondary = shape.hot_limit, shape.secondary
     lookups = found_sql(schema, *shape)
-    matches = matches_sql(schema, *shape, "found")
+    matches = matches_sql(schema, *shape, "found", scoring)
     return text(f"""
         WITH found AS MATERIALIZED ({lookups})
         SELECT 'match' AS row_kind, m.a AS doc_id, m.external_id, m.cluster_id, m.method,
@@ -382,7 +412,10 @@ def check_statement(
     """The statement of ``check`` (:func:`matches_sql`) and its ``:name`` parameters, with the
     secondary keys of ``slots`` and ``meta_signature`` as in :func:`fingerprint_parameters`."""
     parameters = fingerprint_parameters(fp, slots, meta_signature)
-    return _check_statement(schema, lookup_shape(fp, parameters)).text, parameters
+    statement = _check_statement(
+        schema, lookup_shape(fp, parameters), query_scoring(fp.params, meta_signature)
+    )
+    return statement.text, parameters
 
 
 def store_edges(

@@ -55,11 +55,13 @@ from dedup_store.db.candidates import hot
 from dedup_store.db.candidates.lookup import salt_arrays
 from dedup_store.db.matches.scoring import (
     LookupShape,
+    QueryScoring,
     fingerprint_parameters,
     found_sql,
     lookup_shape,
     matches_sql,
     merging_methods,
+    query_scoring,
 )
 from dedup_store.db.schema.encoding import array_literal
 from dedup_store.db.schema.names import qualified, regclass
@@ -100,13 +102,13 @@ class SingleOutcome:
 
 
 @lru_cache(maxsize=32)
-def _statement(schema: str, shape: LookupShape) -> TextClause:
+def _statement(schema: str, shape: LookupShape, scoring: QueryScoring) -> TextClause:
     """The statement of :func:`add_statement`: what to do (:func:`_deciding`), what is written
     (:func:`_writing`), and the rows it answers (:data:`_ANSWER`)."""
     s = qualified(schema)
     hot_limit, secondary = shape.hot_limit, shape.secondary
     lookups = found_sql(schema, *shape)
-    matches = matches_sql(schema, *shape, "found")
+    matches = matches_sql(schema, *shape, "found", scoring)
     deciding = _deciding(
         s,
         lookups,
@@ -398,7 +400,9 @@ def add_statement(
     pairs ``slots`` are sent (:func:`~dedup_store.db.matches.scoring.fingerprint_parameters`).
     """
     found = fingerprint_parameters(fp, slots, meta_signature)
-    statement = _statement(schema, lookup_shape(fp, found))
+    statement = _statement(
+        schema, lookup_shape(fp, found), query_scoring(fp.params, meta_signature)
+    )
     parameters = {
         **found,
         "external_id": external_id,
