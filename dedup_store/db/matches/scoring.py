@@ -119,10 +119,15 @@ _RULE_PARAMETERS = tuple(
 class QueryScoring(NamedTuple):
     """What a statement that scores the candidates of one query document is built for, so
     that its plan leaves out what cannot apply: ``exact_mode`` (exact intersections, else the
-    MinHash estimate: ``verify``) and ``query_meta`` (the query has a metadata signature)."""
+    MinHash estimate: ``verify``; ``None``: as the ``:exact_mode`` parameter says) and
+    ``query_meta`` (the query may have a metadata signature)."""
 
-    exact_mode: bool
-    query_meta: bool
+    exact_mode: bool | None = None
+    query_meta: bool = True
+
+
+#: A query statement scored as its parameters say.
+_BY_PARAMETERS = QueryScoring()
 
 
 def query_scoring(params: FingerprintParams, meta_signature: U32 | None) -> QueryScoring:
@@ -154,9 +159,16 @@ def scored_pairs_sql(
         intersection: the SQL expression of ``|X ∩ Y|`` (exact mode).
         scoring: built for one query document (``y``) scored this way: the verification mode
             is a constant (``:exact_mode`` otherwise), and without the query's metadata
-            signature ``meta_score`` is ``NULL`` (no subquery is planned for what cannot run).
+            signature ``meta_score`` is ``NULL`` (no subquery is planned for what cannot run);
+            the rows also carry the stored document's ``external_id`` and ``cluster_id``.
     """
-    exact_mode = ":exact_mode" if scoring is None else str(scoring.exact_mode).lower()
+    exact_mode = (
+        ":exact_mode"
+        if scoring is None or scoring.exact_mode is None
+        else str(scoring.exact_mode).lower()
+    )
+    # a query's matches are answered with the stored document's id and cluster, read with it
+    kept = "" if scoring is None else ", external_id, cluster_id"
     meta_score = (
         "CASE WHEN x.meta_signature IS NOT NULL AND y.meta_signature IS NOT NULL "
         f"THEN {_META_AGREEMENT} END"
@@ -164,22 +176,22 @@ def scored_pairs_sql(
         else "NULL::float8"
     )
     return f"""
-    SELECT a, b, hamming, jaccard, containment, meta_score, score,
+    SELECT a, b, hamming, jaccard, containment, meta_score, score{kept},
            {_METHOD_CASE} AS method
     FROM (
-    SELECT a, b, same, hamming, jaccard, containment, meta_score, sampled,
+    SELECT a, b, same, hamming, jaccard, containment, meta_score, sampled{kept},
            {combined_score_sql("jaccard", "meta_score", ":meta_weight")} AS score,
            {_BY_CONTENT} AS by_content
     FROM (
-        SELECT a, b, same, hamming, sampled, meta_score,
+        SELECT a, b, same, hamming, sampled, meta_score{kept},
                CASE WHEN same THEN 1.0 ELSE inter / nullif(nx + ny - inter, 0) END AS jaccard,
                CASE WHEN same THEN 1.0 ELSE inter / nullif(least(nx, ny), 0) END AS containment
         FROM (
-            SELECT a, b, same, hamming, sampled, nx, ny, meta_score,
+            SELECT a, b, same, hamming, sampled, nx, ny, meta_score{kept},
                    CASE WHEN {exact_mode} THEN exact_inter
                         ELSE est / (1 + est) * (nx + ny) END AS inter
             FROM (
-                SELECT x.id AS a, y.id AS b, cand.sampled,
+                SELECT x.id AS a, y.id AS b, cand.sampled{kept.replace(" ", " x.")},
                        x.exact_hash = y.exact_hash AS same,
                        bit_count((x.simhash # y.simhash)::bit(64)) AS hamming,
                        x.shingle_count::float8 AS nx, y.shingle_count::float8 AS ny,
@@ -272,7 +284,7 @@ def matches_sql(
     secondary: tuple[int, int] = (0, 0),
     sends_secondary: bool = True,
     found: str = "",
-    scoring: QueryScoring | None = None,
+    scoring: QueryScoring = _BY_PARAMETERS,
 ) -> str:
     """A query of the verified matches of an unstored fingerprint given in bind parameters.
 
@@ -306,9 +318,9 @@ def matches_sql(
         WITH query_shingles AS MATERIALIZED (
             SELECT DISTINCT unnest(CAST(:shingles AS integer[])) AS sh
         )
-        SELECT j.a, d.external_id, d.cluster_id, j.method, j.jaccard, j.containment, j.hamming,
+        SELECT j.a, j.external_id, j.cluster_id, j.method, j.jaccard, j.containment, j.hamming,
                j.meta_score, j.score
-        FROM ({scored}) j JOIN {s}.documents d ON d.id = j.a
+        FROM ({scored}) j
         WHERE j.method IS NOT NULL
     """
 
