@@ -101,3 +101,23 @@ def sql_recorder(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sq
     event.listen(engine, "before_cursor_execute", record)
     yield recorder
     event.remove(engine, "before_cursor_execute", record)
+
+
+def refuse_ids_starting_with_bad(engine: Engine, schema: str) -> None:
+    """A trigger on the store's ``documents`` that refuses every id starting with ``bad`` (its
+    error names the id): a write that fails inside the store's own statement."""
+    s = f'"{schema}"'
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                f"CREATE FUNCTION {s}.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                "IF NEW.external_id LIKE 'bad%' THEN RAISE EXCEPTION 'refused %', "
+                "NEW.external_id; END IF; RETURN NEW; END $$"
+            )
+        )
+        conn.execute(
+            text(
+                f"CREATE TRIGGER refuse BEFORE INSERT ON {s}.documents "
+                f"FOR EACH ROW EXECUTE FUNCTION {s}.refuse()"
+            )
+        )

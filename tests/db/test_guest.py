@@ -15,7 +15,7 @@ from sqlalchemy.engine import make_url
 from dedup_store import DatabaseError, DedupStore, DedupStoreError, InvalidNameError
 from dedup_store.db import migrate
 from dedup_store.db.write import locks
-from tests.conftest import SqlRecorder
+from tests.conftest import SqlRecorder, refuse_ids_starting_with_bad
 
 TEXT = "The quarterly report shows revenue rising in every region the company serves today."
 EDIT = "The quarterly report shows revenue rising in every region the company serves now."
@@ -116,21 +116,8 @@ def test_failed_adds_and_checks_inside_a_host_transaction_leave_it_going(
     # psycopg's prepare threshold) still run
     with DedupStore(engine, schema=schema) as store:
         store.add("a", TEXT)
+    refuse_ids_starting_with_bad(engine, schema)
     s = f'"{schema}"'
-    with engine.begin() as conn:
-        conn.execute(
-            text(
-                f"CREATE FUNCTION {s}.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-                "IF NEW.external_id LIKE 'bad%' THEN RAISE EXCEPTION 'refused %', "
-                "NEW.external_id; END IF; RETURN NEW; END $$"
-            )
-        )
-        conn.execute(
-            text(
-                f"CREATE TRIGGER refuse BEFORE INSERT ON {s}.documents "
-                f"FOR EACH ROW EXECUTE FUNCTION {s}.refuse()"
-            )
-        )
     with engine.connect() as conn:
         with conn.begin():
             store = DedupStore(conn, schema=schema, create=False)

@@ -11,27 +11,10 @@ from sqlalchemy import Engine, text
 
 from dedup_store import DatabaseError, DedupStore
 from dedup_store.db.server.prepared import fetch_locked, fetch_prepared
+from tests.conftest import refuse_ids_starting_with_bad
 
 TEXT = "The quarterly report shows revenue rising in every region the company serves today."
 EDIT = "The quarterly report shows revenue rising in every region the company serves now."
-
-
-def _refuse_ids_starting_with_bad(engine: Engine, schema: str) -> None:
-    s = f'"{schema}"'
-    with engine.begin() as conn:
-        conn.execute(
-            text(
-                f"CREATE FUNCTION {s}.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-                "IF NEW.external_id LIKE 'bad%' THEN RAISE EXCEPTION 'refused %', "
-                "NEW.external_id; END IF; RETURN NEW; END $$"
-            )
-        )
-        conn.execute(
-            text(
-                f"CREATE TRIGGER refuse BEFORE INSERT ON {s}.documents "
-                f"FOR EACH ROW EXECUTE FUNCTION {s}.refuse()"
-            )
-        )
 
 
 def test_failed_adds_and_checks_leave_nothing_and_the_calls_go_on(
@@ -41,7 +24,7 @@ def test_failed_adds_and_checks_leave_nothing_and_the_calls_go_on(
     # one is rolled back whole, and the store's connection serves the next call
     with DedupStore(engine, schema=schema) as store:
         store.add("a", TEXT)
-        _refuse_ids_starting_with_bad(engine, schema)
+        refuse_ids_starting_with_bad(engine, schema)
         for n in range(12):
             body = f"Document {n} tells about rivers, lakes and {n * 7} boats on the water."
             if n % 3 == 0:

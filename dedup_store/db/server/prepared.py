@@ -27,7 +27,7 @@ from psycopg.adapt import PyFormat, Transformer
 
 _TUPLES_OK = pq.ExecStatus.TUPLES_OK
 _COMMAND_OK = pq.ExecStatus.COMMAND_OK
-_names = (f"dedup_store_{n}".encode() for n in itertools.count(1))
+_numbers = itertools.count(1)  # next() on it is atomic: threads preparing at once get their own
 _BEGIN = b"BEGIN ISOLATION LEVEL READ COMMITTED"
 
 
@@ -175,7 +175,7 @@ def _bound(
 
 def _prepare(raw: psycopg.Connection[Any], query: str, types: Sequence[int]) -> _Statement:
     """Prepare ``query`` on ``raw`` under a new name."""
-    statement = _Statement(next(_names))
+    statement = _Statement(f"dedup_store_{next(_numbers)}".encode())
     raw.pgconn.send_prepare(statement.name, query.encode(raw.info.encoding), types)
     (result,) = raw.wait(generators.execute(raw.pgconn))
     _raise_for(raw, result)
