@@ -2,16 +2,17 @@
 
 The single-document statements of ``check`` and ``add`` are several kilobytes long. Through
 SQLAlchemy's ``:name`` parameters, psycopg parses such a statement again on every call (it
-caches its parsing for short statements only); converted once to ``$n`` placeholders and sent
-through a :class:`psycopg.RawCursor`, it is passed as it is, and prepared by the server after a
-few calls. :func:`locked_statement` also sends the writers' locks
+caches its parsing for short statements only); converted once to ``$n`` placeholders, it is
+prepared by name on the store's own connection (:mod:`~dedup_store.db.server.prepared`), or
+sent through a :class:`psycopg.RawCursor` in a caller's transaction. :func:`locked_statement`
+also sends the writers' locks
 (:func:`~dedup_store.db.write.locks.lock_statement`), the statement and the commit in one pipeline,
 so the locks are held for the server's work only, not while the client waits for a CPU between
 round trips. In a caller's transaction (which holds the locks until it ends anyway),
 :func:`fetch_all` and :func:`locked_in_savepoint` run them in a savepoint of it
 (:func:`in_savepoint`), in one round trip and in two.
 
-Rows come back as dictionaries, read by column name (:func:`psycopg.rows.dict_row`).
+Rows come back as dictionaries, read by column name.
 """
 
 from __future__ import annotations
