@@ -95,7 +95,8 @@ class StoreTables:
         """Write one new document in one statement (:mod:`~dedup_store.db.write.single`).
 
         When the document makes keys hot, their buckets are split and the statement runs again;
-        every 1024th document refreshes the planner's statistics. An outcome with ``judged`` or
+        every 64th document refreshes the planner's statistics of the tables that grew
+        (:meth:`_refresh_statistics`). An outcome with ``judged`` or
         ``merge`` wrote nothing: the document goes in as a batch.
         """
         keys = locks.keys_of(self.schema, fp, external_id)
@@ -112,10 +113,17 @@ class StoreTables:
         while outcome.rekey:  # the document makes keys hot: split their buckets, then add it
             self.db.run(lambda conn: self._promote(conn, fp))
             outcome = single.run(self.db, self.schema, statement, parameters, keys)
-        if outcome.inserted and outcome.doc_id % 1024 == 0:
+        if outcome.inserted and outcome.doc_id % 64 == 0:
             doc_id = outcome.doc_id
-            self.db.run(lambda conn: batch_write.refresh_statistics(conn, self.schema, doc_id))
+            self.db.run(lambda conn: self._refresh_statistics(conn, doc_id))
         return outcome
+
+    def _refresh_statistics(self, conn: Connection, doc_id: int) -> None:
+        """The planner's statistics of the recent key tier as it grows, and of the other tables
+        every 1024th document (``doc_id``)."""
+        key_rows.refresh_recent_statistics(conn, self.schema)
+        if doc_id % 1024 == 0:
+            batch_write.refresh_statistics(conn, self.schema, doc_id)
 
     def _promote(self, conn: Connection, fp: Fingerprint) -> None:
         """Split the buckets of the keys ``fp`` makes hot, under the writers' lock."""

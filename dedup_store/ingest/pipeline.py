@@ -258,6 +258,7 @@ def commit_batch(conn: Connection, dest: Destination, staged: StagedBatch) -> Wr
             batch_write.refresh_statistics(conn, schema, int(new.ids[-1]), ("documents",), growth=4)
         else:
             batch_write.refresh_statistics(conn, schema, int(new.ids[-1]))
+            key_rows.refresh_recent_statistics(conn, schema)
     twin_clusters = reads.cluster_ids(conn, schema, prepared.twin_ids(staged.known))
     return WrittenBatch(prepared, new_ids, edges, mapping, staged.known, twin_clusters)
 

@@ -133,6 +133,34 @@ def test_a_settle_moves_the_recent_tier_and_changes_no_answer(engine: Engine, sc
     assert _rows(engine, schema, "recent_slot_keys") == []
 
 
+def _planner_view(engine: Engine, schema: str) -> tuple[int, float]:
+    """The pages and rows the planner knows of the recent tier's table (``-1`` rows: never
+    analyzed)."""
+    select = "SELECT relpages, reltuples FROM pg_class WHERE oid = CAST(:t AS regclass)"
+    with engine.connect() as conn:
+        pages, rows = conn.execute(text(select), {"t": qualified(schema, "recent_slot_keys")}).one()
+    return int(pages), float(rows)
+
+
+def test_single_adds_have_the_growing_recent_tier_analyzed_and_a_settle_leaves_it_unknown(
+    engine: Engine, schema: str
+) -> None:
+    """Once the recent tier outgrows the ten pages the planner guesses for a table never
+    analyzed, single adds have it analyzed (with autovacuum off, as on the test server, nothing
+    else would: the planner would guess hundreds of rows a key and sort a bitmap scan for
+    each); emptied by a settle, it is not analyzed empty."""
+    corpus = PlantedCorpus(34, words=(30, 50))
+    with DedupStore(engine, schema=schema) as store:
+        store.ingest([Document(f"a{i}", corpus.original()) for i in range(50)], bulk=True)
+        assert _planner_view(engine, schema) == (0, -1.0)
+        for i in range(300):
+            store.add(f"b{i}", corpus.original())
+        pages, rows = _planner_view(engine, schema)
+        assert pages >= key_rows.RECENT_GUESSED_PAGES and rows > 1_000
+        store.settle()
+        assert _planner_view(engine, schema) == (0, -1.0)
+
+
 def test_a_store_with_no_keys_written_computes_them_when_it_opens(
     engine: Engine, schema: str
 ) -> None:

@@ -32,9 +32,15 @@ from dedup_store.db.server import binary_copy
 SETTLED, RECENT = "slot_keys", "recent_slot_keys"
 TABLES = (SETTLED, RECENT)
 COLUMNS = ("key", "doc_id", "kind", "slot")
-# Nothing here analyzes the recent table: emptied by TRUNCATE, it has no statistics, which the
-# planner takes for ten pages and probes through its index; autovacuum analyzes it once it holds
-# thousands of rows (migration 0014), where the index is the cheaper plan too.
+#: Pages of the recent table below which the planner's guess for a table never analyzed (ten
+#: pages) holds: a plan made then probes it through its index.
+RECENT_GUESSED_PAGES = 10
+# Emptied by TRUNCATE, the recent table has no statistics, which the planner takes for ten pages
+# and probes through its index. Not analyzed empty: a statement planned once for an empty table
+# would scan it whole for every key as it grows. Past ten pages the planner would guess the rows
+# of a key from the default selectivity (hundreds) and sort a bitmap scan for every key, so
+# writers analyze it then (refresh_recent_statistics), as autovacuum does past its threshold
+# (migration 0014), and again as it doubles.
 
 
 def both_tiers(schema: str) -> str:
@@ -235,6 +241,26 @@ def settle_recent(conn: Connection, schema: str) -> int:
     moved = conn.execute(text(f"INSERT INTO {settled} ({names}) SELECT {names} FROM {recent}"))
     conn.execute(text(f"TRUNCATE {recent}"))
     return int(moved.rowcount)
+
+
+def refresh_recent_statistics(conn: Connection, schema: str, growth: int = 2) -> bool:
+    """ANALYZE the recent table once it has outgrown :data:`RECENT_GUESSED_PAGES`, and again
+    each time its pages grow ``growth`` times since the planner last looked; returns whether it
+    did.
+
+    The analysis replaces the plans of statements that probe it, prepared on every connection,
+    whose row counts it multiplies by ``growth`` at most in between.
+    """
+    select = (
+        "SELECT pg_relation_size(c.oid) / current_setting('block_size')::integer, c.relpages "
+        "FROM pg_class c WHERE c.oid = CAST(:t AS regclass)"
+    )
+    table = qualified(schema, RECENT)
+    pages, known = conn.execute(text(select), {"t": table}).one()
+    if pages < RECENT_GUESSED_PAGES or (known > 0 and pages <= growth * known):
+        return False
+    conn.execute(text(f"ANALYZE {table}"))
+    return True
 
 
 def fill_missing(conn: Connection, schema: str, params: FingerprintParams) -> int:
