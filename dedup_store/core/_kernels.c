@@ -1657,6 +1657,52 @@ static PyObject *high_halves(PyObject *self, PyObject *args)
     return result;
 }
 
+/* ---- masked keys ----------------------------------------------------------------------- */
+
+PyDoc_STRVAR(masked_keys_doc,
+"masked_keys(values, masks, salts, out) -> None\n\n"
+"out[i * len(masks) + j] (uint64) = mix64((values[i] & masks[j]) ^ salts[j]) for every value\n"
+"(uint64) and every mask and salt (uint64, as many salts as masks).");
+
+static PyObject *masked_keys(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *objs[4], *result = NULL;
+    Py_buffer views[4];
+    const char *names[4] = {"values", "masks", "salts", "out"};
+    int held = 0;
+    if (!PyArg_ParseTuple(args, "OOOO", &objs[0], &objs[1], &objs[2], &objs[3])) {
+        return NULL;
+    }
+    for (; held < 4; held++) {
+        if (get_items(objs[held], &views[held], 8, names[held]) < 0) {
+            goto done;
+        }
+    }
+    Py_ssize_t count = views[0].len / 8, width = views[1].len / 8;
+    if (views[1].len != views[2].len) {
+        PyErr_SetString(PyExc_ValueError, "masked_keys: as many salts as masks");
+    }
+    else if (views[3].readonly || views[3].len != count * width * 8) {
+        PyErr_SetString(PyExc_ValueError, "masked_keys: out must be writable, a key per value and mask");
+    }
+    else {
+        const uint64_t *value = views[0].buf, *mask = views[1].buf, *salt = views[2].buf;
+        uint64_t *out = views[3].buf;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            for (Py_ssize_t j = 0; j < width; j++) {
+                *out++ = mix64((value[i] & mask[j]) ^ salt[j]);
+            }
+        }
+        result = Py_NewRef(Py_None);
+    }
+done:
+    for (int k = 0; k < held; k++) {
+        PyBuffer_Release(&views[k]);
+    }
+    return result;
+}
+
 /* ---- module ---------------------------------------------------------------------------- */
 
 static PyMethodDef kernel_methods[] = {
@@ -1672,6 +1718,7 @@ static PyMethodDef kernel_methods[] = {
     {"winnow", winnow, METH_VARARGS, winnow_doc},
     {"intersection_sizes", intersection_sizes, METH_VARARGS, intersection_sizes_doc},
     {"high_halves", high_halves, METH_VARARGS, high_halves_doc},
+    {"masked_keys", masked_keys, METH_VARARGS, masked_keys_doc},
     {"multimap_insert", multimap_insert, METH_VARARGS, multimap_insert_doc},
     {"multimap_rehash", multimap_rehash, METH_VARARGS, multimap_rehash_doc},
     {"multimap_find", multimap_find, METH_VARARGS, multimap_find_doc},

@@ -94,6 +94,10 @@ class Backend(Protocol):
         """The high 32 bits of the values of each (sorted) group, as ``int32``, each group
         sorted."""
 
+    def masked_keys(self, values: U64, masks: U64, salts: U64) -> U64:
+        """``mix64((values[i] & masks[j]) ^ salts[j])`` for every value and every mask (with its
+        salt): shape ``(len(values), len(masks))``."""
+
 
 class CompiledBackend:
     """The kernels of the extension module :mod:`dedup_store.core._kernels`."""
@@ -171,6 +175,11 @@ class CompiledBackend:
     def high_halves(self, values: U64, offsets: I64) -> I32:
         halves = self.module.high_halves(_u64(values), _i64(offsets))
         return np.frombuffer(halves, dtype=np.int32)
+
+    def masked_keys(self, values: U64, masks: U64, salts: U64) -> U64:
+        keys = np.empty((len(values), len(masks)), dtype=np.uint64)
+        self.module.masked_keys(_u64(values), _u64(masks), _u64(salts), keys)
+        return keys
 
     def multimap_insert(
         self, table_keys: U64, table_ids: I64, keys: U64, ids: I64, cap: int

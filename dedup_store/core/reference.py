@@ -176,6 +176,12 @@ class ReferenceBackend:
         parts = [np.sort(halves[lo:hi]) for lo, hi in itertools.pairwise(offsets.tolist())]
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.int32)
 
+    def masked_keys(self, values: U64, masks: U64, salts: U64) -> U64:
+        """Every value masked by every mask, salted and mixed, in one broadcast."""
+        if len(masks) != len(salts):
+            raise ValueError("masked_keys: as many salts as masks")
+        return mix64((values[:, None] & masks[None, :]) ^ salts[None, :])
+
 
 def _flush(pairs: list[tuple[str, str]], run: list[str], kind: int) -> None:
     """Add a finished run of characters of ``kind`` (none when it is 0) to the token pairs."""

@@ -21,6 +21,7 @@ from dedup_store.core import FingerprintParams, fingerprint_batch, kernels, minh
 from dedup_store.core.canonical import _nfkc, _run_word_bytes, stopwords
 from dedup_store.core.hashing import combine_groups
 from dedup_store.core.kernels import Backend
+from dedup_store.core.mixing import mix64
 from dedup_store.core.reference import _NON_WORD
 from dedup_store.core.scripts import CJK_CHAR, TOKEN, is_cjk, script_tokens, starts_cjk
 from dedup_store.core.shingles import Segments, hash_tokens, shingle
@@ -301,6 +302,28 @@ def test_high_halves_match_the_reference() -> None:
         halves = (values >> np.uint64(32)).astype(np.uint32).view(np.int32)
         expected = [np.sort(halves[lo:hi]) for lo, hi in itertools.pairwise(within.tolist())]
         np.testing.assert_array_equal(compiled, np.concatenate(expected))
+
+
+def test_masked_keys_match_the_reference_and_the_formula() -> None:
+    ends = np.array([0, 2**64 - 1], dtype=np.uint64)
+    values = np.concatenate([RNG.integers(0, 2**64, size=40, dtype=np.uint64), ends])
+    masks = RNG.integers(0, 2**64, size=10, dtype=np.uint64)
+    salts = RNG.integers(0, 2**64, size=10, dtype=np.uint64)
+    compiled, reference = _both(lambda backend: backend.masked_keys(values, masks, salts))
+    np.testing.assert_array_equal(compiled, reference)
+    assert compiled.shape == (42, 10)
+    assert int(compiled[3, 7]) == int(mix64((values[3:4] & masks[7]) ^ salts[7])[0])
+    empty = _both(lambda backend: backend.masked_keys(values[:0], masks, salts))
+    assert [e.shape for e in empty] == [(0, 10), (0, 10)]
+
+
+def test_masked_keys_refuse_masks_without_their_salts(backend: Backend) -> None:
+    with pytest.raises(ValueError, match="as many salts as masks"):
+        backend.masked_keys(
+            np.arange(3, dtype=np.uint64),
+            np.arange(2, dtype=np.uint64),
+            np.arange(3, dtype=np.uint64),
+        )
 
 
 @pytest.mark.parametrize("offsets", [[0, 4], [], [-1, 1], [0, 2, 1]])
