@@ -265,6 +265,9 @@ def pending_keys_sql(s: str, secondary: tuple[int, int], hot_limit: int) -> str:
     )
 
 
+_NO_SECONDARY = {f"sec_{name}": array_literal([]) for name in ("kind", "slot", "primary", "key")}
+
+
 def query_parameters(
     fp: Fingerprint, slots: Iterable[tuple[int, int]] | None = None
 ) -> dict[str, Any]:
@@ -275,6 +278,8 @@ def query_parameters(
     Every slot's keys cost more than the rest of a ``check``: callers send those of the slots
     they know to be hot (:class:`MetHotKeys`), and all if others are reported (:func:`touched_sql`).
     """
+    if slots is not None and not slots:  # the usual query: it knows no hot slot of its own
+        return dict(_NO_SECONDARY)
     params = fp.params
     wanted = None if slots is None else set(slots)
     columns: dict[str, list[int]] = {f"sec_{n}": [] for n in ("kind", "slot", "primary", "key")}

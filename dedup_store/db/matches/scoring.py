@@ -53,6 +53,7 @@ from dedup_store.db.schema.encoding import (
     top32,
 )
 from dedup_store.db.schema.names import qualified
+from dedup_store.db.server.array_params import Int4Array, Int8Array
 from dedup_store.results import MatchRow
 
 EXACT_INTERSECTION = (
@@ -375,21 +376,20 @@ def fingerprint_parameters(
     ``slots`` (``None``: of every re-keyed slot;
     :func:`~dedup_store.db.candidates.hot.query_parameters`).
     """
+    simhash = fp.simhash
     parameters: dict[str, Any] = {
         "meta_signature": None
         if meta_signature is None
-        else array_literal(meta_signature.view(np.int32).tolist()),
+        else Int4Array(meta_signature.view(np.int32)),
         "exact": fp.exact_hash,
-        "simhash": int(np.uint64(fp.simhash).view(np.int64)),
-        "signature": array_literal(fp.signature.view(np.int32).tolist()),
-        "shingles": array_literal(top32(fp.shingles).tolist()),
+        "simhash": simhash - (1 << 64) if simhash >= 1 << 63 else simhash,
+        "signature": Int4Array(fp.signature.view(np.int32)),
+        "shingles": Int4Array(top32(fp.shingles)),
         "shingle_count": len(fp.shingles),
-        "sk": array_literal(
-            sparse_excerpt_keys(top32(fp.sample_keys), fp.params.max_excerpt_keys).tolist()
-        ),
+        "sk": Int4Array(sparse_excerpt_keys(top32(fp.sample_keys), fp.params.max_excerpt_keys)),
         **score_parameters(fp.params),
     }
-    parameters["slot_keys"] = array_literal(fp.band_keys.tolist() + fp.block_keys.tolist())
+    parameters["slot_keys"] = Int8Array(np.concatenate([fp.band_keys, fp.block_keys]))
     parameters.update(hot.query_parameters(fp, slots))
     return parameters
 

@@ -28,6 +28,7 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg.types.json import JsonbLoader, JsonLoader
 from sqlalchemy import Connection, text
 
+from dedup_store.db.server import array_params
 from dedup_store.db.server.prepared import fetch_locked, fetch_prepared
 
 #: A ``:name`` bind parameter (not the ``::`` of a cast).
@@ -67,6 +68,7 @@ def fetch_all(
     with psycopg.RawCursor(raw, row_factory=tuple_row if as_tuples else dict_row) as cur:
         cur.adapters.register_loader("json", JsonLoader)
         cur.adapters.register_loader("jsonb", JsonbLoader)
+        array_params.register(cur)  # a connection made before they were registered globally
         with in_savepoint(raw):
             cur.execute(query, values)
         return cur.fetchall()
@@ -176,6 +178,7 @@ def locked_in_savepoint(
         psycopg.RawCursor(raw) as control,
         psycopg.RawCursor(raw, row_factory=dict_row) as cur,
     ):
+        array_params.register(cur)
         with in_savepoint(raw):
             control.execute(lock_query, [lock[1][name] for name in lock_names])
             row = control.fetchone()
