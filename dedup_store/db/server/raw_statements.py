@@ -178,6 +178,7 @@ def locked_in_savepoint(
         psycopg.RawCursor(raw) as control,
         psycopg.RawCursor(raw, row_factory=dict_row) as cur,
     ):
+        array_params.register(control)
         array_params.register(cur)
         with in_savepoint(raw):
             control.execute(lock_query, [lock[1][name] for name in lock_names])

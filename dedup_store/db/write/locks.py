@@ -50,6 +50,7 @@ from dedup_store.db.schema.encoding import (
     sparse_excerpt_keys,
     top32,
 )
+from dedup_store.db.server.array_params import Int8Array
 from dedup_store.errors import DatabaseError
 
 #: An add with more key locks than this takes the store's lock exclusively instead.
@@ -217,7 +218,7 @@ def lock_statement(
     (:func:`check_isolation`), a count."""
     if keys is None or len(keys) > MAX_KEY_LOCKS:
         return EXCLUSIVE_SQL, {"space": store_key(schema)}, False
-    parameters: dict[str, object] = {"space": store_key(schema), "keys": _literal(keys.tolist())}
+    parameters: dict[str, object] = {"space": store_key(schema), "keys": Int8Array(keys)}
     if not labels:
         return SHARED_SQL, parameters, True
     parameters.update(seed=label_seed(schema), labels=_literal(sorted(labels)))
