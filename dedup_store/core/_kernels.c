@@ -1703,6 +1703,143 @@ done:
     return result;
 }
 
+/* ---- one document ---------------------------------------------------------------------- */
+
+PyDoc_STRVAR(one_document_doc,
+"one_document(tokens, n, combine, a, b, w, rows, band_salts, masks, mask_salts) -> tuple\n\n"
+"The fingerprint of one document of token hashes (uint64, at least one), as the batch kernels\n"
+"make it, in one call: (shingles, signature, band_keys, simhash, block_keys, sample_keys).\n"
+"shingles: its distinct shingle hashes (shingle_hashes of n tokens with combine), sorted;\n"
+"signature: minhash_minima of them with a and b (uint32 bytes); band_keys: combine_groups of\n"
+"the signature's first len(band_salts) * rows values in bands of rows, salted by band_salts\n"
+"(none when rows is 0); simhash: simhash_majority of the tokens (an int); block_keys:\n"
+"masked_keys of the SimHash; sample_keys: winnow of the shingles in order with window w (none\n"
+"when w is 0). Byte strings of uint64 but the signature.");
+
+/* The kernels' steps for one document, into `out` (sized by the caller, see one_document). */
+typedef struct {
+    uint64_t *shingles, *samples, *bands, *blocks, simhash;
+    uint32_t *signature;
+    size_t shingle_count, sample_count;
+} OneDocument;
+
+static int fingerprint_one(const uint64_t *token, size_t count, size_t n,
+                           const uint64_t *multiplier, const uint64_t *a, const uint64_t *b,
+                           size_t perms, size_t w, size_t rows, const uint64_t *band_salt,
+                           size_t bands, const uint64_t *mask, const uint64_t *mask_salt,
+                           size_t masks, OneDocument *out)
+{
+    size_t width = count < n ? count : n, shingles = count - width + 1;
+    uint64_t *ordered = PyMem_Malloc((2 * shingles + perms) * sizeof(uint64_t));
+    if (ordered == NULL) {
+        return -1;
+    }
+    uint64_t *scratch = ordered + shingles, *minima = scratch + shingles;
+    for (size_t p = 0; p < shingles; p++) {
+        uint64_t acc = 0;
+        for (size_t j = 0; j < width; j++) {
+            acc += token[p + j] * multiplier[j];
+        }
+        ordered[p] = mix64(acc);
+    }
+    if (w) {
+        if (shingles < w) {
+            uint64_t minimum = ordered[0];
+            for (size_t i = 1; i < shingles; i++) {
+                minimum = ordered[i] < minimum ? ordered[i] : minimum;
+            }
+            out->samples[0] = minimum;
+            out->sample_count = 1;
+        }
+        else {
+            size_t found = window_minima(ordered, shingles, w, scratch, out->samples);
+            out->sample_count = sort_distinct(out->samples, found, scratch);
+        }
+    }
+    memcpy(out->shingles, ordered, shingles * sizeof(uint64_t));
+    out->shingle_count = sort_distinct(out->shingles, shingles, scratch);
+    for (size_t i = 0; i < perms; i++) {
+        minima[i] = UINT64_MAX;
+    }
+    fold_minima(out->shingles, (Py_ssize_t)out->shingle_count, a, b, minima, (Py_ssize_t)perms);
+    for (size_t i = 0; i < perms; i++) {
+        out->signature[i] = (uint32_t)(minima[i] >> 32);
+    }
+    for (size_t g = 0; g < bands; g++) {
+        uint64_t acc = band_salt[g] * SPLITMIX_GAMMA;
+        for (size_t j = 0; j < rows; j++) {
+            acc += (uint64_t)out->signature[g * rows + j] * multiplier[j];
+        }
+        out->bands[g] = mix64(acc);
+    }
+    uint32_t counts[64] = {0};
+    count_bits(token, (Py_ssize_t)count, counts);
+    out->simhash = 0;
+    for (int j = 0; j < 64; j++) {
+        out->simhash |= (uint64_t)(2 * (uint64_t)counts[j] > count) << j;
+    }
+    for (size_t j = 0; j < masks; j++) {
+        out->blocks[j] = mix64((out->simhash & mask[j]) ^ mask_salt[j]);
+    }
+    PyMem_Free(ordered);
+    return 0;
+}
+
+static PyObject *one_document(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *objs[7], *result = NULL;
+    Py_ssize_t n, w, rows;
+    Py_buffer views[7];
+    const char *names[7] = {"tokens", "combine", "a", "b", "band_salts", "masks", "mask_salts"};
+    int held = 0;
+    uint64_t *room = NULL;
+    if (!PyArg_ParseTuple(args, "OnOOOnnOOO", &objs[0], &n, &objs[1], &objs[2], &objs[3], &w,
+                          &rows, &objs[4], &objs[5], &objs[6])) {
+        return NULL;
+    }
+    for (; held < 7; held++) {
+        if (get_items(objs[held], &views[held], 8, names[held]) < 0) {
+            goto done;
+        }
+    }
+    size_t count = (size_t)views[0].len / 8, perms = (size_t)views[2].len / 8;
+    size_t bands = rows ? (size_t)views[4].len / 8 : 0, masks = (size_t)views[5].len / 8;
+    if (count == 0 || n < 1 || n > views[1].len / 8 || w < 0 || rows < 0
+        || rows > views[1].len / 8 || views[3].len != views[2].len
+        || bands * (size_t)rows > perms || views[6].len != views[5].len) {
+        PyErr_SetString(PyExc_ValueError, "one_document: arguments do not agree");
+        goto done;
+    }
+    /* shingles and sample keys: at most one per token each; the signature as uint64 room */
+    room = PyMem_Malloc((2 * count + perms + bands + masks) * sizeof(uint64_t));
+    if (room == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    OneDocument out = {.shingles = room, .samples = room + count,
+                       .signature = (uint32_t *)(room + 2 * count),
+                       .bands = room + 2 * count + perms,
+                       .blocks = room + 2 * count + perms + bands};
+    if (fingerprint_one(views[0].buf, count, (size_t)n, views[1].buf, views[2].buf, views[3].buf,
+                        perms, (size_t)w, (size_t)rows, views[4].buf, bands, views[5].buf,
+                        views[6].buf, masks, &out) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = Py_BuildValue(
+        "(y#y#y#Ky#y#)", (const char *)out.shingles, (Py_ssize_t)(out.shingle_count * 8),
+        (const char *)out.signature, (Py_ssize_t)(perms * 4), (const char *)out.bands,
+        (Py_ssize_t)(bands * 8), (unsigned long long)out.simhash, (const char *)out.blocks,
+        (Py_ssize_t)(masks * 8), (const char *)out.samples, (Py_ssize_t)(out.sample_count * 8));
+done:
+    PyMem_Free(room);
+    for (int k = 0; k < held; k++) {
+        PyBuffer_Release(&views[k]);
+    }
+    return result;
+}
+
 /* ---- module ---------------------------------------------------------------------------- */
 
 static PyMethodDef kernel_methods[] = {
@@ -1719,6 +1856,7 @@ static PyMethodDef kernel_methods[] = {
     {"intersection_sizes", intersection_sizes, METH_VARARGS, intersection_sizes_doc},
     {"high_halves", high_halves, METH_VARARGS, high_halves_doc},
     {"masked_keys", masked_keys, METH_VARARGS, masked_keys_doc},
+    {"one_document", one_document, METH_VARARGS, one_document_doc},
     {"multimap_insert", multimap_insert, METH_VARARGS, multimap_insert_doc},
     {"multimap_rehash", multimap_rehash, METH_VARARGS, multimap_rehash_doc},
     {"multimap_find", multimap_find, METH_VARARGS, multimap_find_doc},

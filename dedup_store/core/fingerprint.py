@@ -9,14 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from dedup_store.core import kernels
-from dedup_store.core.arrays import I64, U32, U64, distinct
+from dedup_store.core.arrays import I64, U32, U64
 from dedup_store.core.canonical import (
     CanonicalBatch,
     batch_runs,
     canonical_tokens,
     canonical_word_batch,
 )
+from dedup_store.core.document import one_document
 from dedup_store.core.features import NO_FEATURES, weighted_features
 from dedup_store.core.hashing import exact_hashes
 from dedup_store.core.lsh import band_keys
@@ -332,25 +332,27 @@ def _one_document(words: CanonicalBatch, params: FingerprintParams) -> Fingerpri
     """The fingerprint of one non-empty document of words under unweighted ``params``: what
     :func:`_fingerprint_canonical` makes of it, in whole-document steps (a single ``check`` or
     ``add`` would pay more for the batch's bookkeeping than for its hashing)."""
-    tokens = words.token_hashes
-    ordered = kernels.backend.shingle_hashes(tokens, words.token_counts, params.shingle_size)
-    shingles = distinct(ordered)
+    one = one_document(words.token_hashes, params)
+    shingles, signatures = one.shingles, one.signature.reshape(1, -1)
     shingle_offsets = np.array([0, len(shingles)], dtype=np.int64)
-    signatures = minhash_signatures(shingles, shingle_offsets, params.num_perm, params.seed)
-    simhashes = simhash_batch(tokens, np.array([0, len(tokens)], dtype=np.int64))
-    if params.containment == 0:
-        sample_keys, sample_offsets = np.empty(0, dtype=np.uint64), np.zeros(2, dtype=np.int64)
-    else:
-        ends = np.array([0, len(ordered)], dtype=np.int64)
-        sample_keys, sample_offsets = winnow(ordered, ends, params.winnow_window)
+    simhashes = np.array([one.simhash], dtype=np.uint64)
+    bands = one.band_keys.view(np.int64)[None, :]
+    if params.scheme != "threshold":
+        bands = band_keys(signatures, params)
+    blocks = one.block_keys.view(np.int64)[None, :]
+    longest = params.simhash_key_max_shingles if params.containment > 0 else 0
+    if longest and len(shingles) > longest:  # whole keys (document_block_keys)
+        blocks = document_block_keys(simhashes, shingle_offsets[1:], params)
+    sample_keys = one.sample_keys
+    sample_offsets = np.array([0, len(sample_keys)], dtype=np.int64)
     features, _, feature_counts, feature_lengths = NO_FEATURES
     return FingerprintBatch(
         shingles=shingles,
         shingle_offsets=shingle_offsets,
         signatures=signatures,
-        band_keys=band_keys(signatures, params),
+        band_keys=bands,
         simhashes=simhashes,
-        block_keys=document_block_keys(simhashes, shingle_offsets[1:], params),
+        block_keys=blocks,
         sample_keys=sample_keys,
         sample_offsets=sample_offsets,
         features=features,

@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 import xxhash
@@ -27,6 +27,17 @@ if TYPE_CHECKING:
 from dedup_store.config import ENV_KERNELS
 from dedup_store.core.arrays import I32, I64, U32, U64
 from dedup_store.core.mixing import COMBINE
+
+
+class OneDocument(NamedTuple):
+    """What :meth:`Backend.one_document` makes of one document (read-only arrays)."""
+
+    shingles: U64
+    signature: U32
+    band_keys: U64
+    simhash: int
+    block_keys: U64
+    sample_keys: U64
 
 
 class Backend(Protocol):
@@ -97,6 +108,25 @@ class Backend(Protocol):
     def masked_keys(self, values: U64, masks: U64, salts: U64) -> U64:
         """``mix64((values[i] & masks[j]) ^ salts[j])`` for every value and every mask (with its
         salt): shape ``(len(values), len(masks))``."""
+
+    def one_document(
+        self,
+        tokens: U64,
+        n: int,
+        a: U64,
+        b: U64,
+        w: int,
+        rows: int,
+        band_salts: U64,
+        masks: U64,
+        mask_salts: U64,
+    ) -> OneDocument:
+        """The fingerprint of one document of token hashes (at least one) in one call, as the
+        other kernels make it: its sorted distinct :meth:`shingle_hashes` of ``n`` tokens, their
+        :meth:`minhash_minima` with ``a`` and ``b``, the :meth:`combine_groups` of the
+        signature's first ``len(band_salts)`` bands of ``rows`` values (none when ``rows`` is
+        0), the :meth:`simhash_majority` of the tokens, its :meth:`masked_keys`, and the
+        :meth:`winnow` of its shingles in order with window ``w`` (none when ``w`` is 0)."""
 
 
 class CompiledBackend:
@@ -180,6 +210,30 @@ class CompiledBackend:
         keys = np.empty((len(values), len(masks)), dtype=np.uint64)
         self.module.masked_keys(_u64(values), _u64(masks), _u64(salts), keys)
         return keys
+
+    def one_document(
+        self,
+        tokens: U64,
+        n: int,
+        a: U64,
+        b: U64,
+        w: int,
+        rows: int,
+        band_salts: U64,
+        masks: U64,
+        mask_salts: U64,
+    ) -> OneDocument:
+        shingles, signature, bands, simhash, blocks, samples = self.module.one_document(
+            _u64(tokens), n, COMBINE, a, b, w, rows, band_salts, masks, mask_salts
+        )
+        return OneDocument(
+            np.frombuffer(shingles, dtype=np.uint64),
+            np.frombuffer(signature, dtype=np.uint32),
+            np.frombuffer(bands, dtype=np.uint64),
+            simhash,
+            np.frombuffer(blocks, dtype=np.uint64),
+            np.frombuffer(samples, dtype=np.uint64),
+        )
 
     def multimap_insert(
         self, table_keys: U64, table_ids: I64, keys: U64, ids: I64, cap: int

@@ -220,13 +220,14 @@ def block_masks(blocks: int, k: int) -> tuple[int, ...]:
 
 def block_keys(simhashes: U64, blocks: int, k: int) -> I64:
     """Block keys of each SimHash, shape ``(n_docs, C(blocks, blocks - k))``."""
-    masks, salts = _block_key_constants(blocks, k)
+    masks, salts = block_key_constants(blocks, k)
     return as_int64(kernels.backend.masked_keys(simhashes, masks, salts))
 
 
 @lru_cache(maxsize=16)
-def _block_key_constants(blocks: int, k: int) -> tuple[U64, U64]:
-    """The masks of :func:`block_masks` and the salt of each combination, as ``uint64``."""
+def block_key_constants(blocks: int, k: int) -> tuple[U64, U64]:
+    """The masks of :func:`block_masks` and the salt of each combination, as ``uint64``
+    (:func:`block_keys` masks a SimHash with each, salts it and mixes it)."""
     masks = np.array(block_masks(blocks, k), dtype=np.uint64)
     salts = [((combo + 1) * _COMBO_SALT) & MASK64 for combo in range(len(masks))]
     return masks, np.array(salts, dtype=np.uint64)

@@ -317,6 +317,34 @@ def test_masked_keys_match_the_reference_and_the_formula() -> None:
     assert [e.shape for e in empty] == [(0, 10), (0, 10)]
 
 
+@pytest.mark.parametrize("count", [1, 3, 4, 15, 40, 700])
+@pytest.mark.parametrize("window", [0, 1, 16])
+def test_one_document_matches_the_reference(count: int, window: int) -> None:
+    tokens = RNG.integers(0, 2**64, size=count, dtype=np.uint64)
+    tokens[count // 2 :: 3] = tokens[0]  # repeated tokens, repeated shingles
+    a, b = RNG.integers(0, 2**64, size=(2, 84), dtype=np.uint64)
+    band_salts = np.arange(1, 13, dtype=np.uint64)
+    masks, mask_salts = RNG.integers(0, 2**64, size=(2, 10), dtype=np.uint64)
+    for rows in (7, 0):
+        compiled, reference = _both(
+            lambda backend, r=rows: backend.one_document(
+                tokens, 4, a, b, window, r, band_salts, masks, mask_salts
+            )
+        )
+        assert compiled.simhash == reference.simhash
+        for mine, theirs in zip(compiled, reference, strict=True):
+            np.testing.assert_array_equal(mine, theirs)
+        assert len(compiled.band_keys) == (12 if rows else 0)
+        assert (len(compiled.sample_keys) > 0) == (window > 0)
+
+
+def test_one_document_refuses_no_tokens(backend: Backend) -> None:
+    a = np.ones(4, dtype=np.uint64)
+    none = np.empty(0, dtype=np.uint64)
+    with pytest.raises(ValueError, match="arguments do not agree"):
+        backend.one_document(none, 4, a, a, 0, 0, none, none, none)
+
+
 def test_masked_keys_refuse_masks_without_their_salts(backend: Backend) -> None:
     with pytest.raises(ValueError, match="as many salts as masks"):
         backend.masked_keys(
