@@ -1703,6 +1703,42 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(salted_mix_doc,
+"salted_mix(values, salts, out) -> None\n\n"
+"out[i] (uint64) = mix64(values[i] ^ salts[i]) for every value (uint64, as many salts).");
+
+static PyObject *salted_mix(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *objs[3], *result = NULL;
+    Py_buffer views[3];
+    const char *names[3] = {"values", "salts", "out"};
+    int held = 0;
+    if (!PyArg_ParseTuple(args, "OOO", &objs[0], &objs[1], &objs[2])) {
+        return NULL;
+    }
+    for (; held < 3; held++) {
+        if (get_items(objs[held], &views[held], 8, names[held]) < 0) {
+            goto done;
+        }
+    }
+    if (views[1].len != views[0].len || views[2].readonly || views[2].len != views[0].len) {
+        PyErr_SetString(PyExc_ValueError, "salted_mix: a salt and a writable place per value");
+        goto done;
+    }
+    const uint64_t *value = views[0].buf, *salt = views[1].buf;
+    uint64_t *out = views[2].buf;
+    for (Py_ssize_t i = 0; i < views[0].len / 8; i++) {
+        out[i] = mix64(value[i] ^ salt[i]);
+    }
+    result = Py_NewRef(Py_None);
+done:
+    for (int k = 0; k < held; k++) {
+        PyBuffer_Release(&views[k]);
+    }
+    return result;
+}
+
 /* ---- one document ---------------------------------------------------------------------- */
 
 PyDoc_STRVAR(one_document_doc,
@@ -1857,6 +1893,7 @@ static PyMethodDef kernel_methods[] = {
     {"high_halves", high_halves, METH_VARARGS, high_halves_doc},
     {"masked_keys", masked_keys, METH_VARARGS, masked_keys_doc},
     {"one_document", one_document, METH_VARARGS, one_document_doc},
+    {"salted_mix", salted_mix, METH_VARARGS, salted_mix_doc},
     {"multimap_insert", multimap_insert, METH_VARARGS, multimap_insert_doc},
     {"multimap_rehash", multimap_rehash, METH_VARARGS, multimap_rehash_doc},
     {"multimap_find", multimap_find, METH_VARARGS, multimap_find_doc},

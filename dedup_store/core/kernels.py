@@ -109,6 +109,9 @@ class Backend(Protocol):
         """``mix64((values[i] & masks[j]) ^ salts[j])`` for every value and every mask (with its
         salt): shape ``(len(values), len(masks))``."""
 
+    def salted_mix(self, values: U64, salts: U64) -> U64:
+        """``mix64(values[i] ^ salts[i])`` for every value (as many salts as values)."""
+
     def one_document(
         self,
         tokens: U64,
@@ -210,6 +213,11 @@ class CompiledBackend:
         keys = np.empty((len(values), len(masks)), dtype=np.uint64)
         self.module.masked_keys(_u64(values), _u64(masks), _u64(salts), keys)
         return keys
+
+    def salted_mix(self, values: U64, salts: U64) -> U64:
+        mixed = np.empty(len(values), dtype=np.uint64)
+        self.module.salted_mix(_u64(values), _u64(salts), mixed)
+        return mixed
 
     def one_document(
         self,

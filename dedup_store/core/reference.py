@@ -182,6 +182,12 @@ class ReferenceBackend:
             raise ValueError("masked_keys: as many salts as masks")
         return mix64((values[:, None] & masks[None, :]) ^ salts[None, :])
 
+    def salted_mix(self, values: U64, salts: U64) -> U64:
+        """Each value XORed with its salt, mixed."""
+        if len(values) != len(salts):
+            raise ValueError("salted_mix: a salt and a writable place per value")
+        return mix64(values ^ salts)
+
     def one_document(
         self,
         tokens: U64,

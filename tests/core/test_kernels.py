@@ -338,6 +338,17 @@ def test_one_document_matches_the_reference(count: int, window: int) -> None:
         assert (len(compiled.sample_keys) > 0) == (window > 0)
 
 
+def test_salted_mix_matches_the_reference_and_refuses_missing_salts() -> None:
+    values, salts = RNG.integers(0, 2**64, size=(2, 50), dtype=np.uint64)
+    compiled, reference = _both(lambda backend: backend.salted_mix(values, salts))
+    np.testing.assert_array_equal(compiled, reference)
+    np.testing.assert_array_equal(compiled, mix64(values ^ salts))
+    for chosen in BACKENDS:
+        assert chosen is not None
+        with pytest.raises(ValueError, match="a salt and a writable place per value"):
+            chosen.salted_mix(values, salts[:-1])
+
+
 def test_one_document_refuses_no_tokens(backend: Backend) -> None:
     a = np.ones(4, dtype=np.uint64)
     none = np.empty(0, dtype=np.uint64)

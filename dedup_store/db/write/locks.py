@@ -39,6 +39,7 @@ from functools import lru_cache
 import numpy as np
 from sqlalchemy import Connection, text
 
+from dedup_store.core import kernels
 from dedup_store.core.arrays import I64, U64, distinct
 from dedup_store.core.fingerprint import Fingerprint, FingerprintBatch
 from dedup_store.core.mixing import mix64
@@ -178,17 +179,19 @@ def keys_of(schema: str, fp: Fingerprint, external_id: str) -> I64:
             kept.astype(np.int64).view(np.uint64),
         ]
     )
-    sample_tags = np.full(len(kept), _tags(schema, SAMPLE, 0)[0], dtype=np.uint64)
-    tags = np.concatenate([_fixed_tags(schema, len(bands), len(blocks)), sample_tags])
-    return distinct(mix64(values ^ tags).view(np.int64))
+    fixed, sample_tag = _fixed_tags(schema, len(bands), len(blocks))
+    tags = np.concatenate([fixed, np.full(len(kept), sample_tag, dtype=np.uint64)])
+    return distinct(kernels.backend.salted_mix(values, tags).view(np.int64))
 
 
 @lru_cache(maxsize=64)
-def _fixed_tags(schema: str, bands: int, blocks: int) -> U64:
-    """The tags of the keys every document has, in the order :func:`keys_of` lists them: its
-    exact hash, its external id, its ``bands`` band keys and ``blocks`` block keys."""
+def _fixed_tags(schema: str, bands: int, blocks: int) -> tuple[U64, np.uint64]:
+    """The tags of the keys every document has, in the order :func:`keys_of` lists them (its
+    exact hash, its external id, its ``bands`` band keys and ``blocks`` block keys), and the tag
+    of its excerpt keys."""
     parts = [(EXACT, 0), (EXTERNAL_ID, 0), (BAND, bands), (BLOCK, blocks)]
-    return np.concatenate([_tags(schema, kind, slots) for kind, slots in parts])
+    fixed = np.concatenate([_tags(schema, kind, slots) for kind, slots in parts])
+    return fixed, _tags(schema, SAMPLE, 0)[0]
 
 
 def batch_keys(schema: str, batch: FingerprintBatch, external_ids: Iterable[str]) -> I64:
