@@ -28,7 +28,7 @@ class _IntArray(list[int]):
     """Integers of one numpy array, kept as the array for the binary dumper."""
 
     __slots__ = ("values",)
-    element: str  # the numpy dtype of the element in the binary format (big-endian)
+    items: np.dtype[np.void]  # each element in the binary format: its length, its value
     element_oid: int
 
     def __init__(self, values: npt.NDArray[np.integer[Any]]) -> None:
@@ -41,8 +41,8 @@ class _IntArray(list[int]):
         count = len(self.values)
         if not count:
             return _EMPTY.pack(0, 0, self.element_oid)
-        items = np.empty(count, dtype=[("size", ">i4"), ("value", self.element)])
-        items["size"] = items.dtype["value"].itemsize
+        items = np.empty(count, dtype=self.items)
+        items["size"] = self.items["value"].itemsize
         items["value"] = self.values
         return _HEADER.pack(1, 0, self.element_oid, count, 1) + items.tobytes()
 
@@ -51,14 +51,14 @@ class Int4Array(_IntArray):
     """An ``integer[]`` parameter."""
 
     __slots__ = ()
-    element, element_oid = ">i4", 23
+    items, element_oid = np.dtype([("size", ">i4"), ("value", ">i4")]), 23
 
 
 class Int8Array(_IntArray):
     """A ``bigint[]`` parameter."""
 
     __slots__ = ()
-    element, element_oid = ">i8", 20
+    items, element_oid = np.dtype([("size", ">i4"), ("value", ">i8")]), 20
 
 
 class _Int4ArrayDumper(adapt.Dumper):
