@@ -46,8 +46,18 @@ def _constants(params: FingerprintParams) -> _Constants:
     return _Constants(a, b, window, rows, band_salts, masks, mask_salts)
 
 
+#: The most tokens a document hands to the one-document kernel: a longer one goes through the
+#: batch kernels one after the other, which are faster for it (measured on random token hashes:
+#: 40 tokens 9 against 31 microseconds, 1,000 tokens 55 against 69, 2,000 tokens 169 against
+#: 110, 20,000 tokens 3.0 against 1.3 ms).
+KERNEL_TOKENS = 1024
+
+
 def one_document(tokens: U64, params: FingerprintParams) -> OneDocument:
     """The fingerprint arrays of one document of token hashes (at least one) under unweighted
     ``params``: band keys with the ``threshold`` scheme only (none with ``broder``), block keys
     of the masked SimHash whatever the document's length."""
-    return kernels.backend.one_document(tokens, params.shingle_size, *_constants(params))
+    arguments = (tokens, params.shingle_size, *_constants(params))
+    if len(tokens) > KERNEL_TOKENS:
+        return kernels.one_document_in_steps(kernels.backend, *arguments)
+    return kernels.backend.one_document(*arguments)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from dedup_store.core.reference import ReferenceBackend
 
 from dedup_store.config import ENV_KERNELS
-from dedup_store.core.arrays import I32, I64, U32, U64
+from dedup_store.core.arrays import I32, I64, U32, U64, distinct
 from dedup_store.core.mixing import COMBINE
 
 
@@ -265,6 +265,36 @@ class CompiledBackend:
         """Every ``(id, key)`` entry of the distinct ``keys``, key by key, in insertion order."""
         ids, found = self.module.multimap_find(table_keys, table_ids, _u64(keys))
         return np.frombuffer(ids, dtype=np.int64), np.frombuffer(found, dtype=np.uint64)
+
+
+def one_document_in_steps(
+    backend: Backend,
+    tokens: U64,
+    n: int,
+    a: U64,
+    b: U64,
+    w: int,
+    rows: int,
+    band_salts: U64,
+    masks: U64,
+    mask_salts: U64,
+) -> OneDocument:
+    """:meth:`Backend.one_document` by the other kernels of ``backend``, one after the other, on
+    a batch of one document."""
+    if len(tokens) == 0 or len(a) != len(b) or len(masks) != len(mask_salts):
+        raise ValueError("one_document: arguments do not agree")
+    ordered = backend.shingle_hashes(tokens, np.array([len(tokens)], dtype=np.int64), n)
+    shingles = distinct(ordered)
+    signature = backend.minhash_minima(shingles, np.array([0, len(shingles)]), a, b)[0]
+    bands = len(band_salts) if rows else 0
+    wide = signature[: bands * rows].astype(np.uint64).reshape(1, bands, rows)
+    none = np.empty(0, dtype=np.uint64)
+    band_keys = backend.combine_groups(wide, band_salts)[0] if bands else none
+    simhash = backend.simhash_majority(tokens, np.array([0, len(tokens)], dtype=np.int64))
+    block_keys = backend.masked_keys(simhash, masks, mask_salts)[0]
+    ends = np.array([0, len(ordered)], dtype=np.int64)
+    samples = backend.winnow(ordered, ends, w)[0] if w else none
+    return OneDocument(shingles, signature, band_keys, int(simhash[0]), block_keys, samples)
 
 
 def _u64(values: U64) -> U64:

@@ -15,7 +15,7 @@ import xxhash
 from numpy.lib.stride_tricks import sliding_window_view
 
 from dedup_store.core.arrays import I32, I64, U32, U64
-from dedup_store.core.kernels import OneDocument, each_token_hash
+from dedup_store.core.kernels import OneDocument, each_token_hash, one_document_in_steps
 from dedup_store.core.mixing import COMBINE, SPLITMIX_GAMMA, mix64
 from dedup_store.core.scripts import CJK_KIND, WORD_KIND
 
@@ -201,21 +201,7 @@ class ReferenceBackend:
         mask_salts: U64,
     ) -> OneDocument:
         """The other reference kernels, one after the other, on a batch of one document."""
-        if len(tokens) == 0 or len(a) != len(b) or len(masks) != len(mask_salts):
-            raise ValueError("one_document: arguments do not agree")
-        ordered = self.shingle_hashes(tokens, np.array([len(tokens)], dtype=np.int64), n)
-        shingles = np.unique(ordered)
-        signature = self.minhash_minima(shingles, np.array([0, len(shingles)]), a, b)[0]
-        bands = len(band_salts) if rows else 0
-        wide = signature[: bands * rows].astype(np.uint64).reshape(1, bands, rows)
-        band_keys = (
-            self.combine_groups(wide, band_salts)[0] if bands else np.empty(0, dtype=np.uint64)
-        )
-        simhash = self.simhash_majority(tokens, np.array([0, len(tokens)], dtype=np.int64))
-        block_keys = self.masked_keys(simhash, masks, mask_salts)[0]
-        ends = np.array([0, len(ordered)], dtype=np.int64)
-        samples = self.winnow(ordered, ends, w)[0] if w else np.empty(0, dtype=np.uint64)
-        return OneDocument(shingles, signature, band_keys, int(simhash[0]), block_keys, samples)
+        return one_document_in_steps(self, tokens, n, a, b, w, rows, band_salts, masks, mask_salts)
 
 
 def _flush(pairs: list[tuple[str, str]], run: list[str], kind: int) -> None:

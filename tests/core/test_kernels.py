@@ -317,9 +317,11 @@ def test_masked_keys_match_the_reference_and_the_formula() -> None:
     assert [e.shape for e in empty] == [(0, 10), (0, 10)]
 
 
-@pytest.mark.parametrize("count", [1, 3, 4, 15, 40, 700])
+@pytest.mark.parametrize("count", [1, 3, 4, 15, 40, 700, 5000])
 @pytest.mark.parametrize("window", [0, 1, 16])
-def test_one_document_matches_the_reference(count: int, window: int) -> None:
+def test_one_document_matches_the_reference_and_the_kernels_in_steps(
+    count: int, window: int
+) -> None:
     tokens = RNG.integers(0, 2**64, size=count, dtype=np.uint64)
     tokens[count // 2 :: 3] = tokens[0]  # repeated tokens, repeated shingles
     a, b = RNG.integers(0, 2**64, size=(2, 84), dtype=np.uint64)
@@ -336,6 +338,12 @@ def test_one_document_matches_the_reference(count: int, window: int) -> None:
             np.testing.assert_array_equal(mine, theirs)
         assert len(compiled.band_keys) == (12 if rows else 0)
         assert (len(compiled.sample_keys) > 0) == (window > 0)
+        assert kernels.COMPILED is not None
+        steps = kernels.one_document_in_steps(
+            kernels.COMPILED, tokens, 4, a, b, window, rows, band_salts, masks, mask_salts
+        )
+        for mine, theirs in zip(compiled, steps, strict=True):
+            np.testing.assert_array_equal(mine, theirs)
 
 
 def test_salted_mix_matches_the_reference_and_refuses_missing_salts() -> None:
