@@ -2,39 +2,27 @@
 
 A single ``check`` or ``add`` fingerprints one text: through the batch steps, one numpy call
 after another on arrays of a few dozen values, it spent more in the calls than in the hashing.
-:func:`one_document` hands the whole of it to :meth:`~dedup_store.core.kernels.Backend.one_document`
-with the constants of the parameters, made once per parameters.
+:func:`one_document` hands the whole of it to the backend's
+:meth:`~dedup_store.core.kernels.Backend.one_document`, with the constants of the parameters
+made once per parameters.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import NamedTuple
 
 import numpy as np
 
 from dedup_store.core import kernels
 from dedup_store.core.arrays import U64
-from dedup_store.core.kernels import OneDocument
+from dedup_store.core.kernels import DocumentConstants, OneDocument
 from dedup_store.core.minhash import permutations
 from dedup_store.core.params import FingerprintParams
 from dedup_store.core.simhash import block_key_constants
 
 
-class _Constants(NamedTuple):
-    """The arguments of the kernel that depend on the parameters only."""
-
-    a: U64
-    b: U64
-    window: int
-    rows: int
-    band_salts: U64
-    masks: U64
-    mask_salts: U64
-
-
 @lru_cache(maxsize=16)
-def _constants(params: FingerprintParams) -> _Constants:
+def _constants(params: FingerprintParams) -> DocumentConstants:
     """The MinHash permutations, the winnowing window (0: no excerpt index), the bands of the
     ``threshold`` scheme (none for ``broder``, whose keys pair them) with their salts as
     :func:`~dedup_store.core.lsh.super_shingles` gives them, and the SimHash block masks."""
@@ -43,7 +31,7 @@ def _constants(params: FingerprintParams) -> _Constants:
     masks, mask_salts = block_key_constants(params.simhash_blocks, params.simhash_k)
     window = params.winnow_window if params.containment > 0 else 0
     band_salts = np.arange(1, bands + 1, dtype=np.uint64)
-    return _Constants(a, b, window, rows, band_salts, masks, mask_salts)
+    return DocumentConstants(a, b, window, rows, band_salts, masks, mask_salts)
 
 
 #: The most tokens a document hands to the one-document kernel: a longer one goes through the
@@ -57,7 +45,8 @@ def one_document(tokens: U64, params: FingerprintParams) -> OneDocument:
     """The fingerprint arrays of one document of token hashes (at least one) under unweighted
     ``params``: band keys with the ``threshold`` scheme only (none with ``broder``), block keys
     of the masked SimHash whatever the document's length."""
-    arguments = (tokens, params.shingle_size, *_constants(params))
     if len(tokens) > KERNEL_TOKENS:
-        return kernels.one_document_in_steps(kernels.backend, *arguments)
-    return kernels.backend.one_document(*arguments)
+        return kernels.one_document_in_steps(
+            kernels.backend, tokens, params.shingle_size, _constants(params)
+        )
+    return kernels.backend.one_document(tokens, params.shingle_size, _constants(params))

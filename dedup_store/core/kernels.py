@@ -29,6 +29,22 @@ from dedup_store.core.arrays import I32, I64, U32, U64, distinct
 from dedup_store.core.mixing import COMBINE
 
 
+class DocumentConstants(NamedTuple):
+    """The arguments of :meth:`Backend.one_document` that depend on the parameters only."""
+
+    #: The MinHash permutations.
+    a: U64
+    b: U64
+    #: The winnowing window (0: no excerpt keys).
+    window: int
+    #: Min-hashes per band (0: no band keys), and the salt of each band.
+    rows: int
+    band_salts: U64
+    #: The SimHash block masks, and the salt of each.
+    masks: U64
+    mask_salts: U64
+
+
 class OneDocument(NamedTuple):
     """What :meth:`Backend.one_document` makes of one document (read-only arrays)."""
 
@@ -112,24 +128,12 @@ class Backend(Protocol):
     def salted_mix(self, values: U64, salts: U64) -> U64:
         """``mix64(values[i] ^ salts[i])`` for every value (as many salts as values)."""
 
-    def one_document(
-        self,
-        tokens: U64,
-        n: int,
-        a: U64,
-        b: U64,
-        w: int,
-        rows: int,
-        band_salts: U64,
-        masks: U64,
-        mask_salts: U64,
-    ) -> OneDocument:
+    def one_document(self, tokens: U64, n: int, constants: DocumentConstants) -> OneDocument:
         """The fingerprint of one document of token hashes (at least one) in one call, as the
         other kernels make it: its sorted distinct :meth:`shingle_hashes` of ``n`` tokens, their
-        :meth:`minhash_minima` with ``a`` and ``b``, the :meth:`combine_groups` of the
-        signature's first ``len(band_salts)`` bands of ``rows`` values (none when ``rows`` is
-        0), the :meth:`simhash_majority` of the tokens, its :meth:`masked_keys`, and the
-        :meth:`winnow` of its shingles in order with window ``w`` (none when ``w`` is 0)."""
+        :meth:`minhash_minima`, the :meth:`combine_groups` of the signature's bands, the
+        :meth:`simhash_majority` of the tokens, its :meth:`masked_keys` and the :meth:`winnow`
+        of its shingles in order, with the ``constants`` of :class:`DocumentConstants`."""
 
 
 class CompiledBackend:
@@ -219,20 +223,9 @@ class CompiledBackend:
         self.module.salted_mix(_u64(values), _u64(salts), mixed)
         return mixed
 
-    def one_document(
-        self,
-        tokens: U64,
-        n: int,
-        a: U64,
-        b: U64,
-        w: int,
-        rows: int,
-        band_salts: U64,
-        masks: U64,
-        mask_salts: U64,
-    ) -> OneDocument:
+    def one_document(self, tokens: U64, n: int, constants: DocumentConstants) -> OneDocument:
         shingles, signature, bands, simhash, blocks, samples = self.module.one_document(
-            _u64(tokens), n, COMBINE, a, b, w, rows, band_salts, masks, mask_salts
+            _u64(tokens), n, COMBINE, *constants
         )
         return OneDocument(
             np.frombuffer(shingles, dtype=np.uint64),
@@ -268,19 +261,11 @@ class CompiledBackend:
 
 
 def one_document_in_steps(
-    backend: Backend,
-    tokens: U64,
-    n: int,
-    a: U64,
-    b: U64,
-    w: int,
-    rows: int,
-    band_salts: U64,
-    masks: U64,
-    mask_salts: U64,
+    backend: Backend, tokens: U64, n: int, constants: DocumentConstants
 ) -> OneDocument:
     """:meth:`Backend.one_document` by the other kernels of ``backend``, one after the other, on
     a batch of one document."""
+    a, b, w, rows, band_salts, masks, mask_salts = constants
     if len(tokens) == 0 or len(a) != len(b) or len(masks) != len(mask_salts):
         raise ValueError("one_document: arguments do not agree")
     ordered = backend.shingle_hashes(tokens, np.array([len(tokens)], dtype=np.int64), n)

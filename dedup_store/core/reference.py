@@ -15,7 +15,12 @@ import xxhash
 from numpy.lib.stride_tricks import sliding_window_view
 
 from dedup_store.core.arrays import I32, I64, U32, U64
-from dedup_store.core.kernels import OneDocument, each_token_hash, one_document_in_steps
+from dedup_store.core.kernels import (
+    DocumentConstants,
+    OneDocument,
+    each_token_hash,
+    one_document_in_steps,
+)
 from dedup_store.core.mixing import COMBINE, SPLITMIX_GAMMA, mix64
 from dedup_store.core.scripts import CJK_KIND, WORD_KIND
 
@@ -188,20 +193,9 @@ class ReferenceBackend:
             raise ValueError("salted_mix: a salt and a writable place per value")
         return mix64(values ^ salts)
 
-    def one_document(
-        self,
-        tokens: U64,
-        n: int,
-        a: U64,
-        b: U64,
-        w: int,
-        rows: int,
-        band_salts: U64,
-        masks: U64,
-        mask_salts: U64,
-    ) -> OneDocument:
+    def one_document(self, tokens: U64, n: int, constants: DocumentConstants) -> OneDocument:
         """The other reference kernels, one after the other, on a batch of one document."""
-        return one_document_in_steps(self, tokens, n, a, b, w, rows, band_salts, masks, mask_salts)
+        return one_document_in_steps(self, tokens, n, constants)
 
 
 def _flush(pairs: list[tuple[str, str]], run: list[str], kind: int) -> None:

@@ -20,7 +20,7 @@ import xxhash
 from dedup_store.core import FingerprintParams, fingerprint_batch, kernels, minhash_signatures
 from dedup_store.core.canonical import _nfkc, _run_word_bytes, stopwords
 from dedup_store.core.hashing import combine_groups
-from dedup_store.core.kernels import Backend
+from dedup_store.core.kernels import Backend, DocumentConstants
 from dedup_store.core.mixing import mix64
 from dedup_store.core.reference import _NON_WORD
 from dedup_store.core.scripts import CJK_CHAR, TOKEN, is_cjk, script_tokens, starts_cjk
@@ -330,7 +330,7 @@ def test_one_document_matches_the_reference_and_the_kernels_in_steps(
     for rows in (7, 0):
         compiled, reference = _both(
             lambda backend, r=rows: backend.one_document(
-                tokens, 4, a, b, window, r, band_salts, masks, mask_salts
+                tokens, 4, DocumentConstants(a, b, window, r, band_salts, masks, mask_salts)
             )
         )
         assert compiled.simhash == reference.simhash
@@ -339,9 +339,8 @@ def test_one_document_matches_the_reference_and_the_kernels_in_steps(
         assert len(compiled.band_keys) == (12 if rows else 0)
         assert (len(compiled.sample_keys) > 0) == (window > 0)
         assert kernels.COMPILED is not None
-        steps = kernels.one_document_in_steps(
-            kernels.COMPILED, tokens, 4, a, b, window, rows, band_salts, masks, mask_salts
-        )
+        constants = DocumentConstants(a, b, window, rows, band_salts, masks, mask_salts)
+        steps = kernels.one_document_in_steps(kernels.COMPILED, tokens, 4, constants)
         for mine, theirs in zip(compiled, steps, strict=True):
             np.testing.assert_array_equal(mine, theirs)
 
@@ -361,7 +360,7 @@ def test_one_document_refuses_no_tokens(backend: Backend) -> None:
     a = np.ones(4, dtype=np.uint64)
     none = np.empty(0, dtype=np.uint64)
     with pytest.raises(ValueError, match="arguments do not agree"):
-        backend.one_document(none, 4, a, a, 0, 0, none, none, none)
+        backend.one_document(none, 4, DocumentConstants(a, a, 0, 0, none, none, none))
 
 
 def test_masked_keys_refuse_masks_without_their_salts(backend: Backend) -> None:
