@@ -2,12 +2,18 @@
 document pays.
 
 ``python -m benchmarks.startup`` creates a store (``dedup-store init``) and times, each in a new
-process, ``dedup-store check TEXT`` of a few words and ``dedup-store ingest FILE`` of a JSON
-Lines file of one new record (a new id and text each run, so each is stored). It prints the
-median wall and CPU seconds (user and system, of the process) of ``--runs`` runs of each, and of
-``python -c pass`` beside them: the interpreter's own start on this machine. The least CPU of
-the runs is printed too: on a machine that other work keeps busy, it varies less than the
-median.
+process, ``dedup-store check TEXT`` of a few words, ``dedup-store ingest FILE`` of a JSON Lines
+file of one new record (a new id and text each run, so each is stored) and ``dedup-store similar
+ID`` of a stored one. It prints the median wall and CPU seconds (user and system, of the process)
+of ``--runs`` runs of each, and beside them two floors: ``python -c pass``, the interpreter's own
+start on this machine, and ``imports``, a process that only imports the other packages a
+``check`` imports (SQLAlchemy, psycopg, numpy, typer...): what the command would cost if the
+package's own modules and its work were free. The least CPU of the runs is printed too: on a
+machine that other work keeps busy, it varies less than the median.
+
+Then the import time of ``check`` by package: ``python -X importtime``'s own time of each module
+summed by top-level package (by subpackage for this one), the median of ``--runs`` runs, largest
+first. ``-X importtime`` adds its own cost to every module, so the shares count, not the sums.
 
 ``--tree DIR`` (repeated) times the package of each source tree in turn, run after run, so that
 two revisions are compared under the same load of the machine, e.g. ``--tree . --tree
@@ -21,19 +27,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from benchmarks.common import add_store_options, add_url, scratch_schema, sqlalchemy_url
 
 HERE = Path(__file__).resolve().parent.parent
 TEXT = "some text of a few words"
+#: A line of ``python -X importtime``: the module's own and cumulative microseconds, its name.
+IMPORT_LINE = re.compile(r"import time:\s+(\d+) \|\s+\d+ \|\s*(\S+)")
 
 
 def run(command: Sequence[str], env: dict[str, str]) -> tuple[float, float]:
@@ -64,27 +74,117 @@ def record_file(directory: str, run_number: int, tree_number: int) -> str:
     return path
 
 
+def package_of(module: str) -> str:
+    """What the import time of ``module`` counts to: its top-level package, or for this package
+    its subpackage (``dedup_store.db``)."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "dedup_store" else parts[0]
+
+
+def imported(stderr: str) -> list[tuple[str, int]]:
+    """The modules of ``python -X importtime`` output ``stderr`` and their own microseconds, in
+    the order their imports ended."""
+    return [(match[2], int(match[1])) for match in IMPORT_LINE.finditer(stderr)]
+
+
+def third_party(modules: Iterable[str]) -> list[str]:
+    """Those of ``modules`` (in their order) neither of the standard library nor of this package
+    nor of the interpreter's start (``site`` hooks)."""
+    return [
+        module
+        for module in modules
+        if (top := module.split(".")[0]) not in sys.stdlib_module_names
+        and top != "dedup_store"
+        and not top.startswith("_")
+        and top not in ("sitecustomize", "usercustomize")
+    ]
+
+
+def import_profile(command: Sequence[str], env: dict[str, str], runs: int) -> Counter[str]:
+    """The median microseconds of ``command``'s imports by package (:func:`package_of`) over
+    ``runs`` runs under ``python -X importtime``."""
+    samples: list[Counter[str]] = []
+    for _ in range(runs):
+        done = subprocess.run(
+            [command[0], "-X", "importtime", *command[1:]],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        by_package: Counter[str] = Counter()
+        for module, micros in imported(done.stderr):
+            by_package[package_of(module)] += micros
+        samples.append(by_package)
+    packages = set().union(*samples)
+    return Counter({p: int(statistics.median(s[p] for s in samples)) for p in packages})
+
+
+def imports_floor(command: Sequence[str], env: dict[str, str]) -> list[str]:
+    """A command that imports, in the same order, every module of another package than this one
+    and the standard library that ``command`` imports."""
+    done = subprocess.run(
+        [command[0], "-X", "importtime", *command[1:]],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    modules = third_party(module for module, _ in imported(done.stderr))
+    script = (
+        "import importlib, sys\n"
+        "for name in sys.argv[1:]:\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "    except ImportError:\n"
+        "        pass\n"
+    )
+    return [sys.executable, "-c", script, *modules]
+
+
 def measure(
     trees: Sequence[Path], url: str, schema: str, runs: int
-) -> dict[tuple[str, str], list[tuple[float, float]]]:
-    """The (wall, CPU) of each run of each command of each tree, by (command, tree)."""
+) -> tuple[dict[tuple[str, str], list[tuple[float, float]]], dict[str, Counter[str]]]:
+    """The (wall, CPU) of each run of each command of each tree, by (command, tree); and the
+    import time of ``check`` by package, by tree."""
     cli = [sys.executable, "-m", "dedup_store", "--db-url", url, "--schema", schema]
+    check = [*cli, "check", TEXT]
     times: dict[tuple[str, str], list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as files:
         envs = [environment(tree, cache) for tree in trees]
         run([*cli, "init"], envs[0])
+        floors = [imports_floor(check, env) for env in envs]
         for number in range(runs + 1):  # run 0 caches the bytecode and is not counted
             for index, (tree, env) in enumerate(zip(trees, envs, strict=True)):
                 commands = {
                     "python -c pass": [sys.executable, "-c", "pass"],
-                    "check": [*cli, "check", TEXT],
+                    "imports": floors[index],
+                    "check": check,
                     "ingest": [*cli, "ingest", record_file(files, number, index)],
+                    "similar": [*cli, "similar", f"t{index}-r0"],
                 }
                 for name, command in commands.items():
                     figures = run(command, env)
                     if number:
                         times.setdefault((name, str(tree)), []).append(figures)
-    return times
+        pairs = zip(trees, envs, strict=True)
+        profiles = {str(tree): import_profile(check, env, runs) for tree, env in pairs}
+    return times, profiles
+
+
+def print_profile(tree: str, profile: Counter[str], shown: int = 14) -> None:
+    """The packages of ``profile`` taking most of the import time of ``check``, and the rest."""
+    total = sum(profile.values())
+    print(
+        f"\n`check` imports by package, median ms under -X importtime (total {total / 1000:.0f}),"
+        f" {tree}"
+    )
+    top = profile.most_common(shown)
+    rest = total - sum(micros for _, micros in top)
+    for package, micros in [*top, (f"{len(profile) - len(top)} others", rest)]:
+        print(f"  {package:28} {micros / 1000:7.1f}  {micros / total:6.1%}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -104,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     trees = [tree.resolve() for tree in args.tree or [HERE]]
     url = sqlalchemy_url(args.url)
     with scratch_schema(url, args.schema, args.keep):
-        times = measure(trees, url, args.schema, args.runs)
+        times, profiles = measure(trees, url, args.schema, args.runs)
     print(f"median of {args.runs} runs, seconds; load average {os.getloadavg()[0]:.2f}")
     print(f"{'command':16} {'wall':>6} {'CPU':>6} {'CPU min':>7}  tree")
     for (name, tree), figures in times.items():
@@ -112,6 +212,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         cpu = statistics.median(c for _, c in figures)
         least = min(c for _, c in figures)
         print(f"{name:16} {wall:6.3f} {cpu:6.3f} {least:7.3f}  {tree}")
+    for tree, profile in profiles.items():
+        print_profile(tree, profile)
 
 
 if __name__ == "__main__":
