@@ -3,9 +3,9 @@
 It validates, fingerprints and builds the answers; every read and write goes through the
 store's tables (:class:`~dedup_store.db.repository.StoreTables`).
 
-The ingest pipeline and the report are imported by the methods that use them (the bulk load by
-the tables' ``settle``), so that a store opened for a ``check`` (a command line run per
-document) does not load them.
+The ingest pipeline, the preparation of an added document and the report are imported by the
+methods that use them (the bulk load by the tables' ``settle``), so that a store opened for a
+``check`` (a command line run per document) does not load them.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from dedup_store.db.schema.settings import StoreSettings, check_rule
 from dedup_store.db.server.engine import Bind, Database
 from dedup_store.db.server.replicas import ReadSource
 from dedup_store.errors import EmptyDocumentError, OwnerRequiredError, UnknownDocumentError
-from dedup_store.ingest.prepared import prepare_batch
 from dedup_store.ingest.records import Record, stored_ids, validate_meta
 from dedup_store.plumbing import Closing
 from dedup_store.results import (
@@ -149,6 +148,8 @@ class DedupStore(Reviewing, Closing):
             InvalidDocumentError: bad text (NUL, invalid UTF-8, too large) or id.
             EmptyDocumentError: no words left after canonicalization.
         """
+        from dedup_store.ingest.prepared import prepare_batch
+
         document = Document(id, text, meta)
         if update or self.params.weighted:  # weighted: weighed under the lock, as a batch
             return self.add_many([document], update=update)[0]

@@ -6,15 +6,16 @@ the caller's), :meth:`Database.read` (one autocommit read), :meth:`Database.nati
 cursor) or :meth:`Database.transaction` (a streamed read). The service validates, fingerprints
 and builds the answers; it never sees a connection.
 
-The bulk load and the review report's reads are imported by the methods that use them, so that
-a store opened for a ``check`` does not load them.
+The bulk load, the review report's reads and the writes of documents (one at a time, in batches,
+deleted) are imported by the methods that use them, so that a store opened for a ``check`` does
+not load them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 from sqlalchemy import text as sa_text
@@ -32,12 +33,14 @@ from dedup_store.db.schema import ddl, migrate, settings
 from dedup_store.db.schema.settings import StoreSettings
 from dedup_store.db.server import raw_statements
 from dedup_store.db.server.engine import Database
-from dedup_store.db.write import batch as batch_write
-from dedup_store.db.write import frequencies, locks, reclustering, single, verdicts
+from dedup_store.db.write import frequencies, locks, reclustering, verdicts
 from dedup_store.db.write.reclustering import CutEdge
 from dedup_store.db.write.verdicts import VerdictRow
 from dedup_store.errors import UnknownDocumentError
 from dedup_store.results import MatchRow
+
+if TYPE_CHECKING:
+    from dedup_store.db.write.single import SingleOutcome
 
 #: What a parameter mismatch with a stored store says to do.
 PARAMS_WAY_OUT = "open it with the stored parameters (omit them), or use another schema"
@@ -91,7 +94,7 @@ class StoreTables:
         body: str | None,
         language: str,
         meta_signature: U32 | None,
-    ) -> single.SingleOutcome:
+    ) -> SingleOutcome:
         """Write one new document in one statement (:mod:`~dedup_store.db.write.single`).
 
         When the document makes keys hot, their buckets are split and the statement runs again;
@@ -99,6 +102,8 @@ class StoreTables:
         (:meth:`_refresh_statistics`). An outcome with ``judged`` or
         ``merge`` wrote nothing: the document goes in as a batch.
         """
+        from dedup_store.db.write import single
+
         keys = locks.keys_of(self.schema, fp, external_id)
         statement, parameters = single.add_statement(
             self.schema, fp, external_id, meta, body, language, meta_signature,
@@ -121,12 +126,16 @@ class StoreTables:
     def _refresh_statistics(self, conn: Connection, doc_id: int) -> None:
         """The planner's statistics of the recent key tier as it grows, and of the other tables
         every 1024th document (``doc_id``)."""
+        from dedup_store.db.write import batch as batch_write
+
         key_rows.refresh_recent_statistics(conn, self.schema)
         if doc_id % 1024 == 0:
             batch_write.refresh_statistics(conn, self.schema, doc_id)
 
     def _promote(self, conn: Connection, fp: Fingerprint) -> None:
         """Split the buckets of the keys ``fp`` makes hot, under the writers' lock."""
+        from dedup_store.db.write import single
+
         locks.lock_store(conn, self.schema)
         single.promote_pending(conn, self.schema, fp)
 
@@ -288,6 +297,7 @@ class StoreTables:
         Raises:
             UnknownDocumentError: some id is not stored (then nothing is deleted).
         """
+        from dedup_store.db.write import batch as batch_write
 
         def work(conn: Connection) -> int:
             locks.lock_store(conn, self.schema)

@@ -1,20 +1,22 @@
 """The reviewer's part of :class:`~dedup_store.service.DedupStore`: explanations, verdicts,
-canonical documents and the store's settings."""
+canonical documents and the store's settings.
+
+The explanations and reviews (:mod:`~dedup_store.review.explanation`) are imported by the methods
+that make them, so that a store opened for a ``check`` does not load them.
+"""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from dedup_store.core.params import FingerprintParams
 from dedup_store.db.repository import StoreTables
 from dedup_store.db.schema.settings import StoreSettings, check_rule
 from dedup_store.errors import InvalidDocumentError, InvalidParamsError
 from dedup_store.ingest.records import nameable, stored_ids
-from dedup_store.review.explanation import (
-    Explanation,
-    Review,
-    Verdict,
-    explain_pair,
-    given_text_is_stored,
-)
+
+if TYPE_CHECKING:
+    from dedup_store.review.explanation import Explanation, Review, Verdict
 
 
 class Reviewing:
@@ -37,6 +39,8 @@ class Reviewing:
             UnknownDocumentError: either document is not stored.
             InvalidDocumentError: a text given is not its document's (other shingles).
         """
+        from dedup_store.review.explanation import explain_pair, given_text_is_stored
+
         stored_ids(a, b)
         pair, verdict = self._tables.stored_pair(a, b)
         for given, stored in ((text_a, pair.a), (text_b, pair.b)):
@@ -73,6 +77,8 @@ class Reviewing:
             InvalidParamsError: ``a`` and ``b`` are the same document, or the verdict
                 contradicts others (a pair judged not duplicates that duplicate verdicts join).
         """
+        from dedup_store.review.explanation import Review, Verdict
+
         decision = Verdict(verdict)
         stored_ids(a, b)
         if a == b:
@@ -88,6 +94,8 @@ class Reviewing:
 
     def verdicts(self) -> list[Review]:
         """Every verdict, newest first."""
+        from dedup_store.review.explanation import Review
+
         rows, cut = self._tables.verdict_rows()
         return [Review.of(row, cut) for row in rows]
 

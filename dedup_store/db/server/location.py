@@ -1,5 +1,6 @@
 """Where a store's database is: an explicit URL, the ``DEDUP_STORE_URL`` environment variable,
-or the embedded PostgreSQL server, started on demand (:mod:`dedup_store.db.server.embedded`)."""
+or the embedded PostgreSQL server, started on demand (:mod:`dedup_store.db.server.embedded`,
+imported only then)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import os
 from collections.abc import Callable
 
 from dedup_store import config
-from dedup_store.db.server import embedded
 
 
 def resolve_url(db_url: str | None = None, announce: Callable[[str], None] | None = None) -> str:
@@ -28,6 +28,8 @@ def resolve_url(db_url: str | None = None, announce: Callable[[str], None] | Non
     explicit = db_url if db_url else os.environ.get(config.ENV_URL, "").strip()
     if explicit:
         return config.normalize_url(explicit)
+    from dedup_store.db.server import embedded
+
     return embedded.start(announce=announce)
 
 
