@@ -100,23 +100,25 @@ def third_party(modules: Iterable[str]) -> list[str]:
     ]
 
 
-def import_profile(command: Sequence[str], env: dict[str, str], runs: int) -> Counter[str]:
-    """The median microseconds of ``command``'s imports by package (:func:`package_of`) over
-    ``runs`` runs under ``python -X importtime``."""
-    samples: list[Counter[str]] = []
-    for _ in range(runs):
-        done = subprocess.run(
-            [command[0], "-X", "importtime", *command[1:]],
-            env=env,
-            check=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        by_package: Counter[str] = Counter()
-        for module, micros in imported(done.stderr):
-            by_package[package_of(module)] += micros
-        samples.append(by_package)
+def import_times(command: Sequence[str], env: dict[str, str]) -> Counter[str]:
+    """The microseconds of ``command``'s imports by package (:func:`package_of`), from one run
+    under ``python -X importtime``."""
+    done = subprocess.run(
+        [command[0], "-X", "importtime", *command[1:]],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    by_package: Counter[str] = Counter()
+    for module, micros in imported(done.stderr):
+        by_package[package_of(module)] += micros
+    return by_package
+
+
+def median_profile(samples: Sequence[Counter[str]]) -> Counter[str]:
+    """The median microseconds of each package over ``samples`` (0 where a sample lacks it)."""
     packages = set().union(*samples)
     return Counter({p: int(statistics.median(s[p] for s in samples)) for p in packages})
 
@@ -152,6 +154,7 @@ def measure(
     cli = [sys.executable, "-m", "dedup_store", "--db-url", url, "--schema", schema]
     check = [*cli, "check", TEXT]
     times: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    samples: dict[str, list[Counter[str]]] = {}
     with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as files:
         envs = [environment(tree, cache) for tree in trees]
         run([*cli, "init"], envs[0])
@@ -169,14 +172,16 @@ def measure(
                     figures = run(command, env)
                     if number:
                         times.setdefault((name, str(tree)), []).append(figures)
-        pairs = zip(trees, envs, strict=True)
-        profiles = {str(tree): import_profile(check, env, runs) for tree, env in pairs}
-    return times, profiles
+                if number:
+                    samples.setdefault(str(tree), []).append(import_times(check, env))
+    return times, {tree: median_profile(runs) for tree, runs in samples.items()}
 
 
 def print_profile(tree: str, profile: Counter[str], shown: int = 14) -> None:
-    """The packages of ``profile`` taking most of the import time of ``check``, and the rest."""
+    """The packages of ``profile`` taking most of the import time of ``check``, the rest, and
+    this package's own modules together."""
     total = sum(profile.values())
+    own = sum(micros for package, micros in profile.items() if package.startswith("dedup_store"))
     print(
         f"\n`check` imports by package, median ms under -X importtime (total {total / 1000:.0f}),"
         f" {tree}"
@@ -185,6 +190,7 @@ def print_profile(tree: str, profile: Counter[str], shown: int = 14) -> None:
     rest = total - sum(micros for _, micros in top)
     for package, micros in [*top, (f"{len(profile) - len(top)} others", rest)]:
         print(f"  {package:28} {micros / 1000:7.1f}  {micros / total:6.1%}")
+    print(f"  {'dedup_store, all of it':28} {own / 1000:7.1f}  {own / total:6.1%}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
