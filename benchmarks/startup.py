@@ -81,10 +81,18 @@ def package_of(module: str) -> str:
     return ".".join(parts[:2]) if parts[0] == "dedup_store" else parts[0]
 
 
-def imported(stderr: str) -> list[tuple[str, int]]:
-    """The modules of ``python -X importtime`` output ``stderr`` and their own microseconds, in
-    the order their imports ended."""
-    return [(match[2], int(match[1])) for match in IMPORT_LINE.finditer(stderr)]
+def imported(command: Sequence[str], env: dict[str, str]) -> list[tuple[str, int]]:
+    """The modules ``command`` (a Python one) imports and their own microseconds under ``python
+    -X importtime``, in the order their imports ended."""
+    done = subprocess.run(
+        [command[0], "-X", "importtime", *command[1:]],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    return [(match[2], int(match[1])) for match in IMPORT_LINE.finditer(done.stderr)]
 
 
 def third_party(modules: Iterable[str]) -> list[str]:
@@ -103,16 +111,8 @@ def third_party(modules: Iterable[str]) -> list[str]:
 def import_times(command: Sequence[str], env: dict[str, str]) -> Counter[str]:
     """The microseconds of ``command``'s imports by package (:func:`package_of`), from one run
     under ``python -X importtime``."""
-    done = subprocess.run(
-        [command[0], "-X", "importtime", *command[1:]],
-        env=env,
-        check=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
     by_package: Counter[str] = Counter()
-    for module, micros in imported(done.stderr):
+    for module, micros in imported(command, env):
         by_package[package_of(module)] += micros
     return by_package
 
@@ -126,15 +126,7 @@ def median_profile(samples: Sequence[Counter[str]]) -> Counter[str]:
 def imports_floor(command: Sequence[str], env: dict[str, str]) -> list[str]:
     """A command that imports, in the same order, every module of another package than this one
     and the standard library that ``command`` imports."""
-    done = subprocess.run(
-        [command[0], "-X", "importtime", *command[1:]],
-        env=env,
-        check=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    modules = third_party(module for module, _ in imported(done.stderr))
+    modules = third_party(module for module, _ in imported(command, env))
     script = (
         "import importlib, sys\n"
         "for name in sys.argv[1:]:\n"
