@@ -183,6 +183,34 @@ def test_the_store_loads_the_ingest_pipeline_and_the_report_when_used() -> None:
     assert modules_loaded("import dedup_store.service", unused) == []
 
 
+def test_a_check_loads_no_write_of_documents_nor_the_embedded_server(
+    engine: sa.Engine, schema: str
+) -> None:
+    """A store opened by URL for a check (a command line run per document) leaves out the
+    writes of documents, an added document's preparation, the explanations and the embedded
+    server; an add loads the write of one document."""
+    single = "dedup_store.db.write.single"
+    unused = [
+        "dedup_store.db.write.batch",
+        single,
+        "dedup_store.ingest.prepared",
+        "dedup_store.review.explanation",
+        "dedup_store.db.server.embedded",
+    ]
+    url = engine.url.render_as_string(hide_password=False)
+    with DedupStore(url, schema=schema) as store:
+        store.add("a", NEWS)
+    opened = (
+        "from dedup_store.db.server.location import resolve_url\n"
+        "from dedup_store import DedupStore\n"
+        f"store = DedupStore(resolve_url({url!r}), schema={schema!r}, create=False)\n"
+    )
+    checked = opened + f"assert store.check({NEWS!r}).status.value == 'exact_duplicate'"
+    assert modules_loaded(checked, unused) == []
+    added = opened + f"store.add('b', {NEWS!r} + ' Again.')"
+    assert modules_loaded(added, [single]) == [single]
+
+
 def test_an_ingest_counts_the_clusters_as_stats_does(store: DedupStore) -> None:
     documents = [Document("a", NEWS), Document("b", NEWS + " Again."), Document("c", "other words")]
     summary = store.ingest(documents, count_clusters=True)
