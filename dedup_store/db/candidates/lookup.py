@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +24,7 @@ from dedup_store.db.rows import key_rows
 from dedup_store.db.schema import encoding
 from dedup_store.db.schema.encoding import BAND, BLOCK, SAMPLE, array_literal, slot_salt
 from dedup_store.db.schema.names import qualified
+from dedup_store.db.server.array_params import Int4Array, Int8Array
 
 Pairs: TypeAlias = tuple[I64, I64, npt.NDArray[np.int8]]
 """Pairs ``(a, b)`` of documents and the kind of the key that found each."""
@@ -283,13 +284,14 @@ def stored_counts(keys: I64, found_keys: I64) -> I64:
 
 def lookup_statement(
     schema: str, query: KeyQuery
-) -> tuple[str, dict[str, str], SlottedKeys | None]:
+) -> tuple[str, dict[str, Any], SlottedKeys | None]:
     """One statement looking up every key of every group of ``query``, and which keys of the
     groups of its ``hot_kinds`` are hot, with its parameters and its band and block keys. Rows
     ``(group, ids, keys)``: a group's hot keys as group ``-group - 1``, the band and block keys
     found as group ``len(groups)`` (:meth:`SlottedKeys.split`)."""
     s, groups, hot_limit = qualified(schema), query.groups, query.hot_limit
-    branches, parameters = [], {}
+    branches: list[str] = []
+    parameters: dict[str, Any] = {}
     slotted: list[tuple[int, KeyGroup]] = []
     for number, group in enumerate(groups):
         if len(group.uniques) == 0:
@@ -323,7 +325,7 @@ def lookup_statement(
 
 
 def _slotted_branch(
-    s: str, keys: SlottedKeys, number: int, hot_limit: int, parameters: dict[str, str]
+    s: str, keys: SlottedKeys, number: int, hot_limit: int, parameters: dict[str, Any]
 ) -> str:
     """The branch of :func:`lookup_statement` (as group ``number``) for its band and block keys:
     one ``= ANY`` scan of each tier's index, each key yielding its ``hot_limit + 1`` oldest
@@ -331,7 +333,7 @@ def _slotted_branch(
     The keys reach the planner through the CTE ``st``, without statistics (as constants,
     thousands of keys were taken for a third of the table).
     """
-    parameters["slot_tagged"] = array_literal(keys.tagged.tolist())
+    parameters["slot_tagged"] = Int8Array(keys.tagged)
     tiers = " UNION ALL ".join(
         f"SELECT k.doc_id, k.key FROM {s}.{table} k "
         "WHERE k.key = ANY(CAST((SELECT keys FROM st) AS bigint[]))"
@@ -347,13 +349,18 @@ def _slotted_branch(
     return f"SELECT {int(number)} AS grp, f.id, f.key FROM ({found}) f"
 
 
-def _hot_branch(s: str, hot: list[tuple[int, KeyGroup]], parameters: dict[str, str]) -> str:
+def _hot_branch(s: str, hot: list[tuple[int, KeyGroup]], parameters: dict[str, Any]) -> str:
     """The branch of :func:`lookup_statement` of the keys of the groups ``hot`` found in
-    ``hot_keys``; its parameters are added to ``parameters``."""
-    parameters["hot_group"] = array_literal(n for n, g in hot for _ in range(len(g.uniques)))
-    parameters["hot_kind"] = array_literal(g.kind for _, g in hot for _ in g.uniques)
-    parameters["hot_slot"] = array_literal(g.slot for _, g in hot for _ in g.uniques)
-    parameters["hot_key"] = array_literal(np.concatenate([g.uniques for _, g in hot]).tolist())
+    ``hot_keys``; its parameters (binary arrays, a batch's keys being hundreds of thousands)
+    are added to ``parameters``."""
+    counts = [len(g.uniques) for _, g in hot]
+    for name, values in (
+        ("hot_group", [n for n, _ in hot]),
+        ("hot_kind", [g.kind for _, g in hot]),
+        ("hot_slot", [g.slot for _, g in hot]),
+    ):
+        parameters[name] = Int4Array(np.repeat(np.array(values, dtype=np.int32), counts))
+    parameters["hot_key"] = Int8Array(np.concatenate([g.uniques for _, g in hot]))
     return (
         "SELECT -n.grp - 1 AS grp, 0::bigint AS id, h.key "
         "FROM unnest(CAST(:hot_group AS integer[]), CAST(:hot_kind AS smallint[]), "
