@@ -147,13 +147,14 @@ class Candidates:
         """The pairs where ``keep`` is true."""
         return Candidates(self.a[keep], self.b[keep], self.block_only[keep], self.sampled[keep])
 
-    def parameters(self) -> dict[str, str]:
-        """The pairs as array literals for ``unnest(:cand_a, :cand_b, :cand_block_only)``."""
+    def parameters(self) -> dict[str, Any]:
+        """The pairs as binary arrays for ``unnest(:cand_a, :cand_b, :cand_block_only,
+        :cand_sampled)``."""
         return {
-            "cand_a": array_literal(self.a.tolist()),
-            "cand_b": array_literal(self.b.tolist()),
-            "cand_block_only": array_literal(self.block_only.astype(np.int8).tolist()),
-            "cand_sampled": array_literal(self.sampled.astype(np.int8).tolist()),
+            "cand_a": Int8Array(self.a),
+            "cand_b": Int8Array(self.b),
+            "cand_block_only": Int4Array(self.block_only.astype(np.int32)),
+            "cand_sampled": Int4Array(self.sampled.astype(np.int32)),
         }
 
 

@@ -19,6 +19,7 @@ from dedup_store.db.rows.batch_rows import HeldRows, NewRows, allocate_ids
 from dedup_store.db.schema import encoding
 from dedup_store.db.schema.encoding import BAND, StoredShingles, array_literal
 from dedup_store.db.schema.names import qualified
+from dedup_store.db.server.array_params import Int8Array
 
 _ARRAY_HEADER = 20  # bytes before the elements of a one-dimensional array_send
 
@@ -90,7 +91,7 @@ class StoredKeys:
             "SELECT array_agg(k.doc_id ORDER BY k.doc_id), "
             "array_agg(k.key # CAST(:salt AS bigint) ORDER BY k.doc_id) "
             f"FROM {key_rows.both_tiers(schema)} k WHERE k.key = ANY(CAST(:keys AS bigint[]))",
-            keys=array_literal(tagged.tolist()),
+            keys=Int8Array(tagged),
             salt=salt,
         ).one()
         return np.array(ids or [], dtype=np.int64), np.array(found or [], dtype=np.int64)
@@ -118,7 +119,7 @@ class StoredKeys:
             conn,
             "SELECT array_agg(shingle_count ORDER BY id), array_agg(simhash ORDER BY id) "
             f"FROM {qualified(schema, 'documents')} WHERE id = ANY(CAST(:i AS bigint[]))",
-            i=array_literal(ids.tolist()),
+            i=Int8Array(ids),
         ).one()
         return np.array(counts, dtype=np.int64), np.array(simhashes, dtype=np.int64)
 
@@ -136,7 +137,7 @@ class StoredKeys:
             conn,
             f"SELECT array_send(shingles) FROM {qualified(schema, 'documents')} "
             "WHERE id = ANY(CAST(:i AS bigint[])) ORDER BY id",
-            i=array_literal(ids.tolist()),
+            i=Int8Array(ids),
         ).scalars()
         arrays = [np.sort(encoding.int4_array(blob)) for blob in blobs]
         offsets = np.cumsum([0] + [len(a) for a in arrays], dtype=np.int64)
@@ -158,7 +159,7 @@ class StoredKeys:
             conn,
             f"SELECT string_agg({value}, ''::bytea ORDER BY id) "
             f"FROM {qualified(schema, 'documents')} WHERE id = ANY(CAST(:ids AS bigint[]))",
-            ids=array_literal(ids.tolist()),
+            ids=Int8Array(ids),
         ).scalar_one()
         if kind != BAND:
             return np.frombuffer(blob, dtype=">i8").astype(np.int64).view(np.uint64)

@@ -48,7 +48,6 @@ from dedup_store.db.candidates.lookup import (
 from dedup_store.db.candidates.stored import INDEXED, StoredKeys
 from dedup_store.db.rows.batch_rows import NewRows
 from dedup_store.db.schema.encoding import (
-    array_literal,
     sparse_excerpt_keys,
     top32,
 )
@@ -451,8 +450,8 @@ def verified_parameters(
     inter = inter[possible]
     copies = new.exact_of != 0
     return {
-        "copy_of": array_literal(new.exact_of[copies].tolist()),
-        "copies": array_literal(new.ids[copies].tolist()),
+        "copy_of": Int8Array(new.exact_of[copies].astype(np.int64)),
+        "copies": Int8Array(new.ids[copies].astype(np.int64)),
         **candidates.subset(possible).parameters(),
         "cand_inter": "{" + ",".join("NULL" if v < 0 else str(v) for v in inter.tolist()) + "}",
         **score_parameters(new.batch.params),
