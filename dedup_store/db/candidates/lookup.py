@@ -301,7 +301,7 @@ def lookup_statement(
             slotted.append((number, group))
             continue
         name = f"g{number}"
-        parameters[name] = array_literal(group.uniques.tolist())
+        parameters[name] = Int4Array(group.uniques.astype(np.int32))  # 32-bit keys
         # one bounded probe per key: a hot excerpt key must not cost its whole posting list
         probe = f"SELECT k.doc_id AS id FROM {s}.sample_keys k WHERE k.key = n.key"
         limit = f"LIMIT {int(hot_limit) + 1}" if hot_limit else ""
