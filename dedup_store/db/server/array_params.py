@@ -4,10 +4,10 @@ A ``check`` or ``add`` sends a document's signature, shingles and keys as arrays
 dozen integers each; a batch sends its keys, candidate pairs and the ids it reads as arrays of
 up to hundreds of thousands. As text (``{1,2,...}``) they cost the client a ``str`` of every
 element and the server a parse of every digit; here numpy writes the binary form of the whole
-array at once and the server reads it as it is. :class:`Int4Array` and :class:`Int8Array` are lists of the
-same integers too: a psycopg connection made before this module was imported, which lacks the
-binary dumpers registered here on psycopg's global adapters, sends them as lists (psycopg's own
-dumper), with the same values.
+array at once and the server reads it as it is. :class:`Int4Array` and :class:`Int8Array` are
+lists of the same integers too: a psycopg connection made before this module was imported, which
+lacks the binary dumpers registered here on psycopg's global adapters, sends them as lists
+(psycopg's own dumper), with the same values.
 """
 
 from __future__ import annotations
