@@ -450,8 +450,8 @@ def verified_parameters(
     inter = inter[possible]
     copies = new.exact_of != 0
     return {
-        "copy_of": Int8Array(new.exact_of[copies].astype(np.int64)),
-        "copies": Int8Array(new.ids[copies].astype(np.int64)),
+        "copy_of": Int8Array(new.exact_of[copies]),
+        "copies": Int8Array(new.ids[copies]),
         **candidates.subset(possible).parameters(),
         "cand_inter": "{" + ",".join("NULL" if v < 0 else str(v) for v in inter.tolist()) + "}",
         **score_parameters(new.batch.params),
